@@ -1,0 +1,77 @@
+"""Find the array library of the inputs: the only module that looks for CuPy."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any, Literal
+
+import numpy as np
+import scipy.fft
+
+Array = Any
+
+
+@dataclass(frozen=True, slots=True)
+class Backend:
+    """The array library a call runs on.
+
+    Attributes
+    ----------
+    name : {'numpy', 'cupy'}
+        Library name.
+    xp : module
+        ``numpy`` or ``cupy``.
+    fft : module
+        ``scipy.fft`` or ``cupyx.scipy.fft``.
+    device : int or None
+        CUDA device id; None on the CPU.
+    """
+
+    name: Literal["numpy", "cupy"]
+    xp: ModuleType
+    fft: ModuleType
+    device: int | None
+
+
+NUMPY = Backend("numpy", np, scipy.fft, None)
+
+
+def _is_cupy_array(x: object) -> bool:
+    cp = sys.modules.get("cupy")  # never imports CuPy
+    return cp is not None and isinstance(x, cp.ndarray)
+
+
+def get_backend(**arrays: object) -> Backend:
+    """Return the backend shared by the named arrays (``None`` values are ignored).
+
+    Raises
+    ------
+    TypeError
+        If some arrays are CuPy arrays and others are not.
+    """
+    given = {name: a for name, a in arrays.items() if a is not None}
+    on_gpu = {name: _is_cupy_array(a) for name, a in given.items()}
+    if not any(on_gpu.values()):
+        return NUMPY
+    if not all(on_gpu.values()):
+        where = ", ".join(
+            f"`{name}` is {type(given[name]).__module__}.{type(given[name]).__name__}"
+            for name in given
+        )
+        msg = f"all arrays must be NumPy arrays or all CuPy arrays; got {where}"
+        raise TypeError(msg)
+    return _cupy_backend(given)
+
+
+def _cupy_backend(arrays: dict[str, object]) -> Backend:
+    import cupy
+    import cupyx.scipy.fft
+
+    devices = {name: a.device.id for name, a in arrays.items()}  # type: ignore[attr-defined]
+    if len(set(devices.values())) > 1:
+        where = ", ".join(f"`{n}` on device {d}" for n, d in devices.items())
+        msg = f"all CuPy arrays must be on one device; got {where}"
+        raise ValueError(msg)
+    return Backend("cupy", cupy, cupyx.scipy.fft, next(iter(devices.values())))

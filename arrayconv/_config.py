@@ -1,0 +1,77 @@
+"""Thread-local settings: the memory budget and the number of worker threads."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Iterator
+
+_FALLBACK_AVAILABLE = 4 << 30
+_DEFAULT_FRACTION = 0.25
+
+
+def _available_memory() -> int:
+    """Bytes of RAM available now (Linux/macOS via sysconf), or 4 GiB if unknown."""
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return _FALLBACK_AVAILABLE
+
+
+class _Settings(threading.local):
+    def __init__(self) -> None:
+        self.memory_limit: int | None = None
+        self.workers: int | None = None
+
+
+_settings = _Settings()
+
+
+def memory_limit() -> int:
+    """Bytes that the temporaries of one call may use.
+
+    The value set with :func:`config`, else a quarter of the RAM available now.
+    """
+    if _settings.memory_limit is not None:
+        return _settings.memory_limit
+    return int(_available_memory() * _DEFAULT_FRACTION)
+
+
+def workers() -> int:
+    """Threads for FFTs and tiled loops: the value set with :func:`config`, else all cores."""
+    return _settings.workers or os.cpu_count() or 1
+
+
+@contextlib.contextmanager
+def config(*, memory_limit: int | None = None, workers: int | None = None) -> Iterator[None]:
+    """Change arrayconv's settings for this thread inside a ``with`` block.
+
+    Parameters
+    ----------
+    memory_limit : int, optional
+        Bytes that the temporaries of one call may use; methods tile to stay under it.
+        Default: a quarter of the RAM available when the call starts.
+    workers : int, optional
+        Threads for FFTs and tiled loops. Default: all cores.
+
+    Examples
+    --------
+    >>> import arrayconv as ac
+    >>> with ac.config(memory_limit=64 << 20, workers=1):
+    ...     ac.memory_limit()
+    67108864
+    """
+    for name, value in (("memory_limit", memory_limit), ("workers", workers)):
+        if value is not None and (not isinstance(value, int) or value < 1):
+            msg = f"`{name}` must be a positive int, got {value!r}"
+            raise ValueError(msg)
+    old = (_settings.memory_limit, _settings.workers)
+    if memory_limit is not None:
+        _settings.memory_limit = memory_limit
+    if workers is not None:
+        _settings.workers = workers
+    try:
+        yield
+    finally:
+        _settings.memory_limit, _settings.workers = old

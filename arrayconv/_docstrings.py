@@ -1,0 +1,30 @@
+"""Shared numpydoc parameter text, written once and filled into the public docstrings."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+F = TypeVar("F", bound=Callable[..., object])
+
+PARAMETERS = {
+    "method": """method : {'auto', 'direct', 'im2col', 'fft'}, optional
+        Algorithm. 'direct' sums over kernel taps in cache-sized chunks; 'im2col' gathers
+        taps into column matrices (chunked to the memory budget) for one GEMM; 'fft' uses
+        real FFTs at fast lengths. 'auto' (default) picks the fastest by a cost model and
+        never raises.""",
+    "mode": """mode : {'full', 'valid', 'same'}, optional
+        Output size, as in `scipy.signal.correlate`: 'full' (default) every overlap;
+        'valid' only samples that need no zero padding (one input must be at least as
+        large as the other on every correlated axis); 'same' the size of `in1`, centred
+        as `scipy.signal.correlate`.""",
+    "axes": """axes : int or sequence of int, optional
+        Axes to correlate along (default: all). The other axes are batched: each must be
+        equal in both inputs, or 1 in one of them (broadcast).""",
+}
+
+
+def fill(func: F) -> F:
+    """Substitute ``{method}``, ``{mode}``, ``{axes}`` in `func`'s docstring."""
+    func.__doc__ = (func.__doc__ or "").format(**PARAMETERS)
+    return func

@@ -1,0 +1,152 @@
+"""FFT method: real transforms at fast lengths, channel sum as a per-frequency GEMM.
+
+The padded input is never built: the kernel is placed, flipped and dilated, at the circular
+offset that the zero padding would have produced, so the FFT length is the padded length
+(for 'valid', just the input length) rounded up to a fast size. Real inputs use ``rfftn``
+and keep their precision (float32 -> complex64). With several input channels per group, the
+channel sum is one batched complex GEMM over frequencies, ``(B, Cg) x (Cg, Og)``, so only
+``B * O`` inverse transforms are needed. Integer inputs are computed in float64.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .. import _config
+from .._backend import Array, Backend
+from .._problem import Problem
+from .._rates import Rates
+from . import Cost, Method, register
+
+# Below this many input channels per group, multiply-accumulate beats a batched GEMM.
+_GEMM_MIN_CHANNELS = 8
+
+
+def work_dtype(problem: Problem) -> np.dtype[Any]:
+    """Integers compute in float64; floats and complex keep their precision."""
+    return np.dtype(np.float64) if problem.dtype.kind in "iu" else problem.dtype
+
+
+def fft_shape(problem: Problem, backend: Backend) -> tuple[int, ...]:
+    """FFT lengths: the padded input length of each axis, rounded up to a fast size."""
+    real = work_dtype(problem).kind != "c"
+    return tuple(backend.fft.next_fast_len(n, real=real) for n in problem.padded)
+
+
+def _transforms(backend: Backend, real: bool):  # type: ignore[no-untyped-def]
+    """Forward and inverse N-D transforms of `backend`, with all workers on the CPU."""
+    fft = backend.fft
+    kwargs = {"workers": _config.workers()} if backend.name == "numpy" else {}
+    forward, inverse = (fft.rfftn, fft.irfftn) if real else (fft.fftn, fft.ifftn)
+    return (
+        lambda a, s, axes: forward(a, s=s, axes=axes, **kwargs),
+        lambda a, s, axes: inverse(a, s=s, axes=axes, **kwargs),
+    )
+
+
+def kernel_spectrum(w: Array, problem: Problem, backend: Backend) -> Array:
+    """Spectrum ``(G, Og, Cg, *freq)`` of the flipped, dilated kernel at its circular offset."""
+    p, xp = problem, backend.xp
+    shape = fft_shape(p, backend)
+    nd = len(shape)
+    placed = xp.zeros((p.groups * p.out_per_group, p.in_per_group, *shape), dtype=w.dtype)
+    flipped = w[(..., *(slice(None, None, -1),) * nd)]
+    spots = tuple(slice(0, d * (k - 1) + 1, d) for k, d in zip(p.kernel, p.dilation))
+    placed[(..., *spots)] = flipped
+    # Tap m of the padded correlation must land at circular index pad_lo - m * dilation.
+    shifts = tuple(lo - d * (k - 1) for lo, k, d in zip(p.pad_lo, p.kernel, p.dilation))
+    placed = xp.roll(placed, shifts, axis=tuple(range(2, 2 + nd)))
+    forward, _ = _transforms(backend, real=w.dtype.kind != "c")
+    spectrum = forward(placed, shape, tuple(range(2, 2 + nd)))
+    return spectrum.reshape(p.groups, p.out_per_group, p.in_per_group, *spectrum.shape[2:])
+
+
+def _channel_sum(x_hat: Array, w_hat: Array, problem: Problem, xp: Any) -> Array:
+    """``y_hat[b, g, o] = sum_c x_hat[b, g, c] * w_hat[g, o, c]`` over all frequencies."""
+    p = problem
+    if p.in_per_group < _GEMM_MIN_CHANNELS:
+        y_hat = x_hat[:, :, None, 0] * w_hat[:, :, 0]
+        for c in range(1, p.in_per_group):
+            y_hat += x_hat[:, :, None, c] * w_hat[:, :, c]
+        return y_hat
+    batch, n_freq = x_hat.shape[0], math.prod(x_hat.shape[3:])
+    # Frequency-major, so the contraction is one batched GEMM: (G, F, B, Cg) @ (G, F, Cg, Og).
+    x_f = xp.ascontiguousarray(x_hat.reshape(batch, p.groups, p.in_per_group, n_freq).transpose(1, 3, 0, 2))
+    w_f = xp.ascontiguousarray(w_hat.reshape(p.groups, p.out_per_group, p.in_per_group, n_freq).transpose(0, 3, 2, 1))
+    y_f = xp.matmul(x_f, w_f)
+    return xp.moveaxis(y_f, (0, 1), (1, 3)).reshape(batch, p.groups, p.out_per_group, *x_hat.shape[3:])
+
+
+def run(x: Array, w: Array, problem: Problem, backend: Backend) -> Array:
+    """Solve `problem` by FFT, in batch chunks that fit the memory budget."""
+    p, xp = problem, backend.xp
+    shape = fft_shape(p, backend)
+    nd = len(shape)
+    axes = tuple(range(3, 3 + nd))
+    forward, inverse = _transforms(backend, real=x.dtype.kind != "c")
+    w_hat = kernel_spectrum(w, p, backend)
+    crop = tuple(slice(0, (n - 1) * s + 1, s) for n, s in zip(p.out_spatial, p.stride))
+    out = xp.empty((p.batch, p.groups, p.out_per_group, *p.out_spatial), dtype=x.dtype)
+    x_groups = x.reshape(p.batch, p.groups, p.in_per_group, *p.spatial)
+    step = _batch_step(p, backend, _config.memory_limit())
+    for b0 in range(0, p.batch, step):
+        x_hat = forward(x_groups[b0 : b0 + step], shape, axes)
+        y_hat = _channel_sum(x_hat, w_hat, p, xp)
+        del x_hat
+        out[b0 : b0 + step] = inverse(y_hat, shape, axes)[(..., *crop)]
+    return out.reshape(p.y_shape)
+
+
+def _spectrum_bytes(problem: Problem, backend: Backend) -> tuple[int, int]:
+    """Bytes of the kernel spectra, and of the input + output spectra per batch item."""
+    p = problem
+    shape = fft_shape(p, backend)
+    real = work_dtype(p).kind != "c"
+    n_freq = math.prod(shape[:-1]) * (shape[-1] // 2 + 1 if real else shape[-1])
+    complex_size = 2 * work_dtype(p).itemsize if real else work_dtype(p).itemsize
+    per_map = n_freq * complex_size
+    kernels = p.groups * p.out_per_group * p.in_per_group * per_map
+    per_item = p.groups * (p.in_per_group + 2 * p.out_per_group) * per_map
+    return kernels, per_item
+
+
+def _batch_step(problem: Problem, backend: Backend, memory_limit: int) -> int:
+    kernels, per_item = _spectrum_bytes(problem, backend)
+    return max(1, min(problem.batch, (memory_limit - kernels) // max(per_item, 1)))
+
+
+def unsupported(problem: Problem, backend: Backend, memory_limit: int) -> str | None:
+    """FFT needs room for the kernel spectra and the spectra of one batch item."""
+    kernels, per_item = _spectrum_bytes(problem, backend)
+    if kernels + per_item > memory_limit:
+        return (
+            f"its spectra need {kernels + per_item} bytes, over memory_limit={memory_limit}; "
+            "raise it with arrayconv.config(memory_limit=...) or use method='direct'"
+        )
+    return None
+
+
+def cost(problem: Problem, rates: Rates) -> Cost:
+    """Forward/inverse transforms at the FFT rate plus the per-frequency contraction."""
+    from .._backend import NUMPY
+
+    p = problem
+    shape = fft_shape(p, NUMPY)
+    size = math.prod(shape)
+    transform = 2.5 * size * math.log2(max(size, 2)) / rates.fft_flops
+    n_maps = p.batch * p.groups * p.in_per_group + p.batch * p.groups * p.out_per_group
+    n_maps += p.groups * p.out_per_group * p.in_per_group
+    kernels, per_item = _spectrum_bytes(p, NUMPY)
+    contraction = p.batch * p.groups * p.out_per_group * p.in_per_group * size / 2 * 8
+    if p.in_per_group < _GEMM_MIN_CHANNELS:
+        contract_s = contraction / 8 * 3 * 8 / rates.stream_bytes
+    else:
+        contract_s = contraction / rates.gemm_flops * 4
+    seconds = n_maps * transform + contract_s + 3 * (kernels + p.batch * per_item) / rates.stream_bytes
+    return Cost(seconds, kernels + per_item * _batch_step(p, NUMPY, 1 << 62))
+
+
+METHOD = register(Method("fft", run, work_dtype, unsupported, cost))

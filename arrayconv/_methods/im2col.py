@@ -1,0 +1,93 @@
+"""im2col method: gather every tap into a column matrix, then one GEMM per chunk.
+
+The column matrix of a chunk is ``(Bc, G, taps * Cg, samples)``, filled from views of the
+padded input and multiplied by the kernel as ``(G, Og, taps * Cg)``. Chunks are sized so
+the column matrix stays under both a cache-friendly size and the memory budget: a 30x30
+kernel on a 1920x1920 image never asks for the whole 12.9 GB matrix.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .. import _config
+from .._backend import Array, Backend
+from .._problem import Problem
+from .._rates import Rates
+from . import Cost, Method, exact_dtype, register
+from ._taps import (
+    buffer_length,
+    chunk_length,
+    chunks,
+    pad_input,
+    row_layout,
+    store_block,
+    tap_block,
+    taps,
+)
+
+# Preferred size of one chunk's column matrix: large enough for an efficient GEMM.
+_CHUNK_BYTES = 16 << 20
+
+
+def _bytes_per_sample(problem: Problem) -> int:
+    return problem.groups * math.prod(problem.kernel) * problem.in_per_group * problem.dtype.itemsize
+
+
+def run(x: Array, w: Array, problem: Problem, backend: Backend) -> Array:
+    """Solve `problem` with chunked column matrices and GEMM."""
+    p, xp = problem, backend.xp
+    padded = pad_input(x, p, backend)
+    tap_list = taps(p)
+    depth = len(tap_list) * p.in_per_group
+    # (G*Og, Cg, *k) -> (G, Og, taps, Cg) -> (G, Og, taps * Cg), matching the columns' order.
+    w_cols = xp.ascontiguousarray(
+        xp.moveaxis(w.reshape(p.groups, p.out_per_group, p.in_per_group, -1), 2, 3)
+    ).reshape(p.groups, p.out_per_group, depth)
+    out = xp.empty((p.batch, p.groups, p.out_per_group, *p.out_spatial), dtype=x.dtype)
+    budget = min(_CHUNK_BYTES, _config.memory_limit() // 2)
+    for chunk in chunks(p, _bytes_per_sample(p), budget):
+        items, n = chunk.b1 - chunk.b0, chunk_length(p, chunk)
+        cols = xp.empty((items, p.groups, len(tap_list), p.in_per_group, n), dtype=x.dtype)
+        for t, tap in enumerate(tap_list):
+            cols[:, :, t] = tap_block(padded, p, tap, chunk)
+        result = xp.empty((items, p.groups, p.out_per_group, buffer_length(p, chunk)), x.dtype)
+        xp.matmul(w_cols, cols.reshape(items, p.groups, depth, n), out=result[..., :n])
+        store_block(out, result, p, chunk)
+    return out.reshape(p.y_shape)
+
+
+def _row_bytes(problem: Problem) -> int:
+    """Bytes of the smallest chunk: one output row of one batch item."""
+    return row_layout(problem)[0] * _bytes_per_sample(problem)
+
+
+def unsupported(problem: Problem, backend: Backend, memory_limit: int) -> str | None:
+    """im2col needs room for the padded input and one row of columns."""
+    p = problem
+    padded = p.batch * p.groups * p.in_per_group * math.prod(p.padded) * p.dtype.itemsize
+    if padded + _row_bytes(p) > memory_limit:
+        return (
+            f"its padded input and one row of columns need {padded + _row_bytes(p)} bytes, "
+            f"over memory_limit={memory_limit}"
+        )
+    return None
+
+
+def cost(problem: Problem, rates: Rates) -> Cost:
+    """Column copies at stream speed plus one GEMM per chunk."""
+    p = problem
+    samples = p.batch * p.groups * math.prod(p.out_spatial)
+    cols_bytes = samples * _bytes_per_sample(p)
+    n_chunks = max(1, cols_bytes // _CHUNK_BYTES)
+    efficiency = min(1.0, p.out_per_group / 16) * min(1.0, math.prod(p.kernel) * p.in_per_group / 64)
+    seconds = (
+        2 * cols_bytes / rates.stream_bytes
+        + 2 * p.macs / (rates.gemm_flops * max(efficiency, 0.05))
+        + n_chunks * len(taps(p)) * rates.call_seconds
+    )
+    padded = p.batch * p.groups * p.in_per_group * math.prod(p.padded) * p.dtype.itemsize
+    return Cost(seconds, padded + min(cols_bytes, _CHUNK_BYTES))
+
+
+METHOD = register(Method("im2col", run, exact_dtype, unsupported, cost))

@@ -1,0 +1,241 @@
+"""Validate user input and normalise it into a frozen :class:`Problem`.
+
+This is the only module that checks user input. Every public entry calls its validators
+before allocating memory, launching work or writing to ``out``.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ._backend import Array, Backend
+from ._shapes import Shape, conv_output_shape
+
+_NUMERIC_KINDS = frozenset("iufc")
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """A grouped, multichannel, padded, strided, dilated valid cross-correlation.
+
+    ``x (B, G*Cg, *spatial)`` correlated with ``w (G*Og, Cg, *kernel)`` gives
+    ``y (B, G*Og, *out_spatial)``, where, for output channel ``o`` of group ``g``,
+    ``y[b, o, n] = sum_{c, m} x_pad[b, g*Cg + c, n*stride + m*dilation] * w[o, c, m]``
+    and ``x_pad`` is `x` zero-padded by `pad_lo` before and `pad_hi` after each
+    spatial axis. No conjugation: callers conjugate `w` where they need it.
+
+    Every public function reduces to this one problem; every method solves it.
+    """
+
+    batch: int
+    groups: int
+    in_per_group: int
+    out_per_group: int
+    spatial: Shape
+    kernel: Shape
+    pad_lo: Shape
+    pad_hi: Shape
+    stride: Shape
+    dilation: Shape
+    dtype: np.dtype[Any]
+
+    @property
+    def padded(self) -> Shape:
+        """Spatial shape of the zero-padded input."""
+        return tuple(n + lo + hi for n, lo, hi in zip(self.spatial, self.pad_lo, self.pad_hi))
+
+    @property
+    def out_spatial(self) -> Shape:
+        """Spatial shape of the output."""
+        return conv_output_shape(
+            self.spatial, self.kernel, self.pad_lo, self.pad_hi, self.stride, self.dilation
+        )
+
+    @property
+    def x_shape(self) -> Shape:
+        """Shape of the input ``(B, G*Cg, *spatial)``."""
+        return (self.batch, self.groups * self.in_per_group, *self.spatial)
+
+    @property
+    def w_shape(self) -> Shape:
+        """Shape of the kernel ``(G*Og, Cg, *kernel)``."""
+        return (self.groups * self.out_per_group, self.in_per_group, *self.kernel)
+
+    @property
+    def y_shape(self) -> Shape:
+        """Shape of the output ``(B, G*Og, *out_spatial)``."""
+        return (self.batch, self.groups * self.out_per_group, *self.out_spatial)
+
+    @property
+    def macs(self) -> int:
+        """Multiply-adds of the direct sum."""
+        return (
+            math.prod(self.y_shape) * self.in_per_group * math.prod(self.kernel)
+        )
+
+    @property
+    def unit_stride(self) -> bool:
+        """True when every stride is 1."""
+        return all(s == 1 for s in self.stride)
+
+
+def check_choice(name: str, value: object, allowed: Iterable[str]) -> str:
+    """Return `value` if it is one of `allowed`, else raise a ValueError naming `name`."""
+    allowed = tuple(allowed)
+    if not isinstance(value, str) or value not in allowed:
+        choices = ", ".join(repr(a) for a in allowed)
+        msg = f"`{name}` must be one of {{{choices}}}, got {value!r}"
+        raise ValueError(msg)
+    return value
+
+
+def as_array(value: object, name: str, backend: Backend) -> Array:
+    """Return `value` as an array of `backend`, refusing kinds that would give a wrong answer."""
+    if isinstance(value, np.matrix):
+        msg = f"`{name}` must not be a numpy.matrix (its `*` and shape rules differ); use np.asarray"
+        raise TypeError(msg)
+    if isinstance(value, np.ma.MaskedArray):
+        msg = f"`{name}` must not be a masked array (the mask would be ignored); fill it first"
+        raise TypeError(msg)
+    array = backend.xp.asarray(value)
+    if array.dtype.kind not in _NUMERIC_KINDS:
+        msg = (
+            f"`{name}` must have an integer, float or complex dtype, got {array.dtype}"
+            f"{'; cast it with .astype(np.uint8) or .astype(float)' if array.dtype.kind == 'b' else ''}"
+        )
+        raise TypeError(msg)
+    if array.size == 0:
+        msg = f"`{name}` must not be empty, got shape {array.shape}"
+        raise ValueError(msg)
+    return array
+
+
+def result_dtype(*arrays: Array) -> tuple[np.dtype[Any], np.dtype[Any]]:
+    """``(compute, result)`` dtypes: the result is NumPy's promotion; float16 computes in float32."""
+    result = np.result_type(*(a.dtype for a in arrays))
+    compute = np.dtype(np.float32) if result == np.float16 else result
+    return compute, result
+
+
+def int_tuple(name: str, value: int | Sequence[int], ndim: int, minimum: int) -> Shape:
+    """`value` as a tuple of `ndim` ints, each at least `minimum`."""
+    items = (value,) * ndim if _is_int(value) else value
+    try:
+        items = tuple(operator.index(v) for v in items)  # type: ignore[union-attr]
+    except TypeError:
+        items = ()
+    if len(items) != ndim or any(v < minimum for v in items):
+        msg = (
+            f"`{name}` must be an int or a tuple of {ndim} ints, each >= {minimum}; got {value!r}"
+        )
+        raise ValueError(msg)
+    return items
+
+
+def _is_int(value: object) -> bool:
+    try:
+        operator.index(value)  # type: ignore[arg-type]
+    except TypeError:
+        return False
+    return not isinstance(value, bool)
+
+
+def normalize_axes(axes: int | Sequence[int] | None, ndim: int) -> tuple[int, ...]:
+    """Sorted, non-negative, unique `axes` of an `ndim`-dimensional array (all if None)."""
+    if axes is None:
+        return tuple(range(ndim))
+    items = (axes,) if _is_int(axes) else axes
+    try:
+        normal = [operator.index(a) for a in items]  # type: ignore[union-attr]
+    except TypeError:
+        normal = None
+    if not normal or any(not -ndim <= a < ndim for a in normal):
+        msg = f"`axes` must be ints in [{-ndim}, {ndim - 1}] for {ndim}-D inputs, got {axes!r}"
+        raise ValueError(msg)
+    normal = [a % ndim for a in normal]
+    if len(set(normal)) != len(normal):
+        msg = f"`axes` must not repeat an axis, got {axes!r}"
+        raise ValueError(msg)
+    return tuple(sorted(normal))
+
+
+def check_same_ndim(in1: Array, in2: Array) -> None:
+    """Raise unless `in1` and `in2` have the same number of dimensions."""
+    if in1.ndim != in2.ndim:
+        msg = (
+            f"`in1` and `in2` must have the same ndim, got {in1.ndim} and {in2.ndim} "
+            f"(shapes {in1.shape}, {in2.shape})"
+        )
+        raise ValueError(msg)
+
+
+def check_broadcast(in1: Array, in2: Array, axes: tuple[int, ...]) -> None:
+    """Raise unless the axes outside `axes` are equal or 1 in one of the inputs."""
+    for ax in range(in1.ndim):
+        n1, n2 = in1.shape[ax], in2.shape[ax]
+        if ax not in axes and n1 != n2 and 1 not in (n1, n2):
+            msg = (
+                f"`in1` and `in2` must agree (or be 1) on axis {ax}, which is not in `axes`; "
+                f"got shapes {in1.shape} and {in2.shape} with axes={axes}"
+            )
+            raise ValueError(msg)
+
+
+def check_valid_sizes(s1: Shape, s2: Shape) -> None:
+    """For mode 'valid': one input must be at least as large as the other on every axis."""
+    if not (all(a >= b for a, b in zip(s1, s2)) or all(a <= b for a, b in zip(s1, s2))):
+        msg = (
+            "mode 'valid' needs one input at least as large as the other on every "
+            f"correlated axis, got `in1` {s1} and `in2` {s2}"
+        )
+        raise ValueError(msg)
+
+
+def check_conv_shapes(x: Array, w: Array, bias: Array | None, groups: int) -> None:
+    """Raise unless `x` (B, C, *s), `w` (O, C//groups, *k) and `bias` (O,) fit together."""
+    if not 3 <= x.ndim <= 5:
+        msg = f"`x` must be (B, C, *spatial) with 1 to 3 spatial dims, got shape {x.shape}"
+        raise ValueError(msg)
+    if w.ndim != x.ndim:
+        msg = (
+            f"`w` must be (O, C // groups, *kernel) with ndim {x.ndim} like `x`, "
+            f"got shape {w.shape} for x.shape={x.shape}"
+        )
+        raise ValueError(msg)
+    if not _is_int(groups) or groups < 1:
+        msg = f"`groups` must be a positive int, got {groups!r}"
+        raise ValueError(msg)
+    channels, out_channels = x.shape[1], w.shape[0]
+    if channels % groups or out_channels % groups:
+        msg = (
+            f"`groups` must divide the input channels and the output channels, got groups={groups} "
+            f"for x.shape={x.shape} (C={channels}) and w.shape={w.shape} (O={out_channels})"
+        )
+        raise ValueError(msg)
+    if w.shape[1] * groups != channels:
+        msg = (
+            f"`x` has {channels} channels but `w` expects {w.shape[1] * groups} "
+            f"(w.shape={w.shape}, groups={groups})"
+        )
+        raise ValueError(msg)
+    if bias is not None and bias.shape != (out_channels,):
+        msg = f"`bias` must have shape ({out_channels},) for w.shape={w.shape}, got {bias.shape}"
+        raise ValueError(msg)
+
+
+def check_fits(problem: Problem, x_shape: Shape, w_shape: Shape) -> None:
+    """Raise unless the (dilated) kernel fits in the padded input on every axis."""
+    for ax, (n, k, d) in enumerate(zip(problem.padded, problem.kernel, problem.dilation)):
+        if d * (k - 1) + 1 > n:
+            msg = (
+                f"kernel larger than the padded input on spatial axis {ax}: dilated kernel "
+                f"{d * (k - 1) + 1} > padded input {n} (x.shape={x_shape}, w.shape={w_shape}, "
+                f"padding=({problem.pad_lo[ax]}, {problem.pad_hi[ax]}), dilation={d})"
+            )
+            raise ValueError(msg)

@@ -1,0 +1,105 @@
+"""Float64 references from SciPy, and the comparison every test uses."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import scipy.signal
+
+
+def to_numpy(a):
+    cp = sys.modules.get("cupy")
+    return a.get() if cp is not None and isinstance(a, cp.ndarray) else np.asarray(a)
+
+
+def _wide(a):
+    a = to_numpy(a)
+    return a if a.dtype.kind in "iu" else a.astype(np.result_type(a.dtype, np.float64))
+
+
+def reference_correlate(in1, in2, mode, *, axes=None, flip=False):
+    """``scipy.signal.correlate``/``convolve`` (method='direct', float64), looped over batch axes."""
+    a, b = _wide(in1), _wide(in2)
+    func = scipy.signal.convolve if flip else scipy.signal.correlate
+    if axes is None:
+        return func(a, b, mode=mode, method="direct")
+    axes = sorted(ax % a.ndim for ax in np.atleast_1d(axes))
+    rest = [ax for ax in range(a.ndim) if ax not in axes]
+    a, b = np.moveaxis(a, rest, range(len(rest))), np.moveaxis(b, rest, range(len(rest)))
+    lead = np.broadcast_shapes(a.shape[: len(rest)], b.shape[: len(rest)])
+    a = np.broadcast_to(a, lead + a.shape[len(rest) :])
+    b = np.broadcast_to(b, lead + b.shape[len(rest) :])
+    out = np.stack([func(a[i], b[i], mode=mode, method="direct") for i in np.ndindex(lead)])
+    out = out.reshape(lead + out.shape[1:])
+    return np.moveaxis(out, range(len(rest)), rest)
+
+
+def reference_conv(x, w, bias=None, *, stride=1, padding=0, dilation=1, groups=1):
+    """Conv layer from SciPy: zero pad, dilate the kernel with zeros, 'valid' channel sums, subsample.
+
+    A conv layer does not conjugate, so `w` is conjugated to undo SciPy's conjugation.
+    """
+    x, w = _wide(x), _wide(w)
+    nd = x.ndim - 2
+    stride = (stride,) * nd if np.ndim(stride) == 0 else tuple(stride)
+    dilation = (dilation,) * nd if np.ndim(dilation) == 0 else tuple(dilation)
+    if padding == "valid":
+        padding = 0
+    if padding == "same":
+        total = [d * (k - 1) for k, d in zip(w.shape[2:], dilation)]
+        pads = [(t // 2, t - t // 2) for t in total]
+    else:
+        padding = (padding,) * nd if np.ndim(padding) == 0 else tuple(padding)
+        pads = [(p, p) for p in padding]
+    x = np.pad(x, [(0, 0), (0, 0), *pads])
+    dilated = np.zeros(
+        w.shape[:2] + tuple(d * (k - 1) + 1 for k, d in zip(w.shape[2:], dilation)), w.dtype
+    )
+    dilated[(..., *(slice(None, None, d) for d in dilation))] = w
+    cg, og = x.shape[1] // groups, w.shape[0] // groups
+    rows = []
+    for b in range(x.shape[0]):
+        outs = []
+        for o in range(w.shape[0]):
+            g = o // og
+            full = scipy.signal.correlate(
+                x[b, g * cg : (g + 1) * cg], np.conj(dilated[o]), mode="valid", method="direct"
+            )[0]
+            outs.append(full[tuple(slice(None, None, s) for s in stride)])
+        rows.append(np.stack(outs))
+    y = np.stack(rows)
+    if bias is not None:
+        y = y + _wide(bias).reshape(-1, *(1,) * nd)
+    return y
+
+
+TOLERANCE = {np.dtype(np.float32): 1e-5, np.dtype(np.complex64): 1e-5, np.dtype(np.float16): 2e-3}
+
+
+def assert_matches(actual, ref, *, dtype, backend="numpy"):
+    """Assert dtype, shape, backend and the error relative to max|ref| (exact for integers)."""
+    dtype = np.dtype(dtype)
+    assert type(actual).__module__.split(".")[0] == backend, type(actual)
+    assert actual.dtype == dtype, (actual.dtype, dtype)
+    actual = to_numpy(actual)
+    assert actual.shape == ref.shape, (actual.shape, ref.shape)
+    if dtype.kind in "iu":
+        np.testing.assert_array_equal(actual, ref.astype(dtype))
+        return
+    tol = TOLERANCE.get(dtype, 1e-12)
+    scale = max(float(np.max(np.abs(ref))), np.finfo(np.float64).tiny)
+    err = float(np.max(np.abs(actual.astype(ref.dtype) - ref))) / scale
+    assert err <= tol, f"max relative error {err:.2e} > {tol:.1e}"
+
+
+def random(rng, shape, dtype):
+    """Random data of `dtype`: normal floats, complex with both parts, small-range integers."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return rng.integers(max(info.min, -50), min(info.max, 50), size=shape, endpoint=True).astype(dtype)
+    data = rng.standard_normal(shape)
+    if dtype.kind == "c":
+        data = data + 1j * rng.standard_normal(shape)
+    return data.astype(dtype)

@@ -1,0 +1,31 @@
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "deterministic",
+    derandomize=True,
+    database=None,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile("dev", deadline=None, max_examples=500)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
+
+
+@pytest.fixture(scope="session", params=["numpy", pytest.param("cupy", marks=pytest.mark.gpu)])
+def xp(request):
+    """The array library under test: NumPy always, CuPy when a CUDA device is present."""
+    if request.param == "numpy":
+        return np
+    cp = pytest.importorskip("cupy", reason="CuPy is not installed")
+    if not cp.cuda.is_available():
+        pytest.skip("no CUDA device available")
+    return cp
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(12345)

@@ -1,0 +1,76 @@
+"""conv against the SciPy-built float64 conv-layer reference, every method."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import arrayconv as ac
+from _reference import assert_matches, random, reference_conv
+from _strategies import conv_cases
+
+METHODS = ["auto", *ac.METHODS]
+OPTIONS = ("stride", "padding", "dilation", "groups")
+
+
+@pytest.mark.parametrize("method", METHODS)
+@settings(max_examples=30)
+@given(case=conv_cases(), dtype=st.sampled_from(["float32", "float64"]), seed=st.integers(0, 2**16), with_bias=st.booleans())
+def test_matches_reference(xp, method, case, dtype, seed, with_bias):
+    rng = np.random.default_rng(seed)
+    x, w = random(rng, case["x_shape"], dtype), random(rng, case["w_shape"], dtype)
+    bias = random(rng, (w.shape[0],), dtype) if with_bias else None
+    options = {k: case[k] for k in OPTIONS}
+    got = ac.conv(xp.asarray(x), xp.asarray(w), None if bias is None else xp.asarray(bias), method=method, **options)
+    assert_matches(got, reference_conv(x, w, bias, **options), dtype=dtype, backend=xp.__name__)
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize(
+    "x_shape, w_shape, options",
+    [
+        ((2, 3, 16, 16), (4, 3, 3, 3), dict(padding=1)),  # case a in small
+        ((1, 6, 9, 12), (4, 3, 4, 2), dict(groups=2, padding="same")),  # even kernel, 'same'
+        ((2, 4, 11, 13), (4, 1, 3, 3), dict(groups=4, stride=2, padding=1)),  # depthwise, strided
+        ((1, 2, 17), (3, 2, 4), dict(dilation=3, padding=2)),  # 1-D dilated
+        ((1, 2, 6, 7, 5), (2, 2, 2, 3, 2), dict(padding=(1, 0, 1), stride=(1, 2, 1))),  # 3-D
+        ((3, 5, 8, 8), (7, 5, 8, 8), dict()),  # kernel = image, 1x1 output
+        ((2, 32, 5, 6), (33, 32, 1, 1), dict()),  # 1x1 conv, many channels
+    ],
+)
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex128", "int32"])
+def test_layer_configurations(xp, method, x_shape, w_shape, options, dtype, rng):
+    x, w = random(rng, x_shape, dtype), random(rng, w_shape, dtype)
+    bias = random(rng, (w_shape[0],), dtype)
+    got = ac.conv(xp.asarray(x), xp.asarray(w), xp.asarray(bias), method=method, **options)
+    assert_matches(got, reference_conv(x, w, bias, **options), dtype=dtype, backend=xp.__name__)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_many_chunks_under_a_small_memory_limit(method, rng):
+    x, w = random(rng, (3, 4, 40, 37), "float64"), random(rng, (5, 4, 6, 5), "float64")
+    with ac.config(memory_limit=4 << 20, workers=2):
+        got = ac.conv(x, w, padding=2, method=method)
+    assert_matches(got, reference_conv(x, w, padding=2), dtype="float64")
+
+
+def test_float16_and_mixed_dtypes(rng):
+    x, w = random(rng, (1, 2, 12, 12), "float16"), random(rng, (3, 2, 3, 3), "float16")
+    assert_matches(ac.conv(x, w, padding=1), reference_conv(x, w, padding=1), dtype="float16")
+    w32 = random(rng, (3, 2, 3, 3), "float32")
+    assert ac.conv(x, w32).dtype == np.float32
+    assert ac.conv(x.astype(np.float32), w32.astype(np.float64)).dtype == np.float64
+
+
+def test_float32_stays_float32_inside_fft(monkeypatch, rng):
+    seen = []
+    real_rfftn = ac._methods.fft.__dict__["_transforms"]
+
+    def spy(backend, real):
+        forward, inverse = real_rfftn(backend, real)
+        return (lambda a, s, axes: seen.append(a.dtype) or forward(a, s, axes)), inverse
+
+    monkeypatch.setattr(ac._methods.fft, "_transforms", spy)
+    x, w = random(rng, (1, 3, 20, 20), "float32"), random(rng, (2, 3, 5, 5), "float32")
+    assert ac.conv(x, w, method="fft").dtype == np.float32
+    assert seen and all(d == np.float32 for d in seen)

@@ -1,0 +1,140 @@
+"""correlate/convolve against scipy.signal in float64, every method, mode and dtype."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import arrayconv as ac
+from _reference import assert_matches, random, reference_correlate
+from _strategies import FLOAT_DTYPES, MODES, correlate_shapes
+
+METHODS = ["auto", *ac.METHODS]
+FUNCS = {"correlate": (ac.correlate, False), "convolve": (ac.convolve, True)}
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("func", FUNCS)
+@settings(max_examples=25)
+@given(case=correlate_shapes(), dtype=st.sampled_from(FLOAT_DTYPES), seed=st.integers(0, 2**16))
+def test_matches_scipy(xp, func, method, case, dtype, seed):
+    s1, s2, mode = case
+    rng = np.random.default_rng(seed)
+    in1, in2 = random(rng, s1, dtype), random(rng, s2, dtype)
+    fn, flip = FUNCS[func]
+    got = fn(xp.asarray(in1), xp.asarray(in2), mode, method)
+    assert_matches(got, reference_correlate(in1, in2, mode, flip=flip), dtype=dtype, backend=xp.__name__)
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("k", [1, 2, 3, 4, 7, 8])
+def test_odd_and_even_kernels_2d(xp, method, mode, k, rng):
+    in1, in2 = random(rng, (13, 10), "float64"), random(rng, (k, k + 1), "float64")
+    for fn, flip in FUNCS.values():
+        got = fn(xp.asarray(in1), xp.asarray(in2), mode, method)
+        assert_matches(got, reference_correlate(in1, in2, mode, flip=flip), dtype="float64", backend=xp.__name__)
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("mode", MODES)
+def test_kernel_larger_than_input(xp, method, mode, rng):
+    in1, in2 = random(rng, (4, 5), "complex128"), random(rng, (9, 11), "complex128")
+    for fn, flip in FUNCS.values():
+        got = fn(xp.asarray(in1), xp.asarray(in2), mode, method)
+        assert_matches(got, reference_correlate(in1, in2, mode, flip=flip), dtype="complex128", backend=xp.__name__)
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize(
+    "dtypes",
+    [("int8", "int8"), ("int16", "int32"), ("uint8", "uint8"), ("int64", "int64"), ("int32", "float32"), ("uint16", "float64")],
+)
+def test_integer_inputs_as_scipy(xp, method, dtypes, rng):
+    in1, in2 = random(rng, (17, 9), dtypes[0]), random(rng, (4, 3), dtypes[1])
+    expected = reference_correlate(in1, in2, "same")  # SciPy direct on the integers themselves
+    got = ac.correlate(xp.asarray(in1), xp.asarray(in2), "same", method)
+    assert_matches(got, expected, dtype=np.result_type(in1, in2), backend=xp.__name__)
+
+
+def test_integer_overflow_wraps_as_scipy_direct():
+    in1 = (np.arange(5, dtype=np.int8) * 40)
+    in2 = np.arange(3, dtype=np.int8)
+    expected = np.array([0, 80, -56, 64, -72, -96, 0], dtype=np.int8)  # scipy.signal.correlate(method='direct')
+    np.testing.assert_array_equal(ac.correlate(in1, in2, method="direct"), expected)
+    np.testing.assert_array_equal(ac.correlate(in1, in2), expected)  # auto keeps it exact
+
+
+def test_auto_avoids_fft_for_large_integers(monkeypatch):
+    big = np.array([2**40, -(2**40) + 1, 3, 2**39], dtype=np.int64)
+    kernel = np.array([2**20, 7, -(2**19)], dtype=np.int64)
+    monkeypatch.setitem(ac.METHODS, "fft", _refuse(ac.METHODS["fft"]))
+    got = ac.correlate(big, kernel)
+    np.testing.assert_array_equal(got, reference_correlate(big, kernel, "full"))
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_float16_computes_in_float32(method, rng):
+    in1, in2 = random(rng, (40,), "float16"), random(rng, (5,), "float16")
+    got = ac.correlate(in1, in2, "same", method)
+    assert_matches(got, reference_correlate(in1, in2, "same"), dtype="float16")
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize(
+    "s1, s2, axes",
+    [
+        ((6, 30), (1, 5), 1),  # one kernel, a batch of rows
+        ((6, 30), (6, 5), -1),  # each row its own kernel
+        ((1, 30), (4, 5), 1),  # one row, a bank of kernels
+        ((3, 1, 12, 11), (1, 4, 3, 4), (2, 3)),  # batch x bank, 2-D
+        ((5, 3, 2, 9), (5, 1, 2, 4), (3,)),  # paired, batched and paired axes
+        ((7, 3, 8), (2, 3, 3), (0, 2)),  # correlated axes around a paired one
+    ],
+)
+@pytest.mark.parametrize("mode", MODES)
+def test_axes_batching(xp, method, s1, s2, axes, mode, rng):
+    in1, in2 = random(rng, s1, "float64"), random(rng, s2, "float64")
+    expected = reference_correlate(in1, in2, mode, axes=axes)
+    assert_matches(ac.correlate(xp.asarray(in1), xp.asarray(in2), mode, method, axes=axes), expected, dtype="float64", backend=xp.__name__)
+    expected = reference_correlate(in1, in2, mode, axes=axes, flip=True)
+    assert_matches(ac.convolve(xp.asarray(in1), xp.asarray(in2), mode, method, axes=axes), expected, dtype="float64", backend=xp.__name__)
+
+
+def test_zero_dim_inputs_as_scipy():
+    assert ac.correlate(np.array(3.0 + 1j), np.array(2.0 - 1j)) == (3.0 + 1j) * (2.0 + 1j)
+    assert ac.correlate(np.array(3.0), np.array(2.0)).shape == ()
+
+
+def test_array_like_inputs():
+    got = ac.correlate([1.0, 2.0, 3.0], [1.0, 0.5])
+    np.testing.assert_allclose(got, reference_correlate(np.array([1.0, 2, 3]), np.array([1.0, 0.5]), "full"))
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_inputs_unchanged_and_readonly_ok(method, rng):
+    in1, in2 = random(rng, (20, 21), "float32"), random(rng, (4, 5), "complex64")
+    keep1, keep2 = in1.copy(), in2.copy()
+    in1.flags.writeable = in2.flags.writeable = False
+    ac.correlate(in1, in2, "same", method)
+    ac.convolve(in1[::-1, ::2], in2.T, "full", method)  # negative-stride, non-contiguous views
+    np.testing.assert_array_equal(in1, keep1)
+    np.testing.assert_array_equal(in2, keep2)
+
+
+@pytest.mark.parametrize("method", list(ac.METHODS))
+def test_explicit_method_runs_that_method(monkeypatch, method, rng):
+    for other in ac.METHODS:
+        if other != method:
+            monkeypatch.setitem(ac.METHODS, other, _refuse(ac.METHODS[other]))
+    in1, in2 = random(rng, (30, 20), "float64"), random(rng, (5, 4), "float64")
+    assert_matches(ac.correlate(in1, in2, "same", method), reference_correlate(in1, in2, "same"), dtype="float64")
+
+
+def _refuse(method):
+    import dataclasses
+
+    def run(*args):
+        raise AssertionError(f"method {method.name!r} must not run here")
+
+    return dataclasses.replace(method, run=run)
