@@ -26,6 +26,7 @@ def test_mixed_numpy_and_cupy_is_a_type_error(monkeypatch):
     class ndarray:  # noqa: N801  (stands for cupy.ndarray)
         pass
 
+    ndarray.__module__ = "cupy"
     fake.ndarray = ndarray
     monkeypatch.setitem(sys.modules, "cupy", fake)
     match = r"all arrays must be NumPy arrays or all CuPy arrays; got `in1` is numpy.ndarray, `in2` is cupy.ndarray"
