@@ -5,7 +5,8 @@ axes are flattened and the output is computed "wide": output sample ``n`` sits a
 index ``sum(n_d * row_stride_d)`` of the padded grid, so the input under kernel tap ``m``
 is one contiguous slice at offset ``sum(m_d * dilation_d * row_stride_d)``. Each tap is
 then a plain strided view that BLAS reads without a copy; the few "junk" columns past
-each row's end are computed and dropped. With strides > 1, a tap is a stepped N-D view.
+each row's end are computed and dropped. One extra zero row after the padded grid lets
+every chunk read whole rows. With strides > 1, a tap is a stepped N-D view.
 
 Work is cut into chunks of batch items and output rows (first spatial axis), each
 written into its own part of the output, so chunks may run in parallel.
@@ -33,94 +34,108 @@ class Chunk:
     r1: int
 
 
-def pad_input(x: Array, problem: Problem, backend: Backend) -> Array:
-    """`x` zero-padded into a new contiguous ``(B, G, Cg, *padded)`` array."""
-    p = problem
-    padded = backend.xp.zeros(
-        (p.batch, p.groups, p.in_per_group, *p.padded), dtype=x.dtype
-    )
-    inner = tuple(slice(lo, lo + n) for lo, n in zip(p.pad_lo, p.spatial))
-    padded[(..., *inner)] = x.reshape(p.batch, p.groups, p.in_per_group, *p.spatial)
-    return padded
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """Where each kernel tap reads, computed once per problem.
 
-
-def taps(problem: Problem) -> list[tuple[int, ...]]:
-    """Kernel tap indices in C order."""
-    return list(itertools.product(*(range(k) for k in problem.kernel)))
-
-
-def row_layout(problem: Problem) -> tuple[int, tuple[int, ...]]:
-    """``(row_length, row_shape)`` of one output row in a chunk's flat buffer."""
-    p = problem
-    row_shape = p.padded[1:] if p.unit_stride else p.out_spatial[1:]
-    return math.prod(row_shape), row_shape
-
-
-def chunk_length(problem: Problem, chunk: Chunk) -> int:
-    """Flat samples per batch item of `chunk` that the methods compute."""
-    p = problem
-    row_length, _ = row_layout(p)
-    rows = chunk.r1 - chunk.r0
-    if not p.unit_stride:
-        return rows * row_length
-    strides = _flat_strides(p.padded)
-    last_row = sum((n - 1) * s for n, s in zip(p.out_spatial[1:], strides[1:])) + 1
-    return (rows - 1) * row_length + last_row
-
-
-def chunks(problem: Problem, bytes_per_sample: int, target_bytes: int) -> list[Chunk]:
-    """Cut the output into chunks of about `target_bytes` at `bytes_per_sample` per flat sample."""
-    p = problem
-    row_length, _ = row_layout(p)
-    rows = p.out_spatial[0]
-    per_row = max(1, row_length * bytes_per_sample)
-    rows_per_chunk = max(1, target_bytes // per_row)
-    if rows_per_chunk >= rows:
-        items = max(1, target_bytes // (per_row * rows))
-        return [Chunk(b, min(b + items, p.batch), 0, rows) for b in range(0, p.batch, items)]
-    return [
-        Chunk(b, b + 1, r, min(r + rows_per_chunk, rows))
-        for b in range(p.batch)
-        for r in range(0, rows, rows_per_chunk)
-    ]
-
-
-def tap_block(padded: Array, problem: Problem, tap: tuple[int, ...], chunk: Chunk) -> Array:
-    """Input under kernel `tap` for `chunk`: ``(Bc, G, Cg, chunk_length)``.
-
-    A view (no copy) for unit stride; a copy of a stepped view otherwise.
+    Attributes
+    ----------
+    problem : Problem
+        The problem laid out.
+    taps : list of tuple of int
+        Kernel tap indices, C order.
+    row_shape : tuple of int
+        Shape of one output row in a chunk's flat buffer (padded row when wide).
+    row_length : int
+        ``prod(row_shape)``.
+    offsets : list of int
+        Flat offset of each tap in the padded grid (unit stride only).
     """
+
+    problem: Problem
+    taps: list[tuple[int, ...]]
+    row_shape: tuple[int, ...]
+    row_length: int
+    offsets: list[int]
+
+    def chunk_length(self, chunk: Chunk) -> int:
+        """Flat samples per batch item of `chunk`: whole rows, junk columns included."""
+        return (chunk.r1 - chunk.r0) * self.row_length
+
+    def chunks(self, bytes_per_sample: int, target_bytes: int) -> list[Chunk]:
+        """Chunks of about `target_bytes` at `bytes_per_sample` per flat output sample."""
+        p = self.problem
+        rows = p.out_spatial[0]
+        per_row = max(1, self.row_length * bytes_per_sample)
+        rows_per_chunk = max(1, target_bytes // per_row)
+        if rows_per_chunk >= rows:
+            items = max(1, target_bytes // (per_row * rows))
+            return [Chunk(b, min(b + items, p.batch), 0, rows) for b in range(0, p.batch, items)]
+        return [
+            Chunk(b, b + 1, r, min(r + rows_per_chunk, rows))
+            for b in range(p.batch)
+            for r in range(0, rows, rows_per_chunk)
+        ]
+
+    def tap_block(self, padded: Array, t: int, chunk: Chunk) -> Array:
+        """Input under tap number `t` for `chunk`: ``(Bc, G, Cg, chunk_length)``.
+
+        A view (no copy) for unit stride; a copy of a stepped view otherwise.
+        """
+        p = self.problem
+        items = slice(chunk.b0, chunk.b1)
+        if p.unit_stride:
+            start = chunk.r0 * self.row_length + self.offsets[t]
+            return padded[items, :, :, start : start + self.chunk_length(chunk)]
+        counts = (chunk.r1 - chunk.r0, *p.out_spatial[1:])
+        firsts = (chunk.r0 * p.stride[0], *(0,) * (len(counts) - 1))
+        window = tuple(
+            slice(f + m * d, f + m * d + (n - 1) * s + 1, s)
+            for f, m, d, n, s in zip(firsts, self.taps[t], p.dilation, counts, p.stride)
+        )
+        block = padded[(items, slice(None), slice(None), *window)]
+        return block.reshape(*block.shape[:3], -1)
+
+    def store_block(self, out: Array, block: Array, chunk: Chunk) -> None:
+        """Write a chunk's result ``(Bc, G, Og, chunk_length)`` into `out` ``(B, G, Og, *out)``."""
+        grid = block.reshape(*block.shape[:3], chunk.r1 - chunk.r0, *self.row_shape)
+        keep = tuple(slice(0, n) for n in self.problem.out_spatial[1:])
+        rows = slice(chunk.r0, chunk.r1)
+        out[(slice(chunk.b0, chunk.b1), slice(None), slice(None), rows)] = grid[(..., *keep)]
+
+
+def layout(problem: Problem) -> Layout:
+    """The tap layout of `problem`."""
     p = problem
-    items = slice(chunk.b0, chunk.b1)
+    taps = list(itertools.product(*(range(k) for k in p.kernel)))
+    if not p.unit_stride:
+        row_shape = p.out_spatial[1:]
+        return Layout(p, taps, row_shape, math.prod(row_shape), [])
+    strides = _flat_strides(p.padded)
+    offsets = [sum(m * d * s for m, d, s in zip(tap, p.dilation, strides)) for tap in taps]
+    return Layout(p, taps, p.padded[1:], strides[0], offsets)
+
+
+def pad_input(x: Array, problem: Problem, backend: Backend) -> Array:
+    """`x` zero-padded into a new array: ``(B, G, Cg, *padded)``, or when wide
+    ``(B, G, Cg, prod(padded) + row)`` with the grid flattened and one zero row after it."""
+    p = problem
+    lead = (p.batch, p.groups, p.in_per_group)
     if p.unit_stride:
-        strides = _flat_strides(p.padded)
-        start = chunk.r0 * strides[0] + sum(m * d * s for m, d, s in zip(tap, p.dilation, strides))
-        flat = padded.reshape(*padded.shape[:3], -1)
-        return flat[items, :, :, start : start + chunk_length(p, chunk)]
-    rows = chunk.r1 - chunk.r0
-    counts = (rows, *p.out_spatial[1:])
-    firsts = (chunk.r0 * p.stride[0], *(0,) * (len(tap) - 1))
-    window = tuple(
-        slice(f + m * d, f + m * d + (n - 1) * s + 1, s)
-        for f, m, d, n, s in zip(firsts, tap, p.dilation, counts, p.stride)
-    )
-    block = padded[(items, slice(None), slice(None), *window)]
-    return block.reshape(*block.shape[:3], -1)
+        flat = backend.xp.zeros((*lead, math.prod(p.padded) + math.prod(p.padded[1:])), x.dtype)
+        grid = flat[..., : math.prod(p.padded)].reshape(*lead, *p.padded)
+    else:
+        flat = grid = backend.xp.zeros((*lead, *p.padded), dtype=x.dtype)
+    inner = tuple(slice(lo, lo + n) for lo, n in zip(p.pad_lo, p.spatial))
+    grid[(..., *inner)] = x.reshape(*lead, *p.spatial)
+    return flat
 
 
-def buffer_length(problem: Problem, chunk: Chunk) -> int:
-    """Flat length of a chunk's result buffer: whole rows, junk columns included."""
-    return (chunk.r1 - chunk.r0) * row_layout(problem)[0]
-
-
-def store_block(out: Array, block: Array, problem: Problem, chunk: Chunk) -> None:
-    """Write a chunk's result ``(Bc, G, Og, buffer_length)`` into `out` ``(B, G, Og, *out)``."""
+def padded_bytes(problem: Problem) -> int:
+    """Bytes of the padded input copy."""
     p = problem
-    _, row_shape = row_layout(p)
-    grid = block.reshape(*block.shape[:3], chunk.r1 - chunk.r0, *row_shape)
-    keep = tuple(slice(0, n) for n in p.out_spatial[1:])
-    rows = slice(chunk.r0, chunk.r1)
-    out[(slice(chunk.b0, chunk.b1), slice(None), slice(None), rows)] = grid[(..., *keep)]
+    flat = math.prod(p.padded) + (math.prod(p.padded[1:]) if p.unit_stride else 0)
+    return p.batch * p.groups * p.in_per_group * flat * p.dtype.itemsize
 
 
 def _flat_strides(shape: tuple[int, ...]) -> tuple[int, ...]:

@@ -14,16 +14,7 @@ from .._backend import Array, Backend
 from .._problem import Problem
 from .._rates import Rates
 from . import Cost, Method, exact_dtype, register
-from ._taps import (
-    buffer_length,
-    chunk_length,
-    chunks,
-    pad_input,
-    run_chunks,
-    store_block,
-    tap_block,
-    taps,
-)
+from ._taps import layout, pad_input, padded_bytes, run_chunks
 
 # Bytes of one chunk's working set: small enough to stay in a core's L2 cache.
 _CHUNK_BYTES = 256 << 10
@@ -36,32 +27,29 @@ def _bytes_per_sample(problem: Problem) -> int:
 def run(x: Array, w: Array, problem: Problem, backend: Backend) -> Array:
     """Solve `problem` by direct summation over kernel taps."""
     p, xp = problem, backend.xp
-    padded = pad_input(x, p, backend)
+    padded, lay = pad_input(x, p, backend), layout(p)
     w_taps = w.reshape(p.groups, p.out_per_group, p.in_per_group, -1)
-    tap_list = taps(p)
     out = xp.empty((p.batch, p.groups, p.out_per_group, *p.out_spatial), dtype=x.dtype)
 
     def job(chunk):  # type: ignore[no-untyped-def]
-        shape = (chunk.b1 - chunk.b0, p.groups, p.out_per_group, buffer_length(p, chunk))
+        shape = (chunk.b1 - chunk.b0, p.groups, p.out_per_group, lay.chunk_length(chunk))
         acc = xp.zeros(shape, dtype=x.dtype)
-        live = acc[..., : chunk_length(p, chunk)]
-        for t, tap in enumerate(tap_list):
-            x_tap, w_tap = tap_block(padded, p, tap, chunk), w_taps[..., t]
+        for t in range(len(lay.taps)):
+            x_tap, w_tap = lay.tap_block(padded, t, chunk), w_taps[..., t]
             if p.in_per_group == 1:
-                live += w_tap * x_tap
+                acc += w_tap * x_tap
             else:
-                live += xp.matmul(w_tap, x_tap)
-        store_block(out, acc, p, chunk)
+                acc += xp.matmul(w_tap, x_tap)
+        lay.store_block(out, acc, chunk)
 
-    work = chunks(p, _bytes_per_sample(p), _CHUNK_BYTES)
+    work = lay.chunks(_bytes_per_sample(p), _CHUNK_BYTES)
     run_chunks(work, job, _config.workers() if backend.name == "numpy" else 1)
     return out.reshape(p.y_shape)
 
 
 def unsupported(problem: Problem, backend: Backend, memory_limit: int) -> str | None:
     """The direct method runs on every problem that fits in memory."""
-    padded = problem.batch * problem.groups * problem.in_per_group * math.prod(problem.padded)
-    if padded * problem.dtype.itemsize > memory_limit:
+    if padded_bytes(problem) > memory_limit:
         return f"its padded input copy needs more than memory_limit={memory_limit} bytes"
     return None
 
@@ -78,8 +66,7 @@ def cost(problem: Problem, rates: Rates) -> Cost:
         efficiency = min(1.0, p.in_per_group * p.out_per_group / 4096)
         seconds = 2 * p.macs / (rates.gemm_flops * max(efficiency, 0.02))
     seconds += n_taps * n_chunks * 2 * rates.call_seconds
-    padded = p.batch * p.groups * p.in_per_group * math.prod(p.padded) * p.dtype.itemsize
-    return Cost(seconds, padded)
+    return Cost(seconds, padded_bytes(p))
 
 
 METHOD = register(Method("direct", run, exact_dtype, unsupported, cost))

@@ -14,20 +14,12 @@ from .. import _config
 from .._backend import Array, Backend
 from .._problem import Problem
 from .._rates import Rates
+from .._scratch import scratch
 from . import Cost, Method, exact_dtype, register
-from ._taps import (
-    buffer_length,
-    chunk_length,
-    chunks,
-    pad_input,
-    row_layout,
-    store_block,
-    tap_block,
-    taps,
-)
+from ._taps import layout, pad_input, padded_bytes
 
 # Preferred size of one chunk's column matrix: large enough for an efficient GEMM.
-_CHUNK_BYTES = 16 << 20
+_CHUNK_BYTES = 32 << 20
 
 
 def _bytes_per_sample(problem: Problem) -> int:
@@ -35,37 +27,41 @@ def _bytes_per_sample(problem: Problem) -> int:
 
 
 def run(x: Array, w: Array, problem: Problem, backend: Backend) -> Array:
-    """Solve `problem` with chunked column matrices and GEMM."""
+    """Solve `problem` with chunked column matrices and GEMM.
+
+    A chunk's columns are ``(G, taps * Cg, Bc * samples)``: batch items sit side by side,
+    so a batch of small images is one GEMM per group, not one per image.
+    """
     p, xp = problem, backend.xp
-    padded = pad_input(x, p, backend)
-    tap_list = taps(p)
-    depth = len(tap_list) * p.in_per_group
+    padded, lay = pad_input(x, p, backend), layout(p)
+    depth = len(lay.taps) * p.in_per_group
     # (G*Og, Cg, *k) -> (G, Og, taps, Cg) -> (G, Og, taps * Cg), matching the columns' order.
     w_cols = xp.ascontiguousarray(
         xp.moveaxis(w.reshape(p.groups, p.out_per_group, p.in_per_group, -1), 2, 3)
     ).reshape(p.groups, p.out_per_group, depth)
     out = xp.empty((p.batch, p.groups, p.out_per_group, *p.out_spatial), dtype=x.dtype)
     budget = min(_CHUNK_BYTES, _config.memory_limit() // 2)
-    for chunk in chunks(p, _bytes_per_sample(p), budget):
-        items, n = chunk.b1 - chunk.b0, chunk_length(p, chunk)
-        cols = xp.empty((items, p.groups, len(tap_list), p.in_per_group, n), dtype=x.dtype)
-        for t, tap in enumerate(tap_list):
-            cols[:, :, t] = tap_block(padded, p, tap, chunk)
-        result = xp.empty((items, p.groups, p.out_per_group, buffer_length(p, chunk)), x.dtype)
-        xp.matmul(w_cols, cols.reshape(items, p.groups, depth, n), out=result[..., :n])
-        store_block(out, result, p, chunk)
+    for chunk in lay.chunks(_bytes_per_sample(p), budget):
+        items, n = chunk.b1 - chunk.b0, lay.chunk_length(chunk)
+        cols = scratch("im2col.cols", (p.groups, len(lay.taps), p.in_per_group, items, n), x.dtype, backend)
+        for t in range(len(lay.taps)):
+            cols[:, t] = lay.tap_block(padded, t, chunk).transpose(1, 2, 0, 3)
+        products = scratch("im2col.products", (p.groups, p.out_per_group, items * n), x.dtype, backend)
+        xp.matmul(w_cols, cols.reshape(p.groups, depth, items * n), out=products)
+        products = products.reshape(p.groups, p.out_per_group, items, n).transpose(2, 0, 1, 3)
+        lay.store_block(out, products, chunk)
     return out.reshape(p.y_shape)
 
 
 def _row_bytes(problem: Problem) -> int:
     """Bytes of the smallest chunk: one output row of one batch item."""
-    return row_layout(problem)[0] * _bytes_per_sample(problem)
+    return layout(problem).row_length * _bytes_per_sample(problem)
 
 
 def unsupported(problem: Problem, backend: Backend, memory_limit: int) -> str | None:
     """im2col needs room for the padded input and one row of columns."""
     p = problem
-    padded = p.batch * p.groups * p.in_per_group * math.prod(p.padded) * p.dtype.itemsize
+    padded = padded_bytes(p)
     if padded + _row_bytes(p) > memory_limit:
         return (
             f"its padded input and one row of columns need {padded + _row_bytes(p)} bytes, "
@@ -84,10 +80,9 @@ def cost(problem: Problem, rates: Rates) -> Cost:
     seconds = (
         2 * cols_bytes / rates.stream_bytes
         + 2 * p.macs / (rates.gemm_flops * max(efficiency, 0.05))
-        + n_chunks * len(taps(p)) * rates.call_seconds
+        + n_chunks * math.prod(p.kernel) * rates.call_seconds
     )
-    padded = p.batch * p.groups * p.in_per_group * math.prod(p.padded) * p.dtype.itemsize
-    return Cost(seconds, padded + min(cols_bytes, _CHUNK_BYTES))
+    return Cost(seconds, padded_bytes(p) + min(cols_bytes, _CHUNK_BYTES))
 
 
 METHOD = register(Method("im2col", run, exact_dtype, unsupported, cost))
