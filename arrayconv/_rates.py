@@ -28,4 +28,4 @@ class Rates:
 
 
 # Measured on the 2-core CI machine (OpenBLAS, pocketfft); `calibrate` will replace them.
-CPU_RATES = Rates(gemm_flops=60e9, stream_bytes=6e9, fft_flops=6e9, call_seconds=4e-6)
+CPU_RATES = Rates(gemm_flops=100e9, stream_bytes=11e9, fft_flops=10e9, call_seconds=5e-6)

@@ -48,17 +48,21 @@ def _transforms(backend: Backend, real: bool):  # type: ignore[no-untyped-def]
 
 
 def kernel_spectrum(w: Array, problem: Problem, backend: Backend) -> Array:
-    """Spectrum ``(G, Og, Cg, *freq)`` of the flipped, dilated kernel at its circular offset."""
+    """Spectrum ``(G, Og, Cg, *freq)`` of the kernel placed for a circular convolution.
+
+    The padded correlation ``y[n] = sum_m x[n + m*d - lo] w[m]`` is the circular convolution
+    of `x` with ``u``, where ``u[(lo - m*d) mod L] = w[m]``: one indexed assignment places
+    the kernel flipped, dilated and shifted by the padding, and no padded input is needed.
+    """
     p, xp = problem, backend.xp
     shape = fft_shape(p, backend)
     nd = len(shape)
     placed = xp.zeros((p.groups * p.out_per_group, p.in_per_group, *shape), dtype=w.dtype)
-    flipped = w[(..., *(slice(None, None, -1),) * nd)]
-    spots = tuple(slice(0, d * (k - 1) + 1, d) for k, d in zip(p.kernel, p.dilation))
-    placed[(..., *spots)] = flipped
-    # Tap m of the padded correlation must land at circular index pad_lo - m * dilation.
-    shifts = tuple(lo - d * (k - 1) for lo, k, d in zip(p.pad_lo, p.kernel, p.dilation))
-    placed = xp.roll(placed, shifts, axis=tuple(range(2, 2 + nd)))
+    spots = [
+        xp.asarray([(lo - m * d) % n for m in range(k)])
+        for lo, k, d, n in zip(p.pad_lo, p.kernel, p.dilation, shape)
+    ]
+    placed[(Ellipsis, *xp.ix_(*spots))] = w
     forward, _ = _transforms(backend, real=w.dtype.kind != "c")
     spectrum = forward(placed, shape, tuple(range(2, 2 + nd)))
     return spectrum.reshape(p.groups, p.out_per_group, p.in_per_group, *spectrum.shape[2:])
@@ -130,22 +134,21 @@ def unsupported(problem: Problem, backend: Backend, memory_limit: int) -> str | 
 
 
 def cost(problem: Problem, rates: Rates) -> Cost:
-    """Forward/inverse transforms at the FFT rate plus the per-frequency contraction."""
+    """Transforms at the FFT rate, the contraction, and the passes over every map."""
     from .._backend import NUMPY
 
     p = problem
-    shape = fft_shape(p, NUMPY)
-    size = math.prod(shape)
+    size = math.prod(fft_shape(p, NUMPY))
     transform = 2.5 * size * math.log2(max(size, 2)) / rates.fft_flops
-    n_maps = p.batch * p.groups * p.in_per_group + p.batch * p.groups * p.out_per_group
-    n_maps += p.groups * p.out_per_group * p.in_per_group
+    kernel_maps = p.groups * p.out_per_group * p.in_per_group
+    data_maps = p.batch * p.groups * (p.in_per_group + p.out_per_group)
     kernels, per_item = _spectrum_bytes(p, NUMPY)
-    contraction = p.batch * p.groups * p.out_per_group * p.in_per_group * size / 2 * 8
     if p.in_per_group < _GEMM_MIN_CHANNELS:
-        contract_s = contraction / 8 * 3 * 8 / rates.stream_bytes
+        contraction = 3 * p.batch * kernels / rates.stream_bytes
     else:
-        contract_s = contraction / rates.gemm_flops * 4
-    seconds = n_maps * transform + contract_s + 3 * (kernels + p.batch * per_item) / rates.stream_bytes
+        contraction = 8 * p.batch * kernel_maps * size / 2 / rates.gemm_flops + 2 * kernels / rates.stream_bytes
+    passes = 6 * kernels + 4 * p.batch * per_item
+    seconds = (kernel_maps + data_maps) * transform + contraction + passes / rates.stream_bytes
     return Cost(seconds, kernels + per_item * _batch_step(p, NUMPY, 1 << 62))
 
 

@@ -71,18 +71,19 @@ def unsupported(problem: Problem, backend: Backend, memory_limit: int) -> str | 
 
 
 def cost(problem: Problem, rates: Rates) -> Cost:
-    """Column copies at stream speed plus one GEMM per chunk."""
+    """Columns written, transposed and read at stream speed, one GEMM, one output copy."""
     p = problem
-    samples = p.batch * p.groups * math.prod(p.out_spatial)
+    samples = p.batch * p.groups * math.prod(layout(p).row_shape) * p.out_spatial[0]
     cols_bytes = samples * _bytes_per_sample(p)
+    out_bytes = samples * p.out_per_group * p.dtype.itemsize
     n_chunks = max(1, cols_bytes // _CHUNK_BYTES)
     efficiency = min(1.0, p.out_per_group / 16) * min(1.0, math.prod(p.kernel) * p.in_per_group / 64)
     seconds = (
-        2 * cols_bytes / rates.stream_bytes
+        (3 * cols_bytes + 3 * out_bytes) / rates.stream_bytes
         + 2 * p.macs / (rates.gemm_flops * max(efficiency, 0.05))
         + n_chunks * math.prod(p.kernel) * rates.call_seconds
     )
-    return Cost(seconds, padded_bytes(p) + min(cols_bytes, _CHUNK_BYTES))
+    return Cost(seconds, padded_bytes(p) + min(cols_bytes, _CHUNK_BYTES) + min(out_bytes, _CHUNK_BYTES))
 
 
 METHOD = register(Method("im2col", run, exact_dtype, unsupported, cost))
