@@ -23,6 +23,8 @@ from . import Cost, Method, register
 
 # Below this many input channels per group, multiply-accumulate beats a batched GEMM.
 _GEMM_MIN_CHANNELS = 8
+# Array calls made whatever the size (placement, three transforms, contraction, crop).
+_FIXED_CALLS = 40
 
 
 def work_dtype(problem: Problem) -> np.dtype[Any]:
@@ -149,6 +151,7 @@ def cost(problem: Problem, rates: Rates) -> Cost:
         contraction = 8 * p.batch * kernel_maps * size / 2 / rates.gemm_flops + 2 * kernels / rates.stream_bytes
     passes = 6 * kernels + 4 * p.batch * per_item
     seconds = (kernel_maps + data_maps) * transform + contraction + passes / rates.stream_bytes
+    seconds += _FIXED_CALLS * rates.call_seconds
     return Cost(seconds, kernels + per_item * _batch_step(p, NUMPY, 1 << 62))
 
 

@@ -1,0 +1,290 @@
+"""Run the CPU benchmark: arrayconv and its peers side by side, interleaved, medians.
+
+Usage: ``python -m bench.run [--quick] [--cases a,b,...] [--repeats N] [--out bench/results]``.
+Writes ``cpu-<date>.json``, ``cpu-<date>.md`` and ``cpu-<date>.png``.
+"""
+
+from __future__ import annotations
+
+import os
+
+# OpenMP threads (torch) spin after each call and would steal the cores from whatever runs
+# next in an interleaved benchmark; passive waiting keeps every callable's timing its own.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import argparse
+import datetime
+import json
+import math
+import platform
+import statistics
+import time
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+import scipy
+
+import arrayconv as ac
+
+from .cases import CASES, QUICK, Case
+from .peers import arrayconv_callables, peer_callables
+
+# A callable whose warm-up takes longer than this is timed once, not repeated.
+SLOW_SECONDS = 3.0
+# arrayconv methods estimated slower than this are not run.
+MAX_ESTIMATE_SECONDS = 20.0
+
+
+def machine_rates() -> dict[str, float]:
+    """Measured float32 GEMM rate (FLOP/s) and copy bandwidth (bytes/s): the floors' basis."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((1024, 1024), dtype=np.float32)
+    v = rng.standard_normal(1 << 25, dtype=np.float32)
+    dst = np.empty_like(v)
+    gemm = min(_time(lambda: a @ a) for _ in range(5))
+    copy = min(_time(lambda: np.copyto(dst, v)) for _ in range(5))
+    return {"gemm_flops": 2 * 1024**3 / gemm, "copy_bytes": 2 * v.nbytes / copy}
+
+
+def _time(fn) -> float:  # type: ignore[no-untyped-def]
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def _data(case: Case) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    return rng.standard_normal(case.x, dtype=np.float32), rng.standard_normal(case.w, dtype=np.float32)
+
+
+def _reference(case: Case, x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Float64 result (arrayconv in float64; its methods are tested against SciPy's float64)."""
+    x64, w64 = x.astype(np.float64), w.astype(np.float64)
+    if case.kind == "image":
+        return ac.correlate(x64, w64, case.mode)
+    return ac.conv(x64, w64, padding=case.padding)
+
+
+def _error(result: object, ref: np.ndarray) -> float:
+    got = result.numpy() if hasattr(result, "numpy") else np.asarray(result)
+    got = got.reshape(ref.shape)
+    return float(np.max(np.abs(got - ref)) / np.max(np.abs(ref)))
+
+
+def _peak_bytes(fn) -> int:  # type: ignore[no-untyped-def]
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def _floor(case: Case, x: np.ndarray, w: np.ndarray, out_size: int, rates: dict[str, float]) -> float:
+    if case.kind == "image":
+        macs = out_size * math.prod(case.w)
+    else:
+        macs = out_size * case.w[1] * math.prod(case.w[2:])
+    moved = x.nbytes + w.nbytes + out_size * 4
+    return max(2 * macs / rates["gemm_flops"], moved / rates["copy_bytes"])
+
+
+def run_case(case: Case, repeats: int, rates: dict[str, float]) -> dict:
+    """Time every callable of `case`, interleaved, after one warm-up each."""
+    x, w = _data(case)
+    ref = _reference(case, x, w)
+    mine = arrayconv_callables(case, x, w)
+    peers, skipped = peer_callables(case, x, w)
+    estimates = _estimates(case, x, w)
+    for name in list(mine):
+        method = name.split()[-1]
+        if method != "auto" and estimates.get(method, 0.0) > MAX_ESTIMATE_SECONDS:
+            skipped[name] = f"estimated {estimates[method]:.0f} s"
+            del mine[name]
+    runs = {**mine, **peers}
+    times: dict[str, list[float]] = {}
+    errors: dict[str, float] = {}
+    for name, fn in runs.items():
+        start = time.perf_counter()
+        errors[name] = _error(fn(), ref)
+        times[name] = [time.perf_counter() - start]
+    repeat = [n for n in runs if times[n][0] < SLOW_SECONDS]
+    for _ in range(repeats):
+        for name in repeat:
+            times[name].append(_time(runs[name]))
+    medians = {n: statistics.median(t[1:] if len(t) > 1 else t) for n, t in times.items()}
+    peaks = {n: _peak_bytes(runs[n]) for n in mine}
+    best_peer = min((n for n in peers), key=lambda n: medians[n])
+    auto = medians["arrayconv auto"]
+    return {
+        "id": case.id,
+        "case": case.__dict__,
+        "median_s": medians,
+        "error": errors,
+        "peak_bytes": peaks,
+        "skipped": skipped,
+        "best_peer": best_peer,
+        "ratio_best_peer_over_auto": medians[best_peer] / auto,
+        "floor_s": _floor(case, x, w, ref.size, rates),
+        "io_bytes": x.nbytes + w.nbytes + ref.size * 4,
+        "chosen": str(_chosen(case, x, w)),
+    }
+
+
+def _problem_args(case: Case, x: np.ndarray, w: np.ndarray):  # type: ignore[no-untyped-def]
+    from arrayconv._problem import Problem
+    from arrayconv._shapes import mode_padding
+
+    if case.kind == "image":
+        pads = [mode_padding(n, k, case.mode) for n, k in zip(case.x, case.w)]
+        return Problem(1, 1, 1, 1, case.x, case.w, tuple(p[0] for p in pads), tuple(p[1] for p in pads), (1, 1), (1, 1), np.dtype(np.float32))
+    p = case.padding
+    return Problem(case.x[0], 1, case.x[1], case.w[0], case.x[2:], case.w[2:], (p, p), (p, p), (1, 1), (1, 1), np.dtype(np.float32))
+
+
+def _chosen(case: Case, x: np.ndarray, w: np.ndarray) -> str:
+    from arrayconv._backend import NUMPY
+    from arrayconv._choose import choose
+
+    return choose(_problem_args(case, x, w), NUMPY, ac.memory_limit()).method
+
+
+def _estimates(case: Case, x: np.ndarray, w: np.ndarray) -> dict[str, float]:
+    from arrayconv._choose import rates_for
+    from arrayconv._backend import NUMPY
+    from arrayconv._methods import METHODS
+
+    problem = _problem_args(case, x, w)
+    return {n: m.cost(problem, rates_for(NUMPY)).seconds for n, m in METHODS.items()}
+
+
+def versions() -> dict[str, str]:
+    info = {
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "scipy": scipy.__version__,
+        "arrayconv": ac.__version__,
+        "machine": platform.machine(),
+        "processor": _cpu_name(),
+        "cores": str(os.cpu_count()),
+    }
+    try:
+        import torch
+
+        info["torch"] = f"{torch.__version__} ({torch.get_num_threads()} threads)"
+    except ImportError:
+        info["torch"] = "not installed"
+    return info
+
+
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def write_markdown(report: dict, path: Path) -> None:
+    lines = [
+        f"# arrayconv CPU benchmark, {report['date']}",
+        "",
+        f"Command: `{report['command']}`  ",
+        "Machine: " + ", ".join(f"{k} {v}" for k, v in report["versions"].items()) + "  ",
+        f"Measured floors' basis: GEMM {report['rates']['gemm_flops'] / 1e9:.0f} GFLOP/s, "
+        f"copy {report['rates']['copy_bytes'] / 1e9:.1f} GB/s.  ",
+        f"Median of {report['repeats']} interleaved repeats after one warm-up "
+        f"(calls over {SLOW_SECONDS:.0f} s: timed once). float32. Error: max |y - ref| / max |ref| "
+        "against float64.",
+        "",
+        "## Summary",
+        "",
+        "| case | arrayconv auto (ms) | chosen | best peer | best peer (ms) | ratio best peer / auto | floor (ms) | auto error | auto peak memory / (in+out) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in report["cases"]:
+        auto = r["median_s"]["arrayconv auto"]
+        lines.append(
+            f"| {r['id']} | {auto * 1e3:.1f} | {r['chosen']} | {r['best_peer']} | "
+            f"{r['median_s'][r['best_peer']] * 1e3:.1f} | **{r['ratio_best_peer_over_auto']:.2f}** | "
+            f"{r['floor_s'] * 1e3:.1f} | {r['error']['arrayconv auto']:.1e} | "
+            f"{r['peak_bytes']['arrayconv auto'] / r['io_bytes']:.2f} |"
+        )
+    lines += ["", "## Every callable", ""]
+    for r in report["cases"]:
+        lines += [f"### {r['id']}: {r['case']}", "", "| callable | median (ms) | error | peak memory (MiB) |", "|---|---|---|---|"]
+        for name, t in sorted(r["median_s"].items(), key=lambda kv: kv[1]):
+            peak = r["peak_bytes"].get(name)
+            lines.append(
+                f"| {name} | {t * 1e3:.1f} | {r['error'][name]:.1e} | {'' if peak is None else f'{peak / 2**20:.1f}'} |"
+            )
+        lines += [f"| {name} | skipped: {why} | | |" for name, why in r["skipped"].items()]
+        lines.append("")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def plot(report: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    cases = report["cases"]
+    labels = [r["id"] for r in cases]
+    auto = [r["median_s"]["arrayconv auto"] * 1e3 for r in cases]
+    peer = [r["median_s"][r["best_peer"]] * 1e3 for r in cases]
+    torch_t = [r["median_s"].get("torch conv2d (CPU)", float("nan")) * 1e3 for r in cases]
+    pos = np.arange(len(cases))
+    fig, ax = plt.subplots(figsize=(11, 4.5))
+    ax.bar(pos - 0.27, auto, 0.27, label="arrayconv auto")
+    ax.bar(pos, peer, 0.27, label="best peer")
+    ax.bar(pos + 0.27, torch_t, 0.27, label="torch conv2d (CPU)")
+    ax.set_xticks(pos, labels)
+    ax.set_yscale("log")
+    ax.set_ylabel("median time (ms, log)")
+    ax.set_title(f"arrayconv vs peers, CPU ({report['versions']['processor']}, {report['versions']['cores']} cores)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help=f"only cases {QUICK}, 2 repeats")
+    parser.add_argument("--cases", help="comma-separated case ids")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--out", default="bench/results")
+    args = parser.parse_args(argv)
+    chosen = args.cases.split(",") if args.cases else QUICK if args.quick else [c.id for c in CASES]
+    repeats = 2 if args.quick else args.repeats
+    rates = machine_rates()
+    results = []
+    for case in (c for c in CASES if c.id in chosen):
+        print(f"case {case.id} ...", flush=True)
+        results.append(run_case(case, repeats, rates))
+        r = results[-1]
+        print(f"  auto {r['median_s']['arrayconv auto'] * 1e3:.1f} ms ({r['chosen']}), best peer {r['best_peer']} "
+              f"{r['median_s'][r['best_peer']] * 1e3:.1f} ms, ratio {r['ratio_best_peer_over_auto']:.2f}", flush=True)
+    date = datetime.date.today().isoformat()
+    report = {
+        "date": date,
+        "command": "python -m bench.run " + " ".join(argv if argv is not None else os.sys.argv[1:]),
+        "versions": versions(),
+        "rates": rates,
+        "repeats": repeats,
+        "cases": results,
+    }
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = out / f"cpu-{date}{'-quick' if args.quick else ''}"
+    stem.with_suffix(".json").write_text(json.dumps(report, indent=1))
+    write_markdown(report, stem.with_suffix(".md"))
+    plot(report, stem.with_suffix(".png"))
+    print(f"wrote {stem}.md/.json/.png")
+
+
+if __name__ == "__main__":
+    main()
