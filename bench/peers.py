@@ -61,7 +61,12 @@ def peer_callables(case: Case, x: np.ndarray, w: np.ndarray) -> tuple[dict[str, 
         if big:
             skipped["scipy.ndimage.correlate"] = f"{_macs(case):.1e} MACs"
         else:
-            peers["scipy.ndimage.correlate"] = lambda: scipy.ndimage.correlate(x, w, mode="constant")
+            # ndimage returns the input's size, centred at k // 2: crop to the 'valid' window.
+            window = tuple(
+                slice(k // 2, k // 2 + n - k + 1) if case.mode == "valid" else slice(None)
+                for n, k in zip(case.x, case.w)
+            )
+            peers["scipy.ndimage.correlate"] = lambda: scipy.ndimage.correlate(x, w, mode="constant")[window]
     else:
         xpad = np.pad(x, [(0, 0), (0, 0), *[(case.padding, case.padding)] * 2])
         calls = x.shape[0] * w.shape[0]
