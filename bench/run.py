@@ -268,6 +268,10 @@ def main(argv: list[str] | None = None) -> None:
         r = results[-1]
         print(f"  auto {r['median_s']['arrayconv auto'] * 1e3:.1f} ms ({r['chosen']}), best peer {r['best_peer']} "
               f"{r['median_s'][r['best_peer']] * 1e3:.1f} ms, ratio {r['ratio_best_peer_over_auto']:.2f}", flush=True)
+        _write(results, args, argv, rates, repeats)  # after every case, so a stopped run keeps its rows
+
+
+def _write(results: list[dict], args: argparse.Namespace, argv: list[str] | None, rates: dict[str, float], repeats: int) -> None:
     date = datetime.date.today().isoformat()
     report = {
         "date": date,
@@ -283,7 +287,7 @@ def main(argv: list[str] | None = None) -> None:
     stem.with_suffix(".json").write_text(json.dumps(report, indent=1))
     write_markdown(report, stem.with_suffix(".md"))
     plot(report, stem.with_suffix(".png"))
-    print(f"wrote {stem}.md/.json/.png")
+
 
 
 if __name__ == "__main__":
