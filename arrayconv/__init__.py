@@ -1,14 +1,39 @@
 """arrayconv: fast, SciPy-exact convolution and cross-correlation of N-D arrays.
 
 Public API: :func:`correlate`, :func:`convolve` (SciPy semantics), :func:`conv`
-(multichannel filter banks), :func:`config` and :func:`memory_limit` (settings).
+(multichannel filter banks), their plans (:func:`plan_correlate`, :func:`plan_convolve`,
+:func:`plan_conv`), :func:`choose_method`, :func:`calibrate`, and settings
+(:func:`config`, :func:`memory_limit`, :func:`cache_info`, :func:`clear_caches`).
 """
 
+from ._cache import cache_info, clear_caches
+from ._choose import Choice
+from ._choose_method import choose_method
 from ._config import config, memory_limit
-from ._conv import conv
-from ._correlate import convolve, correlate
+from ._conv import conv, plan_conv
+from ._correlate import convolve, correlate, plan_convolve, plan_correlate
 from ._methods import METHODS
+from ._plan import Plan
+from ._rates import Rates, cache_dir, calibrate
 
-__version__ = "0.1.0"
+__version__ = "0.2.0.dev0"
 
-__all__ = ["METHODS", "config", "conv", "convolve", "correlate", "memory_limit"]
+__all__ = [
+    "METHODS",
+    "Choice",
+    "Plan",
+    "Rates",
+    "cache_dir",
+    "cache_info",
+    "calibrate",
+    "choose_method",
+    "clear_caches",
+    "config",
+    "conv",
+    "convolve",
+    "correlate",
+    "memory_limit",
+    "plan_conv",
+    "plan_convolve",
+    "plan_correlate",
+]

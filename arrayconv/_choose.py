@@ -1,14 +1,21 @@
-"""The automatic method choice: a cost model over the registered methods."""
+"""The automatic method choice: a cost model over the registered methods, or measurement."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 
 from ._backend import Backend
+from ._cache import LRUCache
 from ._methods import METHODS, Cost
 from ._problem import Problem
-from ._rates import CPU_RATES, Rates
+from ._rates import cache_dir, rates_for
+
+# With measure=True, candidates estimated slower than this many times the best are not run.
+MEASURE_WITHIN = 10.0
+
+_measured = LRUCache("measured_methods", maxsize=1024)
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,32 +27,34 @@ class Choice:
     method : str
         The chosen method.
     estimates : dict of str to Cost
-        Estimated cost of each method that can run.
+        Estimated time and temporary memory of each method considered.
     rejected : dict of str to str
         Why each other method cannot run.
     reason : str
         One line on why `method` won.
+    measured : dict of str to float
+        Seconds measured for each candidate, when the choice was measured.
     """
 
     method: str
     estimates: dict[str, Cost]
     rejected: dict[str, str]
     reason: str
+    measured: dict[str, float] = field(default_factory=dict)
 
     def __repr__(self) -> str:
-        lines = [f"Choice(method={self.method!r}): {self.reason}", "  method    est. time   temp memory"]
+        lines = [
+            f"Choice(method={self.method!r}): {self.reason}",
+            "  method    est. time   temp memory   measured",
+        ]
         for name, cost in sorted(self.estimates.items(), key=lambda kv: kv[1].seconds):
             mark = "*" if name == self.method else " "
+            seen = f"{self.measured[name] * 1e3:9.2f} ms" if name in self.measured else ""
             lines.append(
-                f"{mark} {name:<8} {cost.seconds * 1e3:9.2f} ms {cost.temp_bytes / 2**20:10.1f} MiB"
+                f"{mark} {name:<8} {cost.seconds * 1e3:9.2f} ms {cost.temp_bytes / 2**20:10.1f} MiB {seen}"
             )
         lines += [f"  {name:<8} cannot run: {why}" for name, why in self.rejected.items()]
         return "\n".join(lines)
-
-
-def rates_for(backend: Backend) -> Rates:
-    """Rates of the machine behind `backend`."""
-    return CPU_RATES
 
 
 def choose(
@@ -77,3 +86,57 @@ def choose(
         best = min(estimates, key=lambda name: estimates[name].temp_bytes)
         reason = f"no method fits memory_limit={memory_limit}; smallest temporaries"
     return Choice(best, estimates, rejected, reason)
+
+
+def measured_choice(
+    estimated: Choice,
+    problem: Problem,
+    backend: Backend,
+    time_method: Callable[[str], float],
+    *,
+    disk: bool = False,
+) -> Choice:
+    """Time the viable candidates once with ``time_method(name)`` and keep the fastest.
+
+    Viable: within the memory budget and estimated at most :data:`MEASURE_WITHIN` times
+    the best estimate. The winner is cached by backend, device and problem, in memory
+    and, with `disk`, in ``measured.json`` of :func:`~arrayconv._rates.cache_dir`.
+    """
+    key = f"{backend.name}:{backend.device}:{problem!r}:{sorted(estimated.rejected)}"
+    known = _measured.get(key) or (_read_disk().get(key) if disk else None)
+    if known in METHODS and known not in estimated.rejected:
+        _measured.put(key, known)
+        return replace(estimated, method=known, reason="measured earlier on this machine (cached)")
+    fitting = {n: c.seconds for n, c in estimated.estimates.items() if n not in estimated.rejected}
+    if len(fitting) < 2:
+        return estimated
+    best_estimate = min(fitting.values())
+    candidates = [n for n, s in fitting.items() if s <= MEASURE_WITHIN * best_estimate]
+    seconds = {name: time_method(name) for name in candidates}
+    winner = min(seconds, key=seconds.__getitem__)
+    _measured.put(key, winner)
+    if disk:
+        _write_disk(key, winner)
+    reason = f"fastest of {len(seconds)} measured candidates"
+    return replace(estimated, method=winner, reason=reason, measured=seconds)
+
+
+def _disk_file():  # type: ignore[no-untyped-def]
+    return cache_dir() / "measured.json"
+
+
+def _read_disk() -> dict[str, str]:
+    try:
+        return json.loads(_disk_file().read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _write_disk(key: str, method: str) -> None:
+    path = _disk_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    known = _read_disk()
+    known[key] = method
+    tmp = path.with_suffix(f".{id(known)}.tmp")
+    tmp.write_text(json.dumps(known, indent=0))
+    tmp.replace(path)

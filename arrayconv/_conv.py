@@ -6,20 +6,24 @@ import math
 from collections.abc import Sequence
 from typing import Literal
 
-from ._backend import Array, get_backend
+import numpy as np
+
+from ._backend import Array, Backend, get_backend
 from ._docstrings import fill
 from ._methods import METHODS
+from ._plan import Plan, Spec, abs_bound, int_guard, terms
 from ._problem import (
+    ArraySpec,
     Problem,
     as_array,
     check_choice,
     check_conv_shapes,
     check_fits,
+    input_spec,
     int_tuple,
     result_dtype,
 )
 from ._shapes import same_padding
-from ._solve import int_guard, solve, terms, to_result
 
 Padding = int | Sequence[int] | Literal["same", "valid"]
 
@@ -35,6 +39,7 @@ def conv(
     dilation: int | Sequence[int] = 1,
     groups: int = 1,
     method: Literal["auto", "direct", "im2col", "fft"] = "auto",
+    measure: bool | Literal["disk"] = False,
 ) -> Array:
     """Apply a bank of filters to multichannel images: a conv layer without the framework.
 
@@ -61,6 +66,7 @@ def conv(
     groups : int, optional
         Input and output channels are split into `groups` independent blocks. Default 1.
     {method}
+    {measure}
 
     Returns
     -------
@@ -96,6 +102,85 @@ def conv(
     backend = get_backend(x=x, w=w, bias=bias)
     x, w = as_array(x, "x", backend), as_array(w, "w", backend)
     bias = None if bias is None else as_array(bias, "bias", backend)
+    options = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
+    spec = conv_spec(ArraySpec(tuple(x.shape), x.dtype), w, bias, backend, method, x_bound=abs_bound(x, x.dtype), **options)
+    return Plan(spec, w, method, measure=measure, sample=x)(x)
+
+
+@fill
+def plan_conv(
+    w: Array,
+    x_shape: Sequence[int],
+    dtype: object = None,
+    bias: Array | None = None,
+    *,
+    stride: int | Sequence[int] = 1,
+    padding: Padding = 0,
+    dilation: int | Sequence[int] = 1,
+    groups: int = 1,
+    method: Literal["auto", "direct", "im2col", "fft"] = "auto",
+    memory_limit: int | None = None,
+    measure: bool | Literal["disk"] = False,
+) -> Plan:
+    """Plan :func:`conv` of many inputs of one shape with the same filter bank.
+
+    Parameters
+    ----------
+    w : array_like, shape (O, C // groups, *kernel)
+        Filter bank; its backend is the plan's.
+    x_shape : tuple of int
+        Shape ``(B, C, *spatial)`` of every input the plan will take.
+    dtype : dtype, optional
+        Dtype of every input. Default: the dtype of `w`.
+    bias : array_like, shape (O,), optional
+        Added to each output channel.
+    stride, padding, dilation, groups
+        As :func:`conv`.
+    {method}
+    {memory_limit}
+    {measure}
+
+    Returns
+    -------
+    Plan
+        Call it as ``plan(x, out=None)``; it refuses another shape, dtype or backend.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import arrayconv as ac
+    >>> rng = np.random.default_rng(0)
+    >>> w = rng.standard_normal((8, 3, 5, 5), dtype=np.float32)
+    >>> plan = ac.plan_conv(w, (4, 3, 64, 64), padding="same")
+    >>> plan.y_shape
+    (4, 8, 64, 64)
+    >>> x = rng.standard_normal((4, 3, 64, 64), dtype=np.float32)
+    >>> np.allclose(plan(x), ac.conv(x, w, padding="same"), atol=1e-4)
+    True
+    """
+    backend = get_backend(w=w, bias=bias)
+    w = as_array(w, "w", backend)
+    bias = None if bias is None else as_array(bias, "bias", backend)
+    x = input_spec("x_shape", x_shape, w.dtype if dtype is None else dtype)
+    options = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
+    spec = conv_spec(x, w, bias, backend, method, x_bound=abs_bound(None, x.dtype), **options)
+    return Plan(spec, w, method, memory_limit=memory_limit, measure=measure)
+
+
+def conv_spec(
+    x: ArraySpec,
+    w: Array,
+    bias: Array | None,
+    backend: Backend,
+    method: str,
+    *,
+    stride: int | Sequence[int],
+    padding: Padding,
+    dilation: int | Sequence[int],
+    groups: int,
+    x_bound: int,
+) -> Spec:
+    """Check a conv layer of an input like `x` with `w` and `bias`, and map it onto a Problem."""
     check_choice("method", method, ("auto", *METHODS))
     check_conv_shapes(x, w, bias, groups)
     nd = x.ndim - 2
@@ -118,10 +203,23 @@ def conv(
         dtype=compute,
     )
     check_fits(problem, x.shape, w.shape)
-    y = solve(x, w, problem, backend, method, int_guard(x, w, terms(problem)))
-    if bias is not None:
-        y += bias.astype(y.dtype).reshape(-1, *(1,) * nd)
-    return to_result(y, result, backend)
+    shift = None if bias is None else bias.reshape(-1, *(1,) * nd)
+
+    def add_bias(y: Array) -> Array:
+        if shift is not None:
+            y += shift.astype(y.dtype, copy=False)
+        return y
+
+    return Spec(
+        problem=problem,
+        backend=backend,
+        x=x,
+        y=ArraySpec(problem.y_shape, result),
+        to_problem=lambda a: a,
+        from_problem=add_bias,
+        excluded=int_guard(np.result_type(x.dtype, w.dtype), x_bound, abs_bound(w, w.dtype), terms(problem)),
+        same_layout=True,
+    )
 
 
 def _padding(

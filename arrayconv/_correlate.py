@@ -2,26 +2,29 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Literal
 
 import numpy as np
 
-from ._backend import Array, get_backend
+from ._backend import Array, Backend, get_backend
 from ._docstrings import fill
 from ._methods import METHODS
+from ._plan import Plan, Spec, abs_bound, int_guard, terms
 from ._problem import (
+    ArraySpec,
     Problem,
     as_array,
     check_broadcast,
     check_choice,
     check_same_ndim,
     check_valid_sizes,
+    input_spec,
     normalize_axes,
     result_dtype,
 )
-from ._shapes import mode_padding
-from ._solve import int_guard, solve, terms, to_result
+from ._shapes import Shape, mode_padding
 
 Mode = Literal["full", "valid", "same"]
 MethodName = Literal["auto", "direct", "im2col", "fft"]
@@ -36,6 +39,7 @@ def correlate(
     method: MethodName = "auto",
     *,
     axes: int | Sequence[int] | None = None,
+    measure: bool | Literal["disk"] = False,
 ) -> Array:
     """Cross-correlate two N-D arrays, exactly as `scipy.signal.correlate`.
 
@@ -51,6 +55,7 @@ def correlate(
     {mode}
     {method}
     {axes}
+    {measure}
 
     Returns
     -------
@@ -87,7 +92,7 @@ def correlate(
     >>> ac.correlate(np.array([1.0, 2.0, 3.0]), np.array([0.0, 1.0, 0.5]), mode="same")
     array([2. , 3.5, 3. ])
     """
-    return _correlate(in1, in2, mode, method, axes, flip=False)
+    return _correlate(in1, in2, mode, method, axes, measure, flip=False)
 
 
 @fill
@@ -98,6 +103,7 @@ def convolve(
     method: MethodName = "auto",
     *,
     axes: int | Sequence[int] | None = None,
+    measure: bool | Literal["disk"] = False,
 ) -> Array:
     """Convolve two N-D arrays, exactly as `scipy.signal.convolve`.
 
@@ -110,6 +116,7 @@ def convolve(
     {mode}
     {method}
     {axes}
+    {measure}
 
     Returns
     -------
@@ -135,7 +142,104 @@ def convolve(
     >>> ac.convolve(np.array([1.0, 2.0, 3.0]), np.array([0.0, 1.0, 0.5]))
     array([0. , 1. , 2.5, 4. , 1.5])
     """
-    return _correlate(in1, in2, mode, method, axes, flip=True)
+    return _correlate(in1, in2, mode, method, axes, measure, flip=True)
+
+
+@fill
+def plan_correlate(
+    in2: Array,
+    in1_shape: Sequence[int],
+    mode: Mode = "full",
+    method: MethodName = "auto",
+    *,
+    axes: int | Sequence[int] | None = None,
+    dtype: object = None,
+    memory_limit: int | None = None,
+    measure: bool | Literal["disk"] = False,
+) -> Plan:
+    """Plan :func:`correlate` of many inputs of one shape with the same `in2`.
+
+    The plan owns the chosen method and `in2` in that method's form (for FFT, its
+    spectrum), so each call does only the work that depends on the input: the
+    "same PSF, many frames" workflow.
+
+    Parameters
+    ----------
+    in2 : array_like
+        The kernel (second input of :func:`correlate`); its backend is the plan's.
+    in1_shape : tuple of int
+        Shape of every input the plan will take.
+    {mode}
+    {method}
+    {axes}
+    dtype : dtype, optional
+        Dtype of every input the plan will take. Default: the dtype of `in2`.
+    {memory_limit}
+    {measure}
+
+    Returns
+    -------
+    Plan
+        Call it as ``plan(in1, out=None)``; it refuses another shape, dtype or backend.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import arrayconv as ac
+    >>> rng = np.random.default_rng(0)
+    >>> psf = rng.random((15, 15), dtype=np.float32)
+    >>> plan = ac.plan_correlate(psf, (256, 256), mode="same")
+    >>> frames = rng.random((3, 256, 256), dtype=np.float32)
+    >>> out = np.empty((256, 256), dtype=np.float32)
+    >>> for frame in frames:
+    ...     _ = plan(frame, out=out)
+    >>> np.allclose(out, ac.correlate(frames[-1], psf, "same"), atol=1e-4)
+    True
+    """
+    return _plan(in2, in1_shape, mode, method, axes, dtype, memory_limit, measure, flip=False)
+
+
+@fill
+def plan_convolve(
+    in2: Array,
+    in1_shape: Sequence[int],
+    mode: Mode = "full",
+    method: MethodName = "auto",
+    *,
+    axes: int | Sequence[int] | None = None,
+    dtype: object = None,
+    memory_limit: int | None = None,
+    measure: bool | Literal["disk"] = False,
+) -> Plan:
+    """Plan :func:`convolve` of many inputs of one shape with the same `in2`.
+
+    Parameters are those of :func:`plan_correlate`.
+
+    Returns
+    -------
+    Plan
+        Call it as ``plan(in1, out=None)``.
+    """
+    return _plan(in2, in1_shape, mode, method, axes, dtype, memory_limit, measure, flip=True)
+
+
+def _plan(
+    in2: Array,
+    in1_shape: Sequence[int],
+    mode: str,
+    method: str,
+    axes: int | Sequence[int] | None,
+    dtype: object,
+    memory_limit: int | None,
+    measure: bool | str,
+    *,
+    flip: bool,
+) -> Plan:
+    backend = get_backend(in2=in2)
+    in2 = as_array(in2, "in2", backend)
+    x = input_spec("in1_shape", in1_shape, in2.dtype if dtype is None else dtype)
+    spec, w = correlate_spec(x, in2, backend, mode, method, axes, flip=flip, x_bound=abs_bound(None, x.dtype))
+    return Plan(spec, w, method, memory_limit=memory_limit, measure=measure)
 
 
 def _correlate(
@@ -144,61 +248,88 @@ def _correlate(
     mode: str,
     method: str,
     axes: int | Sequence[int] | None,
+    measure: bool | str,
     *,
     flip: bool,
 ) -> Array:
     backend = get_backend(in1=in1, in2=in2)
     in1, in2 = as_array(in1, "in1", backend), as_array(in2, "in2", backend)
+    x = ArraySpec(tuple(in1.shape), in1.dtype)
+    spec, w = correlate_spec(x, in2, backend, mode, method, axes, flip=flip, x_bound=abs_bound(in1, in1.dtype))
+    return Plan(spec, w, method, measure=measure, sample=in1)(in1)
+
+
+def correlate_spec(
+    x: ArraySpec,
+    in2: Array,
+    backend: Backend,
+    mode: str,
+    method: str,
+    axes: int | Sequence[int] | None,
+    *,
+    flip: bool,
+    x_bound: int,
+) -> tuple[Spec, Array]:
+    """Check a correlation of an input like `x` with `in2`, and map it onto a Problem.
+
+    Returns the spec and the kernel in the problem's layout ``(G*Og, 1, *kernel)``,
+    already flipped (convolution) or conjugated (complex correlation).
+    """
     check_choice("mode", mode, MODES)
     check_choice("method", method, ("auto", *METHODS))
-    check_same_ndim(in1, in2)
-    if in1.ndim == 0:
-        scalar = _correlate(in1.reshape(1), in2.reshape(1), mode, method, None, flip=flip)
-        return scalar.reshape(())
-    axes = normalize_axes(axes, in1.ndim)
-    check_broadcast(in1, in2, axes)
+    check_same_ndim(x, in2)
+    scalar = x.ndim == 0  # SciPy accepts 0-d inputs: the product of two scalars
+    if scalar:
+        x, in2 = ArraySpec((1,), x.dtype), in2.reshape(1)
+    axes = normalize_axes(axes, x.ndim)
+    check_broadcast(x, in2, axes)
     if mode == "valid":
-        check_valid_sizes(
-            tuple(in1.shape[a] for a in axes), tuple(in2.shape[a] for a in axes)
-        )
-    compute, result = result_dtype(in1, in2)
-    x, w, problem, order, shape = _as_problem(in1, in2, mode, axes, compute)
+        check_valid_sizes(tuple(x.shape[a] for a in axes), tuple(in2.shape[a] for a in axes))
+    compute, result = result_dtype(x, in2)
+    problem, x_order, w_order, lead = _as_problem(x.shape, in2.shape, mode, axes, compute)
+    w = in2.transpose(w_order).reshape(problem.w_shape)
     if flip:
         w = w[(..., *(slice(None, None, -1),) * len(axes))]
     elif w.dtype.kind == "c":
         w = w.conj()
-    y = solve(x, w, problem, backend, method, int_guard(in1, in2, terms(problem)))
-    y = y.reshape(*shape, *problem.out_spatial).transpose(np.argsort(order))
-    return to_result(y, result, backend)
+    inverse = tuple(int(a) for a in np.argsort(x_order))
+    ordered = (*lead, *problem.out_spatial)
+    y_shape = () if scalar else tuple(ordered[a] for a in inverse)
+    spec = Spec(
+        problem=problem,
+        backend=backend,
+        x=ArraySpec(() if scalar else x.shape, x.dtype),
+        y=ArraySpec(y_shape, result),
+        to_problem=lambda a: a.reshape(x.shape).transpose(x_order).reshape(problem.x_shape),
+        from_problem=lambda y: y.reshape(ordered).transpose(inverse).reshape(y_shape),
+        excluded=int_guard(np.result_type(x.dtype, in2.dtype), x_bound, abs_bound(in2, in2.dtype), terms(problem)),
+        same_layout=x_order == sorted(x_order),
+    )
+    return spec, w
 
 
 def _as_problem(
-    in1: Array, in2: Array, mode: str, axes: tuple[int, ...], dtype: np.dtype
-) -> tuple[Array, Array, Problem, list[int], list[int]]:
-    """Map a batched correlation onto a grouped one.
+    s1: Shape, s2: Shape, mode: str, axes: tuple[int, ...], dtype: np.dtype
+) -> tuple[Problem, list[int], list[int], tuple[int, ...]]:
+    """Map a batched correlation of shapes `s1` and `s2` onto a grouped one.
 
     Each non-correlated axis is a batch axis (only `in1` longer than 1), a group axis
     (equal lengths: each slice of `in1` meets its own slice of `in2`) or an output-channel
-    axis (only `in2` longer than 1). Returns ``x``, ``w``, the problem, the axis order of
-    the result and the lengths of its leading (non-correlated) axes.
+    axis (only `in2` longer than 1). Returns the problem, the axis orders that bring
+    `in1` and `in2` into its layout, and the lengths of the result's leading axes.
     """
-    rest = [a for a in range(in1.ndim) if a not in axes]
-    batch = [a for a in rest if in2.shape[a] == 1 < in1.shape[a]]
-    outs = [a for a in rest if in1.shape[a] == 1 < in2.shape[a]]
+    rest = [a for a in range(len(s1)) if a not in axes]
+    batch = [a for a in rest if s2[a] == 1 < s1[a]]
+    outs = [a for a in rest if s1[a] == 1 < s2[a]]
     groups = [a for a in rest if a not in batch and a not in outs]
-    order = [*batch, *groups, *outs, *axes]
-    size = lambda arr, dims: int(np.prod([arr.shape[a] for a in dims], dtype=np.int64))  # noqa: E731
-    n_batch, n_groups, n_outs = size(in1, batch), size(in1, groups), size(in2, outs)
-    spatial = tuple(in1.shape[a] for a in axes)
-    kernel = tuple(in2.shape[a] for a in axes)
+    spatial = tuple(s1[a] for a in axes)
+    kernel = tuple(s2[a] for a in axes)
     pads = [mode_padding(n, k, mode) for n, k in zip(spatial, kernel)]
-    x = in1.transpose(order).reshape(n_batch, n_groups, *spatial)
-    w = in2.transpose([*groups, *outs, *batch, *axes]).reshape(n_groups * n_outs, 1, *kernel)
     problem = Problem(
-        batch=n_batch,
-        groups=n_groups,
+        batch=math.prod(s1[a] for a in batch),
+        groups=math.prod(s1[a] for a in groups),
         in_per_group=1,
-        out_per_group=n_outs,
+        out_per_group=math.prod(s2[a] for a in outs),
         spatial=spatial,
         kernel=kernel,
         pad_lo=tuple(lo for lo, _ in pads),
@@ -207,5 +338,5 @@ def _as_problem(
         dilation=(1,) * len(axes),
         dtype=dtype,
     )
-    shape = [max(in1.shape[a], in2.shape[a]) for a in (*batch, *groups, *outs)]
-    return x, w, problem, order, shape
+    lead = tuple(max(s1[a], s2[a]) for a in (*batch, *groups, *outs))
+    return problem, [*batch, *groups, *outs, *axes], [*groups, *outs, *batch, *axes], lead

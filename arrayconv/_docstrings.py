@@ -18,6 +18,15 @@ PARAMETERS = {
         'valid' only samples that need no zero padding (one input must be at least as
         large as the other on every correlated axis); 'same' the size of `in1`, centred
         as `scipy.signal.correlate`.""",
+    "measure": """measure : bool or 'disk', optional
+        With ``method='auto'``: time the viable methods once on this input and keep the
+        fastest; the winner is remembered for this problem (by backend, device, shapes,
+        dtype and options) in memory, and with 'disk' also in
+        :func:`arrayconv.cache_dir`, so later calls skip the timing. Default False: the
+        calibrated cost model decides.""",
+    "memory_limit": """memory_limit : int, optional
+        Bytes the temporaries of one call may use. Default: :func:`memory_limit` at
+        each call.""",
     "axes": """axes : int or sequence of int, optional
         Axes to correlate along (default: all). The other axes are batched: each must be
         equal in both inputs, or 1 in one of them (broadcast).""",
@@ -25,6 +34,6 @@ PARAMETERS = {
 
 
 def fill(func: F) -> F:
-    """Substitute ``{method}``, ``{mode}``, ``{axes}`` in `func`'s docstring."""
+    """Substitute ``{method}``, ``{mode}``, ``{axes}``, ``{measure}``, ``{memory_limit}`` in `func`'s docstring."""
     func.__doc__ = (func.__doc__ or "").format(**PARAMETERS)
     return func

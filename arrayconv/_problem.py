@@ -85,6 +85,38 @@ class Problem:
         return all(s == 1 for s in self.stride)
 
 
+@dataclass(frozen=True, slots=True)
+class ArraySpec:
+    """Shape and dtype of an array that is not at hand (a plan's future inputs)."""
+
+    shape: Shape
+    dtype: np.dtype[Any]
+
+    @property
+    def ndim(self) -> int:
+        """Number of dimensions."""
+        return len(self.shape)
+
+
+def input_spec(name: str, shape: object, dtype: object) -> ArraySpec:
+    """The shape and dtype of a plan's future inputs, checked like an array's."""
+    try:
+        dims = tuple(operator.index(n) for n in shape)  # type: ignore[attr-defined]
+    except TypeError:
+        dims = None
+    if dims is None or any(n < 1 for n in dims):
+        msg = f"`{name}` must be a tuple of positive ints, got {shape!r}"
+        raise ValueError(msg)
+    try:
+        kind = np.dtype(dtype)  # type: ignore[call-overload]
+    except TypeError:
+        kind = None
+    if kind is None or kind.kind not in _NUMERIC_KINDS:
+        msg = f"`dtype` must be an integer, float or complex dtype, got {dtype!r}"
+        raise TypeError(msg)
+    return ArraySpec(dims, kind)
+
+
 def check_choice(name: str, value: object, allowed: Iterable[str]) -> str:
     """Return `value` if it is one of `allowed`, else raise a ValueError naming `name`."""
     allowed = tuple(allowed)

@@ -1,8 +1,25 @@
-"""Machine rates behind the cost model."""
+"""Machine rates behind the cost model: shipped defaults, or measured by :func:`calibrate`.
+
+Calibrated rates live in a JSON file per backend in the user cache directory
+(``$ARRAYCONV_CACHE_DIR``, else the platform's cache folder + ``arrayconv``). Nothing is
+measured or read at import; the first automatic choice reads the file, if there is one.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ._backend import NUMPY, Backend
+from ._cache import LRUCache
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,5 +44,124 @@ class Rates:
     call_seconds: float
 
 
-# Measured on the 2-core CI machine (OpenBLAS, pocketfft); `calibrate` will replace them.
-CPU_RATES = Rates(gemm_flops=100e9, stream_bytes=11e9, fft_flops=10e9, call_seconds=5e-6)
+# Measured on the 2-core CI machine (OpenBLAS, pocketfft) with `calibrate`'s own probes.
+# The GPU has no measured defaults: a CuPy user should run `calibrate` once on the GPU.
+DEFAULT_RATES = Rates(gemm_flops=100e9, stream_bytes=11e9, fft_flops=10e9, call_seconds=5e-6)
+
+_loaded = LRUCache("rates", maxsize=8)
+
+
+def cache_dir() -> Path:
+    """Folder of arrayconv's files on this machine (calibrated rates, measured choices)."""
+    if env := os.environ.get("ARRAYCONV_CACHE_DIR"):
+        return Path(env)
+    if sys.platform == "win32":
+        base = Path(os.environ.get("LOCALAPPDATA", Path.home() / "AppData" / "Local"))
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Caches"
+    else:
+        base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    return base / "arrayconv"
+
+
+def _rates_file(backend: Backend) -> Path:
+    return cache_dir() / f"rates-{backend.name}.json"
+
+
+def rates_for(backend: Backend) -> Rates:
+    """Rates of the machine behind `backend`: calibrated if :func:`calibrate` ran, else defaults."""
+    return _loaded.get_or_make(backend.name, lambda: _read(_rates_file(backend)))
+
+
+def _read(path: Path) -> Rates:
+    try:
+        return Rates(**json.loads(path.read_text())["rates"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return DEFAULT_RATES
+
+
+def calibrate(device: str = "cpu", *, save: bool = True) -> Rates:
+    """Measure this machine's GEMM, FFT, memory and call rates for the automatic choice.
+
+    Takes a few seconds. The rates are stored in :func:`cache_dir` (when `save`) and used
+    by every later ``method='auto'`` on this machine, in this and later sessions.
+
+    Parameters
+    ----------
+    device : {'cpu', 'gpu'}, optional
+        Measure NumPy on the CPU (default) or CuPy on the current GPU.
+    save : bool, optional
+        Write the rates to the cache folder (default True).
+
+    Returns
+    -------
+    Rates
+        The measured rates.
+    """
+    if device not in ("cpu", "gpu"):
+        msg = f"`device` must be 'cpu' or 'gpu', got {device!r}"
+        raise ValueError(msg)
+    backend = NUMPY if device == "cpu" else _cupy()
+    rates = measure_rates(backend)
+    if save:
+        path = _rates_file(backend)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        record = {"rates": dataclasses.asdict(rates), "measured": time.strftime("%Y-%m-%d %H:%M:%S")}
+        path.write_text(json.dumps(record, indent=1))
+    _loaded.put(backend.name, rates)
+    return rates
+
+
+def _cupy() -> Backend:
+    import cupy
+
+    from ._backend import get_backend
+
+    return get_backend(probe=cupy.empty(1))
+
+
+def measure_rates(backend: Backend) -> Rates:
+    """The four rates of `backend`, each from the best of several timed probes.
+
+    The probes are the operations the methods are made of: a 1024x1024 float32 GEMM, a
+    64 MiB copy, a forward and inverse real FFT of a 2048x2048 float32 image, and one
+    kernel tap of the direct method on a tiny block (slice, small GEMM, in-place add).
+    """
+    xp, fft = backend.xp, backend.fft
+    rng = np.random.default_rng(0)
+    a = xp.asarray(rng.standard_normal((1024, 1024), dtype=np.float32))
+    v = xp.asarray(rng.standard_normal(1 << 24, dtype=np.float32))
+    image = xp.asarray(rng.standard_normal((2048, 2048), dtype=np.float32))
+    dst = xp.empty_like(v)
+    tap_w, tap_x, acc = xp.ones((4, 4), np.float32), xp.ones((4, 72), np.float32), xp.zeros((4, 64), np.float32)
+    workers = {"workers": os.cpu_count()} if backend.name == "numpy" else {}
+    sync = _synchronizer(backend)
+    gemm = _best(lambda: xp.matmul(a, a), sync)
+    copy = _best(lambda: xp.copyto(dst, v), sync)
+    round_trip = _best(lambda: fft.irfft2(fft.rfft2(image, **workers), s=image.shape, **workers), sync)
+    call = _best(lambda: acc.__iadd__(xp.matmul(tap_w, tap_x[:, 3:67])), sync, repeats=200)
+    n = image.size
+    return Rates(
+        gemm_flops=2 * 1024**3 / gemm,
+        stream_bytes=2 * v.nbytes / copy,
+        fft_flops=float(2 * 2.5 * n * np.log2(n) / round_trip),
+        call_seconds=call,
+    )
+
+
+def _synchronizer(backend: Backend) -> Callable[[], None]:
+    if backend.name == "cupy":
+        return backend.xp.cuda.get_current_stream().synchronize
+    return lambda: None
+
+
+def _best(fn: Callable[[], object], sync: Callable[[], None], repeats: int = 7) -> float:
+    fn()
+    sync()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        sync()
+        times.append(time.perf_counter() - start)
+    return min(times)

@@ -37,8 +37,13 @@ class Method:
     ----------
     name : str
         The value of ``method=`` that selects it.
+    prepare : callable
+        ``prepare(w, problem, backend) -> kernel``: the kernel in the form `run` uses
+        (reshaped taps, or spectra), computed once per plan; `w` already in ``work_dtype``.
     run : callable
-        ``run(x, w, problem, backend) -> y``; `x` and `w` already in ``work_dtype``.
+        ``run(x, kernel, problem, backend, out=None) -> y``; `x` already in
+        ``work_dtype``; `out`, when given, a C-contiguous array of ``problem.y_shape``
+        in that dtype, which `run` fills and returns.
     work_dtype : callable
         ``work_dtype(problem) -> dtype`` the method computes in.
     unsupported : callable
@@ -48,7 +53,8 @@ class Method:
     """
 
     name: str
-    run: Callable[[Array, Array, Problem, Backend], Array]
+    prepare: Callable[[Array, Problem, Backend], Any]
+    run: Callable[..., Array]
     work_dtype: Callable[[Problem], np.dtype[Any]]
     unsupported: Callable[[Problem, Backend, int], str | None]
     cost: Callable[[Problem, Rates], Cost]
@@ -64,6 +70,14 @@ def register(method: Method) -> Method:
         raise KeyError(msg)
     METHODS[method.name] = method
     return method
+
+
+def output(out: Array | None, problem: Problem, backend: Backend, dtype: np.dtype[Any]) -> Array:
+    """The array a method writes its result into, as ``(B, G, Og, *out_spatial)``:
+    `out` (from the caller) or a new one."""
+    p = problem
+    shape = (p.batch, p.groups, p.out_per_group, *p.out_spatial)
+    return backend.xp.empty(shape, dtype=dtype) if out is None else out.reshape(shape)
 
 
 def exact_dtype(problem: Problem) -> np.dtype[Any]:

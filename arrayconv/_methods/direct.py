@@ -14,7 +14,7 @@ from .. import _config
 from .._backend import Array, Backend
 from .._problem import Problem
 from .._rates import Rates
-from . import Cost, Method, exact_dtype, register
+from . import Cost, Method, exact_dtype, output, register
 from ._taps import layout, pad_input, padded_bytes, run_chunks
 
 # Bytes of one chunk's working set (measured best on the benchmark cases: 256 KiB chunks
@@ -28,12 +28,17 @@ def _bytes_per_sample(problem: Problem) -> int:
     return problem.groups * (problem.in_per_group + problem.out_per_group) * problem.dtype.itemsize
 
 
-def run(x: Array, w: Array, problem: Problem, backend: Backend) -> Array:
-    """Solve `problem` by direct summation over kernel taps."""
+def prepare(w: Array, problem: Problem, backend: Backend) -> Array:
+    """The kernel as ``(G, Og, Cg, taps)``."""
+    p = problem
+    return backend.xp.ascontiguousarray(w.reshape(p.groups, p.out_per_group, p.in_per_group, -1))
+
+
+def run(x: Array, w_taps: Array, problem: Problem, backend: Backend, out: Array | None = None) -> Array:
+    """Solve `problem` by direct summation over kernel taps (`w_taps` from :func:`prepare`)."""
     p, xp = problem, backend.xp
     padded, lay = pad_input(x, p, backend), layout(p)
-    w_taps = w.reshape(p.groups, p.out_per_group, p.in_per_group, -1)
-    out = xp.empty((p.batch, p.groups, p.out_per_group, *p.out_spatial), dtype=x.dtype)
+    out = output(out, p, backend, x.dtype)
 
     def job(chunk):  # type: ignore[no-untyped-def]
         shape = (chunk.b1 - chunk.b0, p.groups, p.out_per_group, lay.chunk_length(chunk))
@@ -77,4 +82,4 @@ def cost(problem: Problem, rates: Rates) -> Cost:
     return Cost(seconds + calls * rates.call_seconds, padded_bytes(p) + _CHUNK_BYTES)
 
 
-METHOD = register(Method("direct", run, exact_dtype, unsupported, cost))
+METHOD = register(Method("direct", prepare, run, exact_dtype, unsupported, cost))

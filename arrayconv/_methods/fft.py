@@ -19,7 +19,7 @@ from .. import _config
 from .._backend import Array, Backend
 from .._problem import Problem
 from .._rates import Rates
-from . import Cost, Method, register
+from . import Cost, Method, output, register
 
 # Below this many input channels per group, multiply-accumulate beats a batched GEMM.
 _GEMM_MIN_CHANNELS = 8
@@ -49,12 +49,14 @@ def _transforms(backend: Backend, real: bool):  # type: ignore[no-untyped-def]
     )
 
 
-def kernel_spectrum(w: Array, problem: Problem, backend: Backend) -> Array:
-    """Spectrum ``(G, Og, Cg, *freq)`` of the kernel placed for a circular convolution.
+def prepare(w: Array, problem: Problem, backend: Backend) -> Array:
+    """Spectrum of the kernel placed for a circular convolution, in the channel sum's layout.
 
     The padded correlation ``y[n] = sum_m x[n + m*d - lo] w[m]`` is the circular convolution
     of `x` with ``u``, where ``u[(lo - m*d) mod L] = w[m]``: one indexed assignment places
     the kernel flipped, dilated and shifted by the padding, and no padded input is needed.
+    The result is ``(G, Og, Cg, *freq)``, or frequency-major ``(G, F, Cg, Og)`` when the
+    channel sum is a batched GEMM.
     """
     p, xp = problem, backend.xp
     shape = fft_shape(p, backend)
@@ -67,12 +69,20 @@ def kernel_spectrum(w: Array, problem: Problem, backend: Backend) -> Array:
     placed[(Ellipsis, *xp.ix_(*spots))] = w
     forward, _ = _transforms(backend, real=w.dtype.kind != "c")
     spectrum = forward(placed, shape, tuple(range(2, 2 + nd)))
-    return spectrum.reshape(p.groups, p.out_per_group, p.in_per_group, *spectrum.shape[2:])
+    spectrum = spectrum.reshape(p.groups, p.out_per_group, p.in_per_group, *spectrum.shape[2:])
+    if p.in_per_group < _GEMM_MIN_CHANNELS:
+        return spectrum
+    n_freq = math.prod(spectrum.shape[3:])
+    flat = spectrum.reshape(p.groups, p.out_per_group, p.in_per_group, n_freq)
+    return xp.ascontiguousarray(flat.transpose(0, 3, 2, 1))
 
 
 def _channel_sum(x_hat: Array, w_hat: Array, problem: Problem, xp: Any) -> Array:
     """``y_hat[b, g, o] = sum_c x_hat[b, g, c] * w_hat[g, o, c]`` over all frequencies."""
     p = problem
+    if p.in_per_group == p.out_per_group == 1:  # one map per group: multiply in place
+        x_hat *= w_hat[:, 0]
+        return x_hat
     if p.in_per_group < _GEMM_MIN_CHANNELS:
         y_hat = x_hat[:, :, None, 0] * w_hat[:, :, 0]
         for c in range(1, p.in_per_group):
@@ -81,21 +91,20 @@ def _channel_sum(x_hat: Array, w_hat: Array, problem: Problem, xp: Any) -> Array
     batch, n_freq = x_hat.shape[0], math.prod(x_hat.shape[3:])
     # Frequency-major, so the contraction is one batched GEMM: (G, F, B, Cg) @ (G, F, Cg, Og).
     x_f = xp.ascontiguousarray(x_hat.reshape(batch, p.groups, p.in_per_group, n_freq).transpose(1, 3, 0, 2))
-    w_f = xp.ascontiguousarray(w_hat.reshape(p.groups, p.out_per_group, p.in_per_group, n_freq).transpose(0, 3, 2, 1))
-    y_f = xp.matmul(x_f, w_f)
+    y_f = xp.matmul(x_f, w_hat)
     return xp.moveaxis(y_f, (0, 1), (1, 3)).reshape(batch, p.groups, p.out_per_group, *x_hat.shape[3:])
 
 
-def run(x: Array, w: Array, problem: Problem, backend: Backend) -> Array:
-    """Solve `problem` by FFT, in batch chunks that fit the memory budget."""
+def run(x: Array, w_hat: Array, problem: Problem, backend: Backend, out: Array | None = None) -> Array:
+    """Solve `problem` by FFT (`w_hat` from :func:`prepare`), in batch chunks that fit the
+    memory budget."""
     p, xp = problem, backend.xp
     shape = fft_shape(p, backend)
     nd = len(shape)
     axes = tuple(range(3, 3 + nd))
     forward, inverse = _transforms(backend, real=x.dtype.kind != "c")
-    w_hat = kernel_spectrum(w, p, backend)
     crop = tuple(slice(0, (n - 1) * s + 1, s) for n, s in zip(p.out_spatial, p.stride))
-    out = xp.empty((p.batch, p.groups, p.out_per_group, *p.out_spatial), dtype=x.dtype)
+    out = output(out, p, backend, x.dtype)
     x_groups = x.reshape(p.batch, p.groups, p.in_per_group, *p.spatial)
     step = _batch_step(p, backend, _config.memory_limit())
     for b0 in range(0, p.batch, step):
@@ -155,4 +164,4 @@ def cost(problem: Problem, rates: Rates) -> Cost:
     return Cost(seconds, kernels + per_item * _batch_step(p, NUMPY, 1 << 62))
 
 
-METHOD = register(Method("fft", run, work_dtype, unsupported, cost))
+METHOD = register(Method("fft", prepare, run, work_dtype, unsupported, cost))

@@ -15,7 +15,7 @@ from .._backend import Array, Backend
 from .._problem import Problem
 from .._rates import Rates
 from .._scratch import scratch
-from . import Cost, Method, exact_dtype, register
+from . import Cost, Method, exact_dtype, output, register
 from ._taps import layout, pad_input, padded_bytes
 
 # Preferred size of one chunk's column matrix: large enough for an efficient GEMM.
@@ -26,8 +26,15 @@ def _bytes_per_sample(problem: Problem) -> int:
     return problem.groups * math.prod(problem.kernel) * problem.in_per_group * problem.dtype.itemsize
 
 
-def run(x: Array, w: Array, problem: Problem, backend: Backend) -> Array:
-    """Solve `problem` with chunked column matrices and GEMM.
+def prepare(w: Array, problem: Problem, backend: Backend) -> Array:
+    """The kernel as ``(G, Og, taps * Cg)``, matching the order of the columns."""
+    p, xp = problem, backend.xp
+    taps_last = w.reshape(p.groups, p.out_per_group, p.in_per_group, -1)
+    return xp.ascontiguousarray(xp.moveaxis(taps_last, 2, 3)).reshape(p.groups, p.out_per_group, -1)
+
+
+def run(x: Array, w_cols: Array, problem: Problem, backend: Backend, out: Array | None = None) -> Array:
+    """Solve `problem` with chunked column matrices and GEMM (`w_cols` from :func:`prepare`).
 
     A chunk's columns are ``(G, taps * Cg, Bc * samples)``: batch items sit side by side,
     so a batch of small images is one GEMM per group, not one per image.
@@ -35,11 +42,7 @@ def run(x: Array, w: Array, problem: Problem, backend: Backend) -> Array:
     p, xp = problem, backend.xp
     padded, lay = pad_input(x, p, backend), layout(p)
     depth = len(lay.taps) * p.in_per_group
-    # (G*Og, Cg, *k) -> (G, Og, taps, Cg) -> (G, Og, taps * Cg), matching the columns' order.
-    w_cols = xp.ascontiguousarray(
-        xp.moveaxis(w.reshape(p.groups, p.out_per_group, p.in_per_group, -1), 2, 3)
-    ).reshape(p.groups, p.out_per_group, depth)
-    out = xp.empty((p.batch, p.groups, p.out_per_group, *p.out_spatial), dtype=x.dtype)
+    out = output(out, p, backend, x.dtype)
     budget = min(_CHUNK_BYTES, _config.memory_limit() // 2)
     for chunk in lay.chunks(_bytes_per_sample(p), budget):
         items, n = chunk.b1 - chunk.b0, lay.chunk_length(chunk)
@@ -86,4 +89,4 @@ def cost(problem: Problem, rates: Rates) -> Cost:
     return Cost(seconds, padded_bytes(p) + min(cols_bytes, _CHUNK_BYTES) + min(out_bytes, _CHUNK_BYTES))
 
 
-METHOD = register(Method("im2col", run, exact_dtype, unsupported, cost))
+METHOD = register(Method("im2col", prepare, run, exact_dtype, unsupported, cost))

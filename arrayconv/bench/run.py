@@ -1,7 +1,9 @@
 """Run the CPU benchmark: arrayconv and its peers side by side, interleaved, medians.
 
-Usage: ``python -m bench.run [--quick] [--cases a,b,...] [--repeats N] [--out bench/results]``.
-Writes ``cpu-<date>.json``, ``cpu-<date>.md`` and ``cpu-<date>.png``.
+Usage: ``arrayconv bench [--full] [--cases a,b,...] [--repeats N] [--out DIR]`` (or
+``python -m arrayconv.bench.run``). Without ``--full`` or ``--cases``: the quick cases.
+Writes ``cpu-<date>[-quick].json``, ``.md`` and ``.png`` into DIR (default bench/results).
+Needs the ``bench`` extra (matplotlib, tqdm); torch is a peer when installed.
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ import json
 import math
 import platform
 import statistics
+import sys
 import time
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -90,13 +94,15 @@ def _floor(case: Case, x: np.ndarray, w: np.ndarray, out_size: int, rates: dict[
     return max(2 * macs / rates["gemm_flops"], moved / rates["copy_bytes"])
 
 
-def run_case(case: Case, repeats: int, rates: dict[str, float]) -> dict:
-    """Time every callable of `case`, interleaved, after one warm-up each."""
+def run_case(case: Case, repeats: int, rates: dict[str, float], progress: Callable[[str], None]) -> dict:
+    """Time every callable of `case`, interleaved, after one warm-up each; ``progress(name)``
+    is called after each callable's warm-up and each round of repeats."""
     x, w = _data(case)
     ref = _reference(case, x, w)
     mine = arrayconv_callables(case, x, w)
     peers, skipped = peer_callables(case, x, w)
-    estimates = _estimates(case, x, w)
+    choice = _choice(case, x, w)
+    estimates = {name: cost.seconds for name, cost in choice.estimates.items()}
     for name in list(mine):
         method = name.split()[-1]
         if method != "auto" and estimates.get(method, 0.0) > MAX_ESTIMATE_SECONDS:
@@ -109,10 +115,12 @@ def run_case(case: Case, repeats: int, rates: dict[str, float]) -> dict:
         start = time.perf_counter()
         errors[name] = _error(fn(), ref)
         times[name] = [time.perf_counter() - start]
+        progress(f"{case.id}: {name}")
     repeat = [n for n in runs if times[n][0] < SLOW_SECONDS]
-    for _ in range(repeats):
+    for i in range(repeats):
         for name in repeat:
             times[name].append(_time(runs[name]))
+        progress(f"{case.id}: repeat {i + 1}/{repeats}")
     medians = {n: statistics.median(t[1:] if len(t) > 1 else t) for n, t in times.items()}
     peaks = {n: _peak_bytes(runs[n]) for n in mine}
     best_peer = min((n for n in peers), key=lambda n: medians[n])
@@ -128,35 +136,14 @@ def run_case(case: Case, repeats: int, rates: dict[str, float]) -> dict:
         "ratio_best_peer_over_auto": medians[best_peer] / auto,
         "floor_s": _floor(case, x, w, ref.size, rates),
         "io_bytes": x.nbytes + w.nbytes + ref.size * 4,
-        "chosen": str(_chosen(case, x, w)),
+        "chosen": choice.method,
     }
 
 
-def _problem_args(case: Case, x: np.ndarray, w: np.ndarray):  # type: ignore[no-untyped-def]
-    from arrayconv._problem import Problem
-    from arrayconv._shapes import mode_padding
-
+def _choice(case: Case, x: np.ndarray, w: np.ndarray) -> ac.Choice:
     if case.kind == "image":
-        pads = [mode_padding(n, k, case.mode) for n, k in zip(case.x, case.w)]
-        return Problem(1, 1, 1, 1, case.x, case.w, tuple(p[0] for p in pads), tuple(p[1] for p in pads), (1, 1), (1, 1), np.dtype(np.float32))
-    p = case.padding
-    return Problem(case.x[0], 1, case.x[1], case.w[0], case.x[2:], case.w[2:], (p, p), (p, p), (1, 1), (1, 1), np.dtype(np.float32))
-
-
-def _chosen(case: Case, x: np.ndarray, w: np.ndarray) -> str:
-    from arrayconv._backend import NUMPY
-    from arrayconv._choose import choose
-
-    return choose(_problem_args(case, x, w), NUMPY, ac.memory_limit()).method
-
-
-def _estimates(case: Case, x: np.ndarray, w: np.ndarray) -> dict[str, float]:
-    from arrayconv._choose import rates_for
-    from arrayconv._backend import NUMPY
-    from arrayconv._methods import METHODS
-
-    problem = _problem_args(case, x, w)
-    return {n: m.cost(problem, rates_for(NUMPY)).seconds for n, m in METHODS.items()}
+        return ac.choose_method(x, w, mode=case.mode)
+    return ac.choose_method(x, w, op="conv", padding=case.padding)
 
 
 def versions() -> dict[str, str]:
@@ -251,44 +238,60 @@ def plot(report: dict, path: Path) -> None:
     fig.savefig(path, dpi=110)
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--quick", action="store_true", help=f"only cases {QUICK}, 2 repeats")
-    parser.add_argument("--cases", help="comma-separated case ids")
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--out", default="bench/results")
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark from the command line; returns the exit code."""
+    parser = argparse.ArgumentParser(prog="arrayconv bench", description=__doc__)
+    parser.add_argument("--full", action="store_true", help="every case of DESIGN.md (tens of minutes)")
+    parser.add_argument("--cases", help="comma-separated case ids, e.g. a,c,g15")
+    parser.add_argument("--repeats", type=int, help="timed repeats per callable (default 2 quick, 5 full)")
+    parser.add_argument("--out", default="bench/results", help="folder of the reports")
     args = parser.parse_args(argv)
-    chosen = args.cases.split(",") if args.cases else QUICK if args.quick else [c.id for c in CASES]
-    repeats = 2 if args.quick else args.repeats
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        print("arrayconv bench needs the bench extra: pip install 'arrayconv[bench]'", file=sys.stderr)
+        return 2
+    known = [c.id for c in CASES]
+    chosen = args.cases.split(",") if args.cases else known if args.full else QUICK
+    if unknown := sorted(set(chosen) - set(known)):
+        parser.error(f"unknown case ids {unknown}; known: {', '.join(known)}")
+    quick = not args.full and not args.cases
+    repeats = args.repeats or (2 if quick else 5)
     rates = machine_rates()
     results = []
-    for case in (c for c in CASES if c.id in chosen):
-        print(f"case {case.id} ...", flush=True)
-        results.append(run_case(case, repeats, rates))
-        r = results[-1]
-        print(f"  auto {r['median_s']['arrayconv auto'] * 1e3:.1f} ms ({r['chosen']}), best peer {r['best_peer']} "
-              f"{r['median_s'][r['best_peer']] * 1e3:.1f} ms, ratio {r['ratio_best_peer_over_auto']:.2f}", flush=True)
-        _write(results, args, argv, rates, repeats)  # after every case, so a stopped run keeps its rows
+    cases = [c for c in CASES if c.id in chosen]
+    with tqdm(total=len(cases), unit="case", dynamic_ncols=True) as bar:
+        for case in cases:
+            results.append(run_case(case, repeats, rates, lambda what: bar.set_postfix_str(what, refresh=True)))
+            r = results[-1]
+            bar.write(
+                f"case {case.id}: auto {r['median_s']['arrayconv auto'] * 1e3:.1f} ms ({r['chosen']}), best peer "
+                f"{r['best_peer']} {r['median_s'][r['best_peer']] * 1e3:.1f} ms, ratio {r['ratio_best_peer_over_auto']:.2f}"
+            )
+            bar.update()
+            stem = _write(results, args.out, quick, argv, rates, repeats)  # after every case: a stopped run keeps its rows
+    print(f"wrote {stem}.md, .json and .png")
+    return 0
 
 
-def _write(results: list[dict], args: argparse.Namespace, argv: list[str] | None, rates: dict[str, float], repeats: int) -> None:
+def _write(results: list[dict], out: str, quick: bool, argv: list[str] | None, rates: dict[str, float], repeats: int) -> Path:
     date = datetime.date.today().isoformat()
     report = {
         "date": date,
-        "command": "python -m bench.run " + " ".join(argv if argv is not None else os.sys.argv[1:]),
+        "command": "arrayconv bench " + " ".join(argv if argv is not None else sys.argv[1:]),
         "versions": versions(),
         "rates": rates,
         "repeats": repeats,
         "cases": results,
     }
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    stem = out / f"cpu-{date}{'-quick' if args.quick else ''}"
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = folder / f"cpu-{date}{'-quick' if quick else ''}"
     stem.with_suffix(".json").write_text(json.dumps(report, indent=1))
     write_markdown(report, stem.with_suffix(".md"))
     plot(report, stem.with_suffix(".png"))
-
+    return stem
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

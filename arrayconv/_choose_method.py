@@ -1,0 +1,108 @@
+"""`choose_method`: what ``method='auto'`` would run, and why, without running it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import numpy as np
+
+from . import _config
+from ._backend import Array, get_backend
+from ._choose import Choice, choose
+from ._conv import conv_spec
+from ._correlate import correlate_spec
+from ._plan import Plan, Spec, abs_bound
+from ._problem import ArraySpec, as_array, check_choice, input_spec
+
+_OPTIONS = {
+    "correlate": ("mode", "axes"),
+    "convolve": ("mode", "axes"),
+    "conv": ("stride", "padding", "dilation", "groups"),
+}
+
+
+def choose_method(
+    x: Array | Sequence[int],
+    w: Array | Sequence[int],
+    *,
+    op: Literal["correlate", "convolve", "conv"] = "correlate",
+    dtype: object = None,
+    memory_limit: int | None = None,
+    measure: bool | Literal["disk"] = False,
+    **options: Any,
+) -> Choice:
+    """The method ``method='auto'`` picks for a call, with every candidate's estimate.
+
+    Parameters
+    ----------
+    x, w : array_like or tuple of int
+        The two inputs of `op` (``in1, in2`` or ``x, w``), or their shapes.
+    op : {'correlate', 'convolve', 'conv'}, optional
+        The function asked about. Default 'correlate'.
+    dtype : dtype, optional
+        Dtype of inputs given as shapes. Default float64.
+    memory_limit : int, optional
+        Budget for temporaries. Default :func:`memory_limit`.
+    measure : bool or 'disk', optional
+        Time the viable candidates on random data of these shapes (see :func:`correlate`).
+    **options
+        The options of `op`: ``mode``, ``axes`` for correlate/convolve; ``stride``,
+        ``padding``, ``dilation``, ``groups`` for conv.
+
+    Returns
+    -------
+    Choice
+        ``.method`` is the winner; its repr lists each candidate's estimated time and
+        temporary memory, why the others cannot run, and why the winner won.
+
+    Examples
+    --------
+    >>> import arrayconv as ac
+    >>> ac.choose_method((4096, 4096), (63, 63), mode="same", dtype="float32").method
+    'fft'
+    >>> ac.choose_method((4096, 4096), (3, 3), mode="same", dtype="float32").method
+    'direct'
+    """
+    check_choice("op", op, _OPTIONS)
+    unknown = sorted(set(options) - set(_OPTIONS[op]))
+    if unknown:
+        msg = f"choose_method(op={op!r}) takes options {_OPTIONS[op]}, got unknown {unknown}"
+        raise TypeError(msg)
+    x_array, w_array = (None if _is_shape(a) else a for a in (x, w))
+    backend = get_backend(x=x_array, w=w_array)
+    given = np.dtype(np.float64) if dtype is None else dtype
+    x_spec = (
+        input_spec("x", x, given)
+        if x_array is None
+        else ArraySpec(tuple(np.shape(x_array)), as_array(x_array, "x", backend).dtype)
+    )
+    w_array = _stand_in(input_spec("w", w, given)) if w_array is None else as_array(w_array, "w", backend)
+    bound = abs_bound(None if x_array is None else as_array(x_array, "x", backend), x_spec.dtype)
+    if op == "conv":
+        spec: Spec = conv_spec(x_spec, w_array, None, backend, "auto", x_bound=bound, **_conv_defaults(options))
+        w_problem = w_array
+    else:
+        options = {"mode": "full", "axes": None, **options}
+        spec, w_problem = correlate_spec(
+            x_spec, w_array, backend, options["mode"], "auto", options["axes"], flip=op == "convolve", x_bound=bound
+        )
+    if measure:
+        return Plan(spec, w_problem, "auto", memory_limit=memory_limit, measure=measure).choice
+    with _config.config(memory_limit=memory_limit):
+        return choose(spec.problem, spec.backend, _config.memory_limit(), spec.excluded)
+
+
+def _is_shape(a: object) -> bool:
+    return isinstance(a, tuple | list) and all(isinstance(n, int | np.integer) for n in a)
+
+
+def _stand_in(spec: ArraySpec) -> Array:
+    """A zero-copy array of `spec`'s shape holding the dtype's extreme value (1 for floats),
+    so that the integer guard assumes the worst about a kernel it has not seen."""
+    extreme = np.iinfo(spec.dtype).max if spec.dtype.kind in "iu" else 1
+    return np.broadcast_to(np.asarray(extreme, dtype=spec.dtype), spec.shape)
+
+
+def _conv_defaults(options: dict[str, Any]) -> dict[str, Any]:
+    return {"stride": 1, "padding": 0, "dilation": 1, "groups": 1, **options}

@@ -1,0 +1,274 @@
+"""Plans: one kernel, one input shape and dtype, one method, applied to many inputs.
+
+Every public function builds a :class:`Plan` and calls it once; a user who filters many
+frames with the same kernel keeps the plan, so the method choice, the kernel in the
+method's form (its spectrum, for FFT) and the shape checks are paid once.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import _config
+from ._backend import Array, Backend
+from ._choose import Choice, choose, measured_choice
+from ._methods import METHODS
+from ._problem import ArraySpec, Problem
+
+# Integer results up to this bound are exact in float64 arithmetic, so FFT may compute them.
+_EXACT_FLOAT64 = 2 ** np.finfo(np.float64).nmant - 1
+
+
+@dataclass(frozen=True, slots=True)
+class Spec:
+    """Everything the shapes decide, before any work on the kernel.
+
+    Attributes
+    ----------
+    problem : Problem
+        The grouped valid correlation solved.
+    backend : Backend
+        Where it runs.
+    x : ArraySpec
+        The input the plan accepts (`in1` of correlate, `x` of conv).
+    y : ArraySpec
+        The result it returns.
+    to_problem : callable
+        Input -> problem input ``(B, G*Cg, *spatial)`` (views only).
+    from_problem : callable
+        Problem output ``(B, G*Og, *out)`` -> result layout (before the dtype cast).
+    excluded : dict of str to str
+        Methods that must not run (name -> reason), e.g. FFT for large integers.
+    same_layout : bool
+        True when the result is the problem output reshaped (no axes moved), so a
+        C-contiguous `out` can receive the method's result directly.
+    """
+
+    problem: Problem
+    backend: Backend
+    x: ArraySpec
+    y: ArraySpec
+    to_problem: Callable[[Array], Array]
+    from_problem: Callable[[Array], Array]
+    excluded: dict[str, str]
+    same_layout: bool
+
+
+def int_guard(dtype: np.dtype[Any], x_bound: int, w_bound: int, terms: int) -> dict[str, str]:
+    """Methods that could round an integer result: those computing in float.
+
+    Mirrors SciPy's ``choose_conv_method``: FFT is excluded when
+    ``max|x| * max|w| * terms`` could exceed 2**52.
+    """
+    if dtype.kind not in "iu":
+        return {}
+    bound = x_bound * w_bound * terms
+    if bound <= _EXACT_FLOAT64:
+        return {}
+    return {"fft": f"integer result up to {bound} is not exact in float64"}
+
+
+def abs_bound(a: Array | None, dtype: np.dtype[Any]) -> int:
+    """``max|a|`` for an integer array; the dtype's largest magnitude when `a` is not at hand."""
+    if dtype.kind not in "iu":
+        return 0
+    if a is None:
+        info = np.iinfo(dtype)
+        return max(abs(int(info.min)), int(info.max))
+    return max(abs(int(a.min())), abs(int(a.max())))
+
+
+def terms(problem: Problem) -> int:
+    """Products summed into one output sample."""
+    return problem.in_per_group * math.prod(problem.kernel)
+
+
+class Plan:
+    """A correlation or filter bank with its kernel, input shape, dtype and method fixed.
+
+    Made by :func:`~arrayconv.plan_correlate`, :func:`~arrayconv.plan_convolve` or
+    :func:`~arrayconv.plan_conv`; call it as ``plan(x, out=None)``. It owns the chosen
+    method and the kernel in that method's form (for FFT: the kernel spectra at the FFT
+    lengths), so repeated calls skip the choice, the checks on the kernel and its
+    transform. A plan may be called from several threads at once.
+
+    Attributes
+    ----------
+    method : str
+        The method every call runs.
+    choice : Choice
+        Why that method: the estimates (and measurements) of every candidate.
+    x_shape, x_dtype : tuple of int, numpy.dtype
+        The input every call must have.
+    y_shape, y_dtype : tuple of int, numpy.dtype
+        The result every call returns.
+    """
+
+    def __init__(
+        self,
+        spec: Spec,
+        w: Array,
+        method: str,
+        *,
+        memory_limit: int | None = None,
+        measure: bool | str = False,
+        sample: Array | None = None,
+    ) -> None:
+        self._spec = spec
+        self._memory_limit = memory_limit
+        self._w = w
+        with self._settings():
+            self.choice = self._choose(method, measure, sample)
+        self.method = self.choice.method
+        self._kernel = self._prepare(self.method)
+        del self._w
+
+    x_shape = property(lambda self: self._spec.x.shape, doc="Shape of the input.")
+    x_dtype = property(lambda self: self._spec.x.dtype, doc="Dtype of the input.")
+    y_shape = property(lambda self: self._spec.y.shape, doc="Shape of the result.")
+    y_dtype = property(lambda self: self._spec.y.dtype, doc="Dtype of the result.")
+
+    def __repr__(self) -> str:
+        backend = self._spec.backend
+        where = backend.name if backend.device is None else f"{backend.name}:{backend.device}"
+        return (
+            f"Plan(method={self.method!r}, x={self.x_shape} {self.x_dtype} on {where} "
+            f"-> y={self.y_shape} {self.y_dtype})"
+        )
+
+    def __call__(self, x: Array, out: Array | None = None) -> Array:
+        """Apply the plan to `x`.
+
+        Parameters
+        ----------
+        x : ndarray
+            Input of the plan's `x_shape` and `x_dtype`, on the plan's backend.
+        out : ndarray, optional
+            Where to write the result: `y_shape`, `y_dtype`, same backend, writeable and
+            not overlapping `x`. Untouched if an error is raised.
+
+        Returns
+        -------
+        ndarray
+            The result (`out` when given).
+        """
+        self._check_input(x)
+        if out is not None:
+            self._check_out(out, x)
+        with self._settings():
+            if out is not None and self._fills(out):
+                self._run(self.method, self._kernel, x, out.reshape(self._spec.problem.y_shape))
+                return out
+            y = self._run(self.method, self._kernel, x)
+        if out is None:
+            return y
+        out[...] = y
+        return out
+
+    def _fills(self, out: Array) -> bool:
+        """Whether the method can write straight into `out`: same layout and dtype."""
+        spec = self._spec
+        work = METHODS[self.method].work_dtype(spec.problem)
+        return spec.same_layout and out.flags.c_contiguous and out.dtype == work
+
+    def _settings(self):  # type: ignore[no-untyped-def]
+        return _config.config(memory_limit=self._memory_limit)
+
+    def _prepare(self, method: str) -> Any:
+        spec = self._spec
+        dtype = METHODS[method].work_dtype(spec.problem)
+        return METHODS[method].prepare(self._w.astype(dtype, copy=False), spec.problem, spec.backend)
+
+    def _run(self, method: str, kernel: Any, x: Array, out: Array | None = None) -> Array:
+        spec = self._spec
+        chosen = METHODS[method]
+        x_problem = spec.to_problem(x).astype(chosen.work_dtype(spec.problem), copy=False)
+        y = spec.from_problem(chosen.run(x_problem, kernel, spec.problem, spec.backend, out))
+        if spec.y.dtype.kind in "iu" and y.dtype.kind == "f":
+            y = spec.backend.xp.rint(y)  # integers computed in float are rounded, as SciPy
+        return y.astype(spec.y.dtype, copy=False)
+
+    def _choose(self, method: str, measure: bool | str, sample: Array | None) -> Choice:
+        spec, limit = self._spec, _config.memory_limit()
+        if method != "auto":
+            reason = spec.excluded.get(method) or METHODS[method].unsupported(spec.problem, spec.backend, limit)
+            if reason:
+                msg = f"method {method!r} cannot run this problem: {reason}"
+                raise ValueError(msg)
+            return Choice(method, {}, {}, "chosen by the caller")
+        estimated = choose(spec.problem, spec.backend, limit, spec.excluded)
+        if not measure:
+            return estimated
+        if sample is None:
+            sample = _random_input(spec)
+        return measured_choice(estimated, spec.problem, spec.backend, lambda name: self._time(name, sample), disk=measure == "disk")
+
+    def _time(self, method: str, x: Array) -> float:
+        start = time.perf_counter()
+        y = self._run(method, self._prepare(method), x)
+        if self._spec.backend.name == "cupy":
+            self._spec.backend.xp.cuda.get_current_stream().synchronize()
+        del y
+        return time.perf_counter() - start
+
+    def _check_input(self, x: Array) -> None:
+        spec = self._spec
+        kind = _kind(spec.backend)
+        if _kind_of(x) != kind:
+            msg = f"this plan takes {kind} arrays, got `x` of type {type(x).__module__}.{type(x).__name__}"
+            raise TypeError(msg)
+        if tuple(x.shape) != spec.x.shape or x.dtype != spec.x.dtype:
+            msg = (
+                f"this plan takes `x` of shape {spec.x.shape} and dtype {spec.x.dtype}, "
+                f"got shape {tuple(x.shape)} and dtype {x.dtype}; make a new plan for other inputs"
+            )
+            raise ValueError(msg)
+        if spec.backend.device is not None and x.device.id != spec.backend.device:
+            msg = f"this plan runs on device {spec.backend.device}, got `x` on device {x.device.id}"
+            raise ValueError(msg)
+
+    def _check_out(self, out: Array, x: Array) -> None:
+        spec, xp = self._spec, self._spec.backend.xp
+        if _kind_of(out) != _kind(spec.backend):
+            msg = f"`out` must be a {_kind(spec.backend)} array like the input, got {type(out).__module__}.{type(out).__name__}"
+            raise TypeError(msg)
+        if tuple(out.shape) != spec.y.shape or out.dtype != spec.y.dtype:
+            msg = (
+                f"`out` must have shape {spec.y.shape} and dtype {spec.y.dtype}, "
+                f"got shape {tuple(out.shape)} and dtype {out.dtype}"
+            )
+            raise ValueError(msg)
+        if spec.backend.name == "numpy" and not out.flags.writeable:
+            msg = "`out` must be writeable, got a read-only array"
+            raise ValueError(msg)
+        if xp.may_share_memory(out, x):
+            msg = "`out` must not overlap the input `x`"
+            raise ValueError(msg)
+
+
+def _kind(backend: Backend) -> str:
+    return "CuPy" if backend.name == "cupy" else "NumPy"
+
+
+def _kind_of(a: object) -> str | None:
+    module = type(a).__module__.split(".")[0]
+    return {"numpy": "NumPy", "cupy": "CuPy"}.get(module)
+
+
+def _random_input(spec: Spec) -> Array:
+    """Random data of the plan's input shape and dtype, for timing candidates."""
+    xp, dtype = spec.backend.xp, spec.x.dtype
+    rng = np.random.default_rng(0)
+    if dtype.kind in "iu":
+        data = rng.integers(0, 100, spec.x.shape).astype(dtype)
+    elif dtype.kind == "c":
+        data = (rng.standard_normal(spec.x.shape) + 1j * rng.standard_normal(spec.x.shape)).astype(dtype)
+    else:
+        data = rng.standard_normal(spec.x.shape).astype(dtype)
+    return xp.asarray(data)

@@ -1,0 +1,111 @@
+"""Same kernel, many frames: a plan against the plain call, per frame.
+
+Usage: ``python -m arrayconv.bench.plans [--case c] [--frames 100] [--out bench/results]``.
+Each frame is filtered by every callable in turn (interleaved), so drifts of the machine
+hit all of them alike; the report gives per-frame medians and ratios. Writes
+``plans-<date>.md`` and ``.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import scipy.signal
+
+import arrayconv as ac
+
+from .cases import CASES, Case
+from .run import versions
+
+
+def callables(case: Case, kernel: np.ndarray) -> dict[str, Callable[[np.ndarray], object]]:
+    """Per-frame callables for a single-image case: plan, plain calls, SciPy peers."""
+    plan = ac.plan_correlate(kernel, case.x, case.mode, dtype=kernel.dtype)
+    out = np.empty(plan.y_shape, dtype=plan.y_dtype)
+    flipped = kernel[::-1, ::-1]
+    return {
+        f"arrayconv plan ({plan.method}, out=)": lambda f: plan(f, out=out),
+        "arrayconv plan (new result)": plan,
+        "arrayconv correlate auto": lambda f: ac.correlate(f, kernel, case.mode),
+        f"arrayconv correlate {plan.method}": lambda f: ac.correlate(f, kernel, case.mode, plan.method),
+        "scipy.signal.fftconvolve": lambda f: scipy.signal.fftconvolve(f, flipped, case.mode),
+        "scipy.signal.oaconvolve": lambda f: scipy.signal.oaconvolve(f, flipped, case.mode),
+    }
+
+
+def run(case: Case, n_frames: int) -> dict:
+    """Time every callable on each of `n_frames` random frames, interleaved."""
+    rng = np.random.default_rng(0)
+    kernel = rng.standard_normal(case.w, dtype=np.float32)
+    frames = rng.standard_normal((n_frames, *case.x), dtype=np.float32)
+    runs = callables(case, kernel)
+    for fn in runs.values():  # warm-up
+        fn(frames[0])
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for frame in frames:
+        for name, fn in runs.items():
+            start = time.perf_counter()
+            fn(frame)
+            times[name].append(time.perf_counter() - start)
+    medians = {name: statistics.median(t) for name, t in times.items()}
+    plan_name = next(iter(runs))
+    return {
+        "case": case.__dict__,
+        "frames": n_frames,
+        "median_s": medians,
+        "total_s": {name: sum(t) for name, t in times.items()},
+        "speedup_plan_over_plain_auto": medians["arrayconv correlate auto"] / medians[plan_name],
+        "plan": plan_name,
+    }
+
+
+def write(result: dict, folder: Path) -> Path:
+    """Markdown and JSON reports; returns the Markdown path."""
+    date = datetime.date.today().isoformat()
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = folder / f"plans-{date}"
+    result = {"date": date, "command": "python -m arrayconv.bench.plans " + " ".join(sys.argv[1:]), "versions": versions(), **result}
+    stem.with_suffix(".json").write_text(json.dumps(result, indent=1))
+    plain = result["median_s"]["arrayconv correlate auto"]
+    lines = [
+        f"# Same kernel, many frames: plan vs plain call ({date})",
+        "",
+        f"Command: `{result['command']}`  ",
+        "Machine: " + ", ".join(f"{k} {v}" for k, v in result["versions"].items()) + "  ",
+        f"Case {result['case']['id']}: image {result['case']['x']}, kernel {result['case']['w']}, "
+        f"mode {result['case']['mode']!r}, float32, {result['frames']} frames, each filtered by every callable in turn.",
+        "",
+        "| callable | median per frame (ms) | total (s) | plain auto call / this |",
+        "|---|---|---|---|",
+    ]
+    for name, t in sorted(result["median_s"].items(), key=lambda kv: kv[1]):
+        lines.append(f"| {name} | {t * 1e3:.1f} | {result['total_s'][name]:.2f} | {plain / t:.2f} |")
+    lines += ["", f"Plan speed-up per frame over the plain `correlate` call: **{result['speedup_plan_over_plain_auto']:.2f}x**."]
+    stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    return stem.with_suffix(".md")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line; returns the exit code."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    images = [c.id for c in CASES if c.kind == "image"]
+    parser.add_argument("--case", default="c", choices=images)
+    parser.add_argument("--frames", type=int, default=100)
+    parser.add_argument("--out", default="bench/results")
+    args = parser.parse_args(argv)
+    result = run(next(c for c in CASES if c.id == args.case), args.frames)
+    path = write(result, Path(args.out))
+    print(path.read_text())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

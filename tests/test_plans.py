@@ -1,0 +1,238 @@
+"""Plans, choose_method, measure=True, calibrate and the caches."""
+
+import dataclasses
+import json
+import re
+
+import numpy as np
+import pytest
+
+import arrayconv as ac
+from _reference import assert_matches, random, reference_conv, reference_correlate
+
+METHODS = ["auto", *ac.METHODS]
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+@pytest.mark.parametrize("flip", [False, True])
+def test_correlate_plan_matches_scipy_on_many_frames(xp, method, mode, flip, rng):
+    kernel = random(rng, (5, 4), "float64")
+    plan = (ac.plan_convolve if flip else ac.plan_correlate)(xp.asarray(kernel), (19, 16), mode, method)
+    for _ in range(3):
+        frame = random(rng, (19, 16), "float64")
+        assert_matches(plan(xp.asarray(frame)), reference_correlate(frame, kernel, mode, flip=flip), dtype="float64", backend=xp.__name__)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_batched_complex_correlate_plan(xp, method, rng):
+    kernel = random(rng, (1, 3, 6), "complex128")
+    plan = ac.plan_correlate(xp.asarray(kernel), (4, 1, 11), "same", method, axes=-1, dtype="complex128")
+    frames = random(rng, (4, 1, 11), "complex128")
+    assert plan.y_shape == (4, 3, 11)
+    assert_matches(plan(xp.asarray(frames)), reference_correlate(frames, kernel, "same", axes=-1), dtype="complex128", backend=xp.__name__)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_conv_plan_with_bias_and_out(xp, method, rng):
+    w, bias = random(rng, (6, 2, 3, 3), "float32"), random(rng, (6,), "float32")
+    plan = ac.plan_conv(xp.asarray(w), (3, 4, 17, 15), bias=xp.asarray(bias), stride=2, padding=1, groups=2, method=method)
+    out = xp.empty(plan.y_shape, dtype=np.float32)
+    for _ in range(2):
+        x = random(rng, (3, 4, 17, 15), "float32")
+        result = plan(xp.asarray(x), out=out)
+        assert result is out
+        assert_matches(out, reference_conv(x, w, bias, stride=2, padding=1, groups=2), dtype="float32", backend=xp.__name__)
+
+
+def test_plan_of_integers_is_exact_and_avoids_fft_for_wide_types(rng):
+    kernel = random(rng, (3, 3), "int64")
+    plan = ac.plan_correlate(kernel, (30, 30), "same")
+    assert plan.method != "fft"  # an int64 input could reach any magnitude
+    assert "fft" in plan.choice.rejected
+    frame = random(rng, (30, 30), "int64")
+    np.testing.assert_array_equal(plan(frame), reference_correlate(frame, kernel, "same"))
+    small = ac.plan_correlate(kernel.astype(np.int8), (30, 30), "same", "fft")  # int8 x int8 * 9 terms is exact
+    np.testing.assert_array_equal(small(frame.astype(np.int8)), reference_correlate(frame.astype(np.int8), kernel.astype(np.int8), "same"))
+
+
+def test_fft_plan_transforms_the_kernel_once(monkeypatch, rng):
+    calls = []
+    fft = ac.METHODS["fft"]
+    monkeypatch.setitem(ac.METHODS, "fft", dataclasses.replace(fft, prepare=lambda *a: calls.append(1) or fft.prepare(*a)))
+    plan = ac.plan_correlate(random(rng, (9, 9), "float32"), (64, 64), "same", "fft")
+    for _ in range(4):
+        plan(random(rng, (64, 64), "float32"))
+    assert len(calls) == 1
+
+
+@pytest.mark.parametrize(
+    "bad, error, match",
+    [
+        (np.zeros((20, 20), np.float32), ValueError, r"this plan takes `x` of shape \(19, 16\) and dtype float32, got shape \(20, 20\) and dtype float32"),
+        (np.zeros((19, 16), np.float64), ValueError, r"got shape \(19, 16\) and dtype float64; make a new plan"),
+        ([[1.0] * 16] * 19, TypeError, r"this plan takes NumPy arrays, got `x` of type builtins.list"),
+    ],
+)
+def test_plan_refuses_other_inputs(bad, error, match, rng):
+    plan = ac.plan_correlate(random(rng, (3, 3), "float32"), (19, 16))
+    with pytest.raises(error, match=match):
+        plan(bad)
+
+
+@pytest.mark.parametrize(
+    "out, error, match",
+    [
+        (np.zeros((19, 16), np.float32), ValueError, r"`out` must have shape \(21, 18\) and dtype float32, got shape \(19, 16\)"),
+        (np.zeros((21, 18), np.float64), ValueError, r"`out` must have shape \(21, 18\) and dtype float32, got shape \(21, 18\) and dtype float64"),
+        ([[0.0] * 18] * 21, TypeError, r"`out` must be a NumPy array like the input, got builtins.list"),
+    ],
+)
+def test_plan_refuses_bad_out_and_leaves_it_untouched(out, error, match, rng):
+    plan = ac.plan_correlate(random(rng, (3, 3), "float32"), (19, 16))
+    before = np.array(out, copy=True)
+    with pytest.raises(error, match=match):
+        plan(random(rng, (19, 16), "float32"), out=out)
+    np.testing.assert_array_equal(np.asarray(out), before)
+
+
+def test_out_read_only_or_overlapping_is_refused(rng):
+    plan = ac.plan_correlate(random(rng, (1, 1), "float32"), (8, 8))
+    frame = random(rng, (8, 8), "float32")
+    read_only = np.zeros((8, 8), np.float32)
+    read_only.flags.writeable = False
+    with pytest.raises(ValueError, match="`out` must be writeable"):
+        plan(frame, out=read_only)
+    with pytest.raises(ValueError, match="`out` must not overlap the input"):
+        plan(frame, out=frame)
+
+
+@pytest.mark.parametrize(
+    "call, error, match",
+    [
+        (lambda w: ac.plan_correlate(w, (0, 5)), ValueError, r"`in1_shape` must be a tuple of positive ints, got \(0, 5\)"),
+        (lambda w: ac.plan_correlate(w, "abc"), ValueError, r"`in1_shape` must be a tuple of positive ints, got 'abc'"),
+        (lambda w: ac.plan_correlate(w, (9, 9), dtype=bool), TypeError, r"`dtype` must be an integer, float or complex dtype, got <class 'bool'>"),
+        (lambda w: ac.plan_correlate(w, (9,)), ValueError, r"`in1` and `in2` must have the same ndim, got 1 and 2"),
+        (lambda w: ac.plan_conv(w[None, None], (1, 2, 9, 9)), ValueError, r"`x` has 2 channels but `w` expects 1"),
+        (lambda w: ac.plan_correlate(w, (9, 9), method="fft", memory_limit=1000), ValueError, r"method 'fft' cannot run this problem: its spectra need"),
+    ],
+)
+def test_plan_construction_errors(call, error, match, rng):
+    with pytest.raises(error, match=match):
+        call(random(rng, (3, 3), "float32"))
+
+
+def test_plan_repr_and_attributes(rng):
+    plan = ac.plan_conv(random(rng, (4, 3, 3, 3), "float32"), (2, 3, 10, 10), padding=1)
+    assert (plan.x_shape, plan.x_dtype, plan.y_shape, plan.y_dtype) == ((2, 3, 10, 10), np.float32, (2, 4, 10, 10), np.float32)
+    assert re.fullmatch(r"Plan\(method='\w+', x=\(2, 3, 10, 10\) float32 on numpy -> y=\(2, 4, 10, 10\) float32\)", repr(plan))
+    assert plan.method == plan.choice.method
+
+
+def test_choose_method_agrees_with_plans_and_explains(rng):
+    x, w = random(rng, (2, 8, 40, 40), "float32"), random(rng, (16, 8, 5, 5), "float32")
+    choice = ac.choose_method(x, w, op="conv", padding=2)
+    assert choice.method == ac.plan_conv(w, x.shape, padding=2).method
+    assert choice == ac.choose_method(x.shape, w.shape, op="conv", dtype="float32", padding=2)
+    text = repr(choice)
+    assert text.startswith(f"Choice(method={choice.method!r}): fastest estimate within the memory budget")
+    for name in ac.METHODS:
+        assert re.search(rf"^[ *] {name} +[\d.]+ ms +[\d.]+ MiB", text, re.M)
+
+
+def test_choose_method_respects_memory_limit():
+    roomy = ac.choose_method((4096, 4096), (63, 63), mode="same", dtype="float32")
+    tight = ac.choose_method((4096, 4096), (63, 63), mode="same", dtype="float32", memory_limit=80 << 20)
+    assert roomy.method == "fft"
+    assert tight.method != "fft" and "fft" in tight.rejected
+    assert "over memory_limit=83886080" in repr(tight)
+
+
+def test_choose_method_errors():
+    with pytest.raises(TypeError, match=r"choose_method\(op='conv'\) takes options \('stride', 'padding', 'dilation', 'groups'\), got unknown \['mode'\]"):
+        ac.choose_method((1, 1, 8, 8), (1, 1, 3, 3), op="conv", mode="same")
+    with pytest.raises(ValueError, match=r"`op` must be one of \{'correlate', 'convolve', 'conv'\}, got 'conv2d'"):
+        ac.choose_method((8, 8), (3, 3), op="conv2d")
+
+
+def test_measure_times_candidates_once_and_remembers(monkeypatch, tmp_path, rng):
+    monkeypatch.setenv("ARRAYCONV_CACHE_DIR", str(tmp_path))
+    ac.clear_caches()
+    timed = []
+    real = ac._plan.Plan._time
+    monkeypatch.setattr(ac._plan.Plan, "_time", lambda self, name, x: timed.append(name) or real(self, name, x))
+    x, w = random(rng, (40, 40), "float64"), random(rng, (7, 7), "float64")
+    first = ac.correlate(x, w, "same", measure="disk")
+    assert_matches(first, reference_correlate(x, w, "same"), dtype="float64")
+    assert len(timed) >= 2
+    n_timed = len(timed)
+    second = ac.plan_correlate(w, x.shape, "same", measure=True)
+    assert len(timed) == n_timed  # remembered in memory
+    assert second.choice.reason == "measured earlier on this machine (cached)"
+    assert list(json.loads((tmp_path / "measured.json").read_text()).values()) == [second.method]
+    ac.clear_caches()
+    third = ac.plan_correlate(w, x.shape, "same", measure="disk")
+    assert len(timed) == n_timed and third.method == second.method  # remembered on disk
+    assert ac.cache_info()["measured_methods"].hits == 0
+
+
+def test_measured_choice_shows_its_timings(rng):
+    ac.clear_caches()
+    plan = ac.plan_conv(random(rng, (8, 4, 3, 3), "float32"), (2, 4, 24, 24), padding=1, measure=True)
+    assert plan.choice.measured and plan.method in plan.choice.measured
+    assert plan.choice.measured[plan.method] == min(plan.choice.measured.values())
+    assert re.search(r"\d+\.\d\d ms\s*$", repr(plan.choice).splitlines()[2])
+
+
+def test_calibrate_stores_rates_that_auto_then_uses(monkeypatch, tmp_path):
+    monkeypatch.setenv("ARRAYCONV_CACHE_DIR", str(tmp_path))
+    ac.clear_caches()
+    rates = ac.calibrate()
+    stored = json.loads((tmp_path / "rates-numpy.json").read_text())["rates"]
+    assert stored == pytest.approx({k: getattr(rates, k) for k in stored})
+    assert all(v > 0 for v in stored.values())
+    stored["fft_flops"] = 1.0  # a machine whose FFT is absurdly slow: auto must avoid FFT
+    (tmp_path / "rates-numpy.json").write_text(json.dumps({"rates": stored}))
+    ac.clear_caches()
+    assert ac.choose_method((2048, 2048), (63, 63), dtype="float32").method != "fft"
+    ac.clear_caches()
+    with pytest.raises(ValueError, match="`device` must be 'cpu' or 'gpu', got 'tpu'"):
+        ac.calibrate("tpu")
+
+
+def test_cache_dir_follows_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("ARRAYCONV_CACHE_DIR", str(tmp_path / "x"))
+    assert ac.cache_dir() == tmp_path / "x"
+    monkeypatch.delenv("ARRAYCONV_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    if ac.cache_dir().parent == tmp_path:  # Linux and the BSDs
+        assert ac.cache_dir() == tmp_path / "arrayconv"
+
+
+def test_caches_are_bounded_and_cleared():
+    cache = ac._cache.LRUCache("test_lru", maxsize=3)
+    try:
+        for i in range(10):
+            cache.put(i, i)
+        assert cache.get(9) == 9 and cache.get(0) is None
+        assert ac.cache_info()["test_lru"] == ac._cache.CacheInfo(hits=1, misses=1, size=3, maxsize=3)
+        ac.clear_caches()
+        assert ac.cache_info()["test_lru"].size == 0
+    finally:
+        del ac._cache._REGISTRY["test_lru"]
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_out_with_moved_axes_and_integer_results(method, rng):
+    kernel = random(rng, (5, 1, 3), "float64")  # the bank axis comes first: the result's axes move
+    plan = ac.plan_correlate(kernel, (1, 6, 20), "valid", method, axes=-1)
+    out = np.full(plan.y_shape, np.nan)
+    frames = random(rng, (1, 6, 20), "float64")
+    assert plan(frames, out=out) is out
+    assert_matches(out, reference_correlate(frames, kernel, "valid", axes=-1), dtype="float64")
+    small = random(rng, (3,), "int8")
+    ints = ac.plan_correlate(small, (30,), "same", method, dtype="int8")
+    out, frame = np.zeros(30, np.int8), random(rng, (30,), "int8")
+    assert ints(frame, out=out) is out
+    np.testing.assert_array_equal(out, reference_correlate(frame, small, "same"))
