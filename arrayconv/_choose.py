@@ -50,9 +50,8 @@ class Choice:
         for name, cost in sorted(self.estimates.items(), key=lambda kv: kv[1].seconds):
             mark = "*" if name == self.method else " "
             seen = f"{self.measured[name] * 1e3:9.2f} ms" if name in self.measured else ""
-            lines.append(
-                f"{mark} {name:<8} {cost.seconds * 1e3:9.2f} ms {cost.temp_bytes / 2**20:10.1f} MiB {seen}"
-            )
+            row = f"{mark} {name:<8} {cost.seconds * 1e3:9.2f} ms {cost.temp_bytes / 2**20:10.1f} MiB {seen}"
+            lines.append(row.rstrip())
         lines += [f"  {name:<8} cannot run: {why}" for name, why in self.rejected.items()]
         return "\n".join(lines)
 

@@ -22,6 +22,8 @@ from ._taps import layout, pad_input, padded_bytes, run_chunks
 _CHUNK_BYTES = 4 << 20
 # Elementwise taps on cached chunks, on all cores, ran about 6x the stream bandwidth.
 _CACHE_SPEEDUP = 6
+# GEMM taps on cached chunks moved their bytes at about twice the stream bandwidth.
+_GEMM_CACHE_SPEEDUP = 2
 
 
 def _bytes_per_sample(problem: Problem) -> int:
@@ -65,21 +67,30 @@ def unsupported(problem: Problem, backend: Backend, memory_limit: int) -> str | 
 
 
 def cost(problem: Problem, rates: Rates) -> Cost:
-    """Fitted to the benchmark cases: the accumulator stays in cache, so elementwise taps run
-    near cache speed, and GEMM taps lose efficiency when ``Cg * Og`` is small."""
+    """Roofline of the taps plus the passes made once per output sample.
+
+    Elementwise taps (one channel per group) stream a temporary, the accumulator and the
+    input through cache-sized chunks on all cores. GEMM taps add their FLOPs at the GEMM
+    rate to the bytes they move per tap (the input channels once, the output channels
+    three times: product, accumulator read and write) at cache speed. Both pay zeroing the
+    accumulator, storing it and padding the input at the stream rate. Refitted to the
+    method-choice sweep (bench/results/sweep-*).
+    """
     p = problem
     n_taps = math.prod(p.kernel)
     samples = p.batch * p.groups * math.prod(layout(p).row_shape) * p.out_spatial[0]
+    size = p.dtype.itemsize
     n_chunks = max(1, samples * _bytes_per_sample(p) // _CHUNK_BYTES)
+    once = samples * size * (3 * p.out_per_group + 2 * p.in_per_group) / rates.stream_bytes
     if p.in_per_group == 1:
-        traffic = n_taps * samples * 5 * p.out_per_group * p.dtype.itemsize
+        traffic = n_taps * samples * 5 * p.out_per_group * size
         seconds = traffic / (_CACHE_SPEEDUP * rates.stream_bytes)
         calls = n_taps * n_chunks
     else:
-        channels = p.in_per_group * p.out_per_group
-        seconds = 2 * p.macs / (rates.gemm_flops * channels / (channels + 512))
-        calls = n_taps * n_chunks * (p.batch * p.groups) // n_chunks
-    return Cost(seconds + calls * rates.call_seconds, padded_bytes(p) + _CHUNK_BYTES)
+        per_tap = samples * size * (p.in_per_group + 3 * p.out_per_group)
+        seconds = 2 * p.macs / rates.gemm_flops + n_taps * per_tap / (_GEMM_CACHE_SPEEDUP * rates.stream_bytes)
+        calls = n_taps * max(n_chunks, p.batch * p.groups)
+    return Cost(seconds + once + calls * rates.call_seconds, padded_bytes(p) + _CHUNK_BYTES)
 
 
 METHOD = register(Method("direct", prepare, run, exact_dtype, unsupported, cost))

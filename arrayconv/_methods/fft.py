@@ -23,8 +23,12 @@ from . import Cost, Method, output, register
 
 # Below this many input channels per group, multiply-accumulate beats a batched GEMM.
 _GEMM_MIN_CHANNELS = 8
-# Array calls made whatever the size (placement, three transforms, contraction, crop).
-_FIXED_CALLS = 40
+# Array calls made whatever the size (placement, three transforms, contraction, crop),
+# fitted: about 0.65 ms at the default call cost.
+_FIXED_CALLS = 130
+# The per-frequency GEMMs of small (B, Cg) x (Cg, Og) matrices ran about 10x slower
+# than a large GEMM in the sweep.
+_SMALL_GEMM_SLOWDOWN = 10
 
 
 def work_dtype(problem: Problem) -> np.dtype[Any]:
@@ -145,7 +149,13 @@ def unsupported(problem: Problem, backend: Backend, memory_limit: int) -> str | 
 
 
 def cost(problem: Problem, rates: Rates) -> Cost:
-    """Transforms at the FFT rate, the contraction, and the passes over every map."""
+    """Transforms at the FFT rate, the contraction, the passes over every map.
+
+    The weights of the terms were fitted (non-negative least squares on relative error)
+    to the FFT timings of the method-choice sweep with seed 0 (bench/results/sweep-*):
+    the per-frequency GEMMs of small matrices run far below the GEMM rate, and placing and
+    transposing kernel spectra costs more passes than the data's.
+    """
     from .._backend import NUMPY
 
     p = problem
@@ -155,11 +165,12 @@ def cost(problem: Problem, rates: Rates) -> Cost:
     data_maps = p.batch * p.groups * (p.in_per_group + p.out_per_group)
     kernels, per_item = _spectrum_bytes(p, NUMPY)
     if p.in_per_group < _GEMM_MIN_CHANNELS:
-        contraction = 3 * p.batch * kernels / rates.stream_bytes
+        contraction = 8 * p.batch * kernels / rates.stream_bytes
     else:
-        contraction = 8 * p.batch * kernel_maps * size / 2 / rates.gemm_flops + 2 * kernels / rates.stream_bytes
-    passes = 6 * kernels + 4 * p.batch * per_item
-    seconds = (kernel_maps + data_maps) * transform + contraction + passes / rates.stream_bytes
+        flops = 8 * p.batch * kernel_maps * size / 2
+        contraction = _SMALL_GEMM_SLOWDOWN * (flops / rates.gemm_flops + 2 * kernels / rates.stream_bytes)
+    passes = 17 * kernels + 2.5 * p.batch * per_item
+    seconds = 0.5 * (kernel_maps + data_maps) * transform + contraction + passes / rates.stream_bytes
     seconds += _FIXED_CALLS * rates.call_seconds
     return Cost(seconds, kernels + per_item * _batch_step(p, NUMPY, 1 << 62))
 

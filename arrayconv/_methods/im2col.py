@@ -74,16 +74,24 @@ def unsupported(problem: Problem, backend: Backend, memory_limit: int) -> str | 
 
 
 def cost(problem: Problem, rates: Rates) -> Cost:
-    """Columns written, transposed and read at stream speed, one GEMM, one output copy."""
+    """Columns written and read at stream speed, a GEMM, the output's copies.
+
+    The GEMM runs at the GEMM rate scaled down for few output channels, a shallow column
+    matrix or narrow chunks (a deep column matrix leaves few columns per chunk), and no
+    faster than it can read the columns (single-channel problems are memory-bound).
+    """
     p = problem
     samples = p.batch * p.groups * math.prod(layout(p).row_shape) * p.out_spatial[0]
+    depth = math.prod(p.kernel) * p.in_per_group
     cols_bytes = samples * _bytes_per_sample(p)
     out_bytes = samples * p.out_per_group * p.dtype.itemsize
     n_chunks = max(1, cols_bytes // _CHUNK_BYTES)
-    efficiency = min(1.0, p.out_per_group / 16) * min(1.0, math.prod(p.kernel) * p.in_per_group / 64)
+    chunk_columns = min(samples, _CHUNK_BYTES // (depth * p.dtype.itemsize))
+    efficiency = min(1.0, p.out_per_group / 16) * min(1.0, depth / 64) * min(1.0, chunk_columns / 512)
+    gemm = max(2 * p.macs / (rates.gemm_flops * max(efficiency, 0.05)), cols_bytes / rates.stream_bytes)
     seconds = (
-        (3 * cols_bytes + 3 * out_bytes) / rates.stream_bytes
-        + 2 * p.macs / (rates.gemm_flops * max(efficiency, 0.05))
+        (2 * cols_bytes + 3 * out_bytes) / rates.stream_bytes
+        + gemm
         + n_chunks * math.prod(p.kernel) * rates.call_seconds
     )
     return Cost(seconds, padded_bytes(p) + min(cols_bytes, _CHUNK_BYTES) + min(out_bytes, _CHUNK_BYTES))

@@ -18,12 +18,13 @@ import argparse
 import datetime
 import json
 import math
+import multiprocessing
 import platform
 import statistics
 import sys
 import time
 import tracemalloc
-from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -94,9 +95,8 @@ def _floor(case: Case, x: np.ndarray, w: np.ndarray, out_size: int, rates: dict[
     return max(2 * macs / rates["gemm_flops"], moved / rates["copy_bytes"])
 
 
-def run_case(case: Case, repeats: int, rates: dict[str, float], progress: Callable[[str], None]) -> dict:
-    """Time every callable of `case`, interleaved, after one warm-up each; ``progress(name)``
-    is called after each callable's warm-up and each round of repeats."""
+def run_case(case: Case, repeats: int, rates: dict[str, float]) -> dict:
+    """Time every callable of `case`, interleaved, after one warm-up each."""
     x, w = _data(case)
     ref = _reference(case, x, w)
     mine = arrayconv_callables(case, x, w)
@@ -115,12 +115,10 @@ def run_case(case: Case, repeats: int, rates: dict[str, float], progress: Callab
         start = time.perf_counter()
         errors[name] = _error(fn(), ref)
         times[name] = [time.perf_counter() - start]
-        progress(f"{case.id}: {name}")
     repeat = [n for n in runs if times[n][0] < SLOW_SECONDS]
-    for i in range(repeats):
+    for _ in range(repeats):
         for name in repeat:
             times[name].append(_time(runs[name]))
-        progress(f"{case.id}: repeat {i + 1}/{repeats}")
     medians = {n: statistics.median(t[1:] if len(t) > 1 else t) for n, t in times.items()}
     peaks = {n: _peak_bytes(runs[n]) for n in mine}
     best_peer = min((n for n in peers), key=lambda n: medians[n])
@@ -236,6 +234,31 @@ def plot(report: dict, path: Path) -> None:
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+    plot_kernel_sizes(report, path.with_name(path.stem + "-g.png"))
+
+
+def plot_kernel_sizes(report: dict, path: Path) -> None:
+    """Time against kernel size for the 4096x4096 image cases g3..g63, one line per callable."""
+    import matplotlib.pyplot as plt
+
+    cases = [r for r in report["cases"] if r["id"].startswith("g")]
+    if len(cases) < 2:
+        return
+    sizes = [r["case"]["w"][0] for r in cases]
+    names = sorted({n for r in cases for n in r["median_s"]})
+    fig, ax = plt.subplots(figsize=(9, 5))
+    for name in names:
+        points = [(k, r["median_s"][name] * 1e3) for k, r in zip(sizes, cases) if name in r["median_s"]]
+        style = {"lw": 2.5, "c": "black"} if name == "arrayconv auto" else {"lw": 1, "ls": "--" if name.startswith("arrayconv") else "-"}
+        ax.plot(*zip(*points), marker="o", label=name, **style)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xticks(sizes, [str(k) for k in sizes])
+    ax.set_xlabel("kernel side k (k x k kernel, 4096 x 4096 float32 image, mode 'same')")
+    ax.set_ylabel("median time (ms, log)")
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -262,7 +285,8 @@ def main(argv: list[str] | None = None) -> int:
     cases = [c for c in CASES if c.id in chosen]
     with tqdm(total=len(cases), unit="case", dynamic_ncols=True) as bar:
         for case in cases:
-            results.append(run_case(case, repeats, rates, lambda what: bar.set_postfix_str(what, refresh=True)))
+            bar.set_postfix_str(f"case {case.id}", refresh=True)
+            results.append(_in_own_process(case, repeats, rates))
             r = results[-1]
             bar.write(
                 f"case {case.id}: auto {r['median_s']['arrayconv auto'] * 1e3:.1f} ms ({r['chosen']}), best peer "
@@ -270,8 +294,15 @@ def main(argv: list[str] | None = None) -> int:
             )
             bar.update()
             stem = _write(results, args.out, quick, argv, rates, repeats)  # after every case: a stopped run keeps its rows
-    print(f"wrote {stem}.md, .json and .png")
+    print(f"wrote {stem}.md, .json and .png files")
     return 0
+
+
+def _in_own_process(case: Case, repeats: int, rates: dict[str, float]) -> dict:
+    """`run_case` in a fresh process: no allocator, cache or thread-pool state carries over
+    from one case to the next."""
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return pool.submit(run_case, case, repeats, rates).result()
 
 
 def _write(results: list[dict], out: str, quick: bool, argv: list[str] | None, rates: dict[str, float], repeats: int) -> Path:

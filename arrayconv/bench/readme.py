@@ -1,0 +1,85 @@
+"""Put the latest benchmark results into README.md, between its ``bench`` markers.
+
+Usage: ``python -m arrayconv.bench.readme [--results bench/results] [--readme README.md]``.
+Reads the newest full ``cpu-*.json`` (not ``-quick``), ``plans-*.json`` and
+``sweep-*.json`` and rewrites the text between ``<!-- bench:start -->`` and
+``<!-- bench:end -->``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+START, END = "<!-- bench:start -->", "<!-- bench:end -->"
+
+
+def _latest(folder: Path, pattern: str) -> tuple[Path, dict] | None:
+    paths = sorted(p for p in folder.glob(pattern) if "quick" not in p.name and "partial" not in p.name)
+    return (paths[-1], json.loads(paths[-1].read_text())) if paths else None
+
+
+def section(folder: Path) -> str:
+    """Markdown of the newest CPU table, plan result and sweep summary in `folder`."""
+    lines: list[str] = []
+    if found := _latest(folder, "cpu-*.json"):
+        path, report = found
+        v = report["versions"]
+        lines += [
+            f"Median ms, float32, `{report['command']}` on {report['date']} ({v['processor']}, {v['cores']} cores; "
+            f"numpy {v['numpy']}, scipy {v['scipy']}, torch {v['torch']}). Full report: "
+            f"[{path.with_suffix('.md')}]({path.with_suffix('.md')}).",
+            "",
+            "| case | arrayconv auto | method | fastest peer | peer ms | fastest peer / arrayconv | auto peak memory / (in + out) |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for r in report["cases"]:
+            auto = r["median_s"]["arrayconv auto"]
+            lines.append(
+                f"| {r['id']} | {auto * 1e3:.1f} | {r['chosen']} | {r['best_peer']} | "
+                f"{r['median_s'][r['best_peer']] * 1e3:.1f} | {r['ratio_best_peer_over_auto']:.2f} | "
+                f"{r['peak_bytes']['arrayconv auto'] / r['io_bytes']:.2f} |"
+            )
+        lines += ["", f"![arrayconv vs peers]({path.with_suffix('.png')})", ""]
+    if found := _latest(folder, "plans-*.json"):
+        path, report = found
+        lines += [
+            f"Same kernel, {report['frames']} frames (case {report['case']['id']}): a plan is "
+            f"**{report['speedup_plan_over_plain_auto']:.2f}x** faster per frame than the plain call "
+            f"([{path.with_suffix('.md')}]({path.with_suffix('.md')})).",
+            "",
+        ]
+    if found := _latest(folder, "sweep-*.json"):
+        path, report = found
+        s = report["summary"]
+        lines += [
+            f"Method choice over {s['points']} problems (`{report['command']}`): `auto` within 1.2x of the "
+            f"fastest method on {s['within_1.2x']:.0%}, worst {s['worst_ratio']:.2f}x "
+            f"([{path.with_suffix('.md')}]({path.with_suffix('.md')})).",
+            "",
+            f"![method choice sweep]({path.with_suffix('.png')})",
+        ]
+    return "\n".join(lines).strip()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line; returns the exit code."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--results", default="bench/results")
+    parser.add_argument("--readme", default="README.md")
+    args = parser.parse_args(argv)
+    readme = Path(args.readme)
+    text = readme.read_text()
+    if START not in text or END not in text:
+        print(f"{readme} has no {START} ... {END} markers", file=sys.stderr)
+        return 2
+    head, rest = text.split(START, 1)
+    _, tail = rest.split(END, 1)
+    readme.write_text(f"{head}{START}\n{section(Path(args.results))}\n{END}{tail}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

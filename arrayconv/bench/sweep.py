@@ -1,0 +1,212 @@
+"""How good is ``method='auto'``? Time every method over a sweep of problem sizes.
+
+Usage: ``python -m arrayconv.bench.sweep [--points 60] [--seed 0] [--out bench/results]``.
+Points are drawn at random (seeded) from image sides 64..4096, kernels 1..63, input and
+output channels 1..256 and batches 1..256 (``conv``, padding 'same'), plus
+single-image ``correlate`` points and the DESIGN.md cases, keeping those whose inputs
+and outputs fit in 256 MiB and whose best estimate is under 2 s. Each method is timed
+(one warm-up, then the median of 2 to 15 interleaved repeats, at least 0.2 s of
+timings each); a method estimated over 20 times slower
+than the best estimate and over 3 s is not run. Writes ``sweep-<date>.json``, ``.md``
+and ``.png``: for each point, time(auto's method) / time(best method).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+import arrayconv as ac
+
+from .cases import CASES
+from .run import versions
+
+SIDES = (64, 128, 256, 512, 1024, 2048, 4096)
+KERNELS = (1, 3, 5, 7, 11, 15, 31, 63)
+CHANNELS = (1, 4, 16, 64, 256)
+BATCHES = (1, 4, 16, 64, 256)
+MAX_BYTES = 256 << 20
+MAX_BEST_ESTIMATE = 2.0
+SKIP_FACTOR, SKIP_SECONDS = 20.0, 3.0
+WITHIN, NEVER = 1.2, 2.0
+# Calls under 1 s are repeated (interleaved) until each has 0.2 s of timings, 2 to 15 times.
+MIN_SECONDS, MAX_REPEATS = 0.2, 15
+
+
+def draw_points(n: int, seed: int) -> list[dict]:
+    """DESIGN.md cases, then random conv and correlate points that pass the size filters."""
+    points = [
+        {"id": c.id, "op": "correlate", "x": c.x, "w": c.w, "mode": c.mode}
+        if c.kind == "image"
+        else {"id": c.id, "op": "conv", "x": c.x, "w": c.w, "padding": c.padding}
+        for c in CASES
+    ]
+    rng = np.random.default_rng(seed)
+    while len(points) < n + len(CASES):
+        side, k = int(rng.choice(SIDES)), int(rng.choice(KERNELS))
+        if k > side:
+            continue
+        if rng.random() < 0.3:
+            point = {"op": "correlate", "x": (side, side), "w": (k, k), "mode": str(rng.choice(["same", "valid", "full"]))}
+        else:
+            b, c, o = (int(rng.choice(v)) for v in (BATCHES, CHANNELS, CHANNELS))
+            point = {"op": "conv", "x": (b, c, side, side), "w": (o, c, k, k), "padding": k // 2}
+        if _fits(point):
+            points.append({"id": f"p{len(points) - len(CASES)}", **point})
+    return points
+
+
+def _fits(point: dict) -> bool:
+    choice = _choice(point)
+    best = min((c.seconds for n, c in choice.estimates.items() if n not in choice.rejected), default=math.inf)
+    out_bytes = 4 * math.prod(point["x"]) * (point["w"][0] / point["x"][1] if point["op"] == "conv" else 1)
+    return 4 * math.prod(point["x"]) <= MAX_BYTES and out_bytes <= MAX_BYTES and best <= MAX_BEST_ESTIMATE
+
+
+def _choice(point: dict) -> ac.Choice:
+    options = {"mode": point["mode"]} if point["op"] == "correlate" else {"padding": point["padding"]}
+    return ac.choose_method(tuple(point["x"]), tuple(point["w"]), op=point["op"], dtype="float32", **options)
+
+
+def time_point(point: dict) -> dict:
+    """Time each method on `point` (interleaved) and compare auto's pick with the best."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(point["x"], dtype=np.float32)
+    w = rng.standard_normal(point["w"], dtype=np.float32)
+    choice = _choice(point)
+    estimates = {n: c.seconds for n, c in choice.estimates.items() if n not in choice.rejected}
+    best_estimate = min(estimates.values())
+    run = {
+        name: (lambda m=name: ac.correlate(x, w, point["mode"], m))
+        if point["op"] == "correlate"
+        else (lambda m=name: ac.conv(x, w, padding=point["padding"], method=m))
+        for name, s in estimates.items()
+        if s <= SKIP_FACTOR * best_estimate or s <= SKIP_SECONDS
+    }
+    times: dict[str, list[float]] = {name: [] for name in run}
+    for name, fn in run.items():  # warm-up, which is also the only timing of slow calls
+        times[name].append(_time(fn))
+    for round_ in range(MAX_REPEATS):
+        again = [n for n in run if times[n][0] < 1.0 and (round_ < 2 or sum(times[n][1:]) < MIN_SECONDS)]
+        if not again:
+            break
+        for name in again:
+            times[name].append(_time(run[name]))
+    medians = {name: statistics.median(t[1:] or t) for name, t in times.items()}
+    best = min(medians, key=medians.__getitem__)
+    picked = medians.get(choice.method, math.inf)
+    return {
+        **point,
+        "chosen": choice.method,
+        "best": best,
+        "median_s": medians,
+        "estimate_s": estimates,
+        "not_run": sorted(set(estimates) - set(run)),
+        "ratio": picked / medians[best],
+    }
+
+
+def _time(fn) -> float:  # type: ignore[no-untyped-def]
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def summary(results: list[dict]) -> dict:
+    """Share of points within 1.2x of the best, and the worst ratio."""
+    ratios = [r["ratio"] for r in results]
+    return {
+        "points": len(ratios),
+        "within_1.2x": sum(r <= WITHIN for r in ratios) / len(ratios),
+        "worst_ratio": max(ratios),
+        "over_2x": sum(r > NEVER for r in ratios),
+    }
+
+
+def write(results: list[dict], folder: Path, argv: list[str]) -> Path:
+    """JSON, Markdown and PNG reports; returns the Markdown path."""
+    date = datetime.date.today().isoformat()
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = folder / f"sweep-{date}"
+    stats = summary(results)
+    report = {"date": date, "command": "python -m arrayconv.bench.sweep " + " ".join(argv), "versions": versions(), "summary": stats, "points": results}
+    stem.with_suffix(".json").write_text(json.dumps(report, indent=1))
+    lines = [
+        f"# Method choice sweep, {date}",
+        "",
+        f"Command: `{report['command']}`  ",
+        "Machine: " + ", ".join(f"{k} {v}" for k, v in report["versions"].items()) + "  ",
+        "float32, default rates (no calibration file). Ratio = time of auto's method / time of the fastest method.",
+        "",
+        f"**{stats['within_1.2x']:.0%} of {stats['points']} points within {WITHIN}x of the best method; "
+        f"worst ratio {stats['worst_ratio']:.2f}; {stats['over_2x']} points over {NEVER}x.**",
+        "",
+        "| point | op | x | w | auto picks | fastest | ratio | direct (ms) | im2col (ms) | fft (ms) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        cells = [
+            f"{r['median_s'][m] * 1e3:.1f}" if m in r["median_s"] else ("not run" if m in r["not_run"] else "cannot")
+            for m in ("direct", "im2col", "fft")
+        ]
+        lines.append(
+            f"| {r['id']} | {r['op']} | {tuple(r['x'])} | {tuple(r['w'])} | {r['chosen']} | {r['best']} | "
+            f"{'**' if r['ratio'] > WITHIN else ''}{r['ratio']:.2f}{'**' if r['ratio'] > WITHIN else ''} | " + " | ".join(cells) + " |"
+        )
+    stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    _plot(results, stats, stem.with_suffix(".png"))
+    return stem.with_suffix(".md")
+
+
+def _plot(results: list[dict], stats: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    best = [r["median_s"][r["best"]] * 1e3 for r in results]
+    ratio = [r["ratio"] for r in results]
+    colours = {"direct": "tab:blue", "im2col": "tab:orange", "fft": "tab:green"}
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    for method, colour in colours.items():
+        picked = [i for i, r in enumerate(results) if r["best"] == method]
+        ax.scatter([best[i] for i in picked], [ratio[i] for i in picked], c=colour, label=f"fastest: {method}", s=22)
+    ax.axhline(WITHIN, ls="--", c="grey", lw=1)
+    ax.axhline(NEVER, ls=":", c="red", lw=1)
+    ax.set_xscale("log")
+    ax.set_xlabel("time of the fastest method (ms, log)")
+    ax.set_ylabel("time of auto's pick / fastest")
+    ax.set_title(f"method='auto' over {stats['points']} problems: {stats['within_1.2x']:.0%} within {WITHIN}x, worst {stats['worst_ratio']:.2f}x")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line; returns the exit code."""
+    argv = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--points", type=int, default=60, help="random points besides the DESIGN.md cases")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", default="bench/results")
+    args = parser.parse_args(argv)
+    from tqdm import tqdm
+
+    results = []
+    for point in tqdm(draw_points(args.points, args.seed), unit="point", dynamic_ncols=True):
+        results.append(time_point(point))
+        path = write(results, Path(args.out), argv)
+    print(path.read_text().split("\n\n")[2])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
