@@ -169,7 +169,7 @@ def cost(problem: Problem, rates: Rates) -> Cost:
     else:
         flops = 8 * p.batch * kernel_maps * size / 2
         contraction = _SMALL_GEMM_SLOWDOWN * (flops / rates.gemm_flops + 2 * kernels / rates.stream_bytes)
-    passes = 17 * kernels + 2.5 * p.batch * per_item
+    passes = 17 * kernels + 6 * p.batch * per_item
     seconds = 0.5 * (kernel_maps + data_maps) * transform + contraction + passes / rates.stream_bytes
     seconds += _FIXED_CALLS * rates.call_seconds
     return Cost(seconds, kernels + per_item * _batch_step(p, NUMPY, 1 << 62))

@@ -13,11 +13,14 @@ import json
 import sys
 from pathlib import Path
 
+from .run import summary_table
+
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 
 
 def _latest(folder: Path, pattern: str) -> tuple[Path, dict] | None:
-    paths = sorted(p for p in folder.glob(pattern) if "quick" not in p.name and "partial" not in p.name)
+    skip = ("quick", "partial", "fit")  # quick runs, stopped runs, the cost model's fit data
+    paths = sorted(p for p in folder.glob(pattern) if not any(word in p.name for word in skip))
     return (paths[-1], json.loads(paths[-1].read_text())) if paths else None
 
 
@@ -32,17 +35,11 @@ def section(folder: Path) -> str:
             f"numpy {v['numpy']}, scipy {v['scipy']}, torch {v['torch']}). Full report: "
             f"[{path.with_suffix('.md')}]({path.with_suffix('.md')}).",
             "",
-            "| case | arrayconv auto | method | fastest peer | peer ms | fastest peer / arrayconv | auto peak memory / (in + out) |",
-            "|---|---|---|---|---|---|---|",
+            *summary_table(report),
         ]
-        for r in report["cases"]:
-            auto = r["median_s"]["arrayconv auto"]
-            lines.append(
-                f"| {r['id']} | {auto * 1e3:.1f} | {r['chosen']} | {r['best_peer']} | "
-                f"{r['median_s'][r['best_peer']] * 1e3:.1f} | {r['ratio_best_peer_over_auto']:.2f} | "
-                f"{r['peak_bytes']['arrayconv auto'] / r['io_bytes']:.2f} |"
-            )
         lines += ["", f"![arrayconv vs peers]({path.with_suffix('.png')})", ""]
+        if (g_plot := path.with_name(path.stem + "-g.png")).exists():
+            lines += [f"![time against kernel size, 4096x4096 image]({g_plot})", ""]
     if found := _latest(folder, "plans-*.json"):
         path, report = found
         lines += [

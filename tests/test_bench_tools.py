@@ -1,0 +1,68 @@
+"""The benchmark tooling: command line, README updater, sweep bookkeeping (no timing here)."""
+
+import json
+import math
+
+import pytest
+
+from arrayconv.__main__ import main
+from arrayconv.bench import readme, sweep
+
+
+def test_bench_command_rejects_unknown_cases(capsys):
+    pytest.importorskip("tqdm")
+    with pytest.raises(SystemExit) as stop:
+        main(["bench", "--cases", "a,zz"])
+    assert stop.value.code == 2
+    assert "unknown case ids ['zz']; known: a, b, c" in capsys.readouterr().err
+
+
+def _cpu_report():
+    case = {
+        "id": "a",
+        "median_s": {"arrayconv auto": 0.002, "torch conv2d (CPU)": 0.001},
+        "best_peer": "torch conv2d (CPU)",
+        "ratio_best_peer_over_auto": 0.5,
+        "chosen": "im2col",
+        "floor_s": 0.0005,
+        "error": {"arrayconv auto": 1e-7},
+        "peak_bytes": {"arrayconv auto": 3000},
+        "io_bytes": 1000,
+    }
+    versions = {"processor": "CPU X", "cores": "2", "numpy": "2", "scipy": "1", "torch": "none"}
+    return {"command": "arrayconv bench --full", "date": "2026-01-02", "versions": versions, "cases": [case]}
+
+
+def test_readme_section_uses_the_newest_full_results(tmp_path):
+    (tmp_path / "cpu-2026-01-01.json").write_text(json.dumps({**_cpu_report(), "date": "old"}))
+    (tmp_path / "cpu-2026-01-02.json").write_text(json.dumps(_cpu_report()))
+    (tmp_path / "cpu-2026-01-03-quick.json").write_text("not read")
+    summary = {"points": 10, "within_1.2x": 0.9, "worst_ratio": 1.7}
+    (tmp_path / "sweep-2026-01-02.json").write_text(json.dumps({"command": "sweep", "summary": summary}))
+    text = readme.section(tmp_path)
+    assert "on 2026-01-02 (CPU X, 2 cores" in text
+    assert "| a | 2.0 | im2col | torch conv2d (CPU) | 1.0 | **0.50** | 0.5 | 1.0e-07 | 3.00 |" in text
+    assert "`auto` within 1.2x of the fastest method on 90%, worst 1.70x" in text
+
+
+def test_readme_main_rewrites_only_between_markers(tmp_path):
+    page = tmp_path / "README.md"
+    page.write_text(f"head\n{readme.START}\nstale\n{readme.END}\ntail\n")
+    assert readme.main(["--results", str(tmp_path), "--readme", str(page)]) == 0
+    assert page.read_text() == f"head\n{readme.START}\n\n{readme.END}\ntail\n"
+    page.write_text("no markers")
+    assert readme.main(["--results", str(tmp_path), "--readme", str(page)]) == 2
+
+
+def test_sweep_points_are_reproducible_and_within_the_limits():
+    points = sweep.draw_points(8, seed=3)
+    assert points == sweep.draw_points(8, seed=3)
+    assert [p["id"] for p in points[-8:]] == [f"p{i}" for i in range(8)]
+    for p in points[-8:]:
+        assert 4 * math.prod(p["x"]) <= sweep.MAX_BYTES
+        assert p["w"][-1] <= p["x"][-1]
+
+
+def test_sweep_summary():
+    results = [{"ratio": r} for r in (1.0, 1.1, 1.3, 2.5)]
+    assert sweep.summary(results) == {"points": 4, "within_1.2x": 0.5, "worst_ratio": 2.5, "over_2x": 1}
