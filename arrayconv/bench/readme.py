@@ -19,9 +19,12 @@ START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 
 
 def _latest(folder: Path, pattern: str) -> tuple[Path, dict] | None:
-    skip = ("quick", "partial", "fit")  # quick runs, stopped runs, the cost model's fit data
+    """The newest report matching `pattern`: a complete one, else a stopped ('partial') one."""
+    skip = ("quick", "fit")  # quick runs, the cost model's fit data
     paths = sorted(p for p in folder.glob(pattern) if not any(word in p.name for word in skip))
-    return (paths[-1], json.loads(paths[-1].read_text())) if paths else None
+    complete = [p for p in paths if "partial" not in p.name]
+    chosen = complete or paths
+    return (chosen[-1], json.loads(chosen[-1].read_text())) if chosen else None
 
 
 def section(folder: Path) -> str:
@@ -31,6 +34,7 @@ def section(folder: Path) -> str:
         path, report = found
         v = report["versions"]
         lines += [
+            f"{'Stopped run, cases ' + ', '.join(r['id'] for r in report['cases']) + '. ' if 'partial' in path.name else ''}"
             f"Median ms, float32, `{report['command']}` on {report['date']} ({v['processor']}, {v['cores']} cores; "
             f"numpy {v['numpy']}, scipy {v['scipy']}, torch {v['torch']}). Full report: "
             f"[{path.with_suffix('.md')}]({path.with_suffix('.md')}).",
