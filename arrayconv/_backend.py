@@ -38,7 +38,8 @@ class Backend:
 NUMPY = Backend("numpy", np, scipy.fft, None)
 
 
-def _is_cupy_array(x: object) -> bool:
+def is_cupy_array(x: object) -> bool:
+    """True for a CuPy array; never imports CuPy."""
     cp = sys.modules.get("cupy")  # never imports CuPy
     return cp is not None and isinstance(x, cp.ndarray)
 
@@ -52,7 +53,7 @@ def get_backend(**arrays: object) -> Backend:
         If some arrays are CuPy arrays and others are not.
     """
     given = {name: a for name, a in arrays.items() if a is not None}
-    on_gpu = {name: _is_cupy_array(a) for name, a in given.items()}
+    on_gpu = {name: is_cupy_array(a) for name, a in given.items()}
     if not any(on_gpu.values()):
         return NUMPY
     if not all(on_gpu.values()):

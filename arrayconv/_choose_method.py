@@ -72,13 +72,13 @@ def choose_method(
     x_array, w_array = (None if _is_shape(a) else a for a in (x, w))
     backend = get_backend(x=x_array, w=w_array)
     given = np.dtype(np.float64) if dtype is None else dtype
-    x_spec = (
-        input_spec("x", x, given)
-        if x_array is None
-        else ArraySpec(tuple(np.shape(x_array)), as_array(x_array, "x", backend).dtype)
-    )
+    if x_array is None:
+        x_spec = input_spec("x", x, given)
+    else:
+        x_array = as_array(x_array, "x", backend)
+        x_spec = ArraySpec(tuple(x_array.shape), x_array.dtype)
     w_array = _stand_in(input_spec("w", w, given)) if w_array is None else as_array(w_array, "w", backend)
-    bound = abs_bound(None if x_array is None else as_array(x_array, "x", backend), x_spec.dtype)
+    bound = abs_bound(x_array, x_spec.dtype)
     if op == "conv":
         spec: Spec = conv_spec(x_spec, w_array, None, backend, "auto", x_bound=bound, **_conv_defaults(options))
         w_problem = w_array

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from . import _config
-from ._backend import Array, Backend
+from ._backend import Array, Backend, is_cupy_array
 from ._choose import Choice, choose, measured_choice
 from ._methods import METHODS
 from ._problem import ArraySpec, Problem
@@ -257,8 +257,9 @@ def _kind(backend: Backend) -> str:
 
 
 def _kind_of(a: object) -> str | None:
-    module = type(a).__module__.split(".")[0]
-    return {"numpy": "NumPy", "cupy": "CuPy"}.get(module)
+    if is_cupy_array(a):
+        return "CuPy"
+    return "NumPy" if isinstance(a, np.ndarray) else None
 
 
 def _random_input(spec: Spec) -> Array:

@@ -13,7 +13,6 @@ import datetime
 import json
 import statistics
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -23,7 +22,7 @@ import scipy.signal
 import arrayconv as ac
 
 from .cases import CASES, Case
-from .run import versions
+from .run import machine_line, time_call, versions
 
 
 def callables(case: Case, kernel: np.ndarray) -> dict[str, Callable[[np.ndarray], object]]:
@@ -52,9 +51,7 @@ def run(case: Case, n_frames: int) -> dict:
     times: dict[str, list[float]] = {name: [] for name in runs}
     for frame in frames:
         for name, fn in runs.items():
-            start = time.perf_counter()
-            fn(frame)
-            times[name].append(time.perf_counter() - start)
+            times[name].append(time_call(lambda: fn(frame)))
     medians = {name: statistics.median(t) for name, t in times.items()}
     plan_name = next(iter(runs))
     return {
@@ -79,7 +76,7 @@ def write(result: dict, folder: Path) -> Path:
         f"# Same kernel, many frames: plan vs plain call ({date})",
         "",
         f"Command: `{result['command']}`  ",
-        "Machine: " + ", ".join(f"{k} {v}" for k, v in result["versions"].items()) + "  ",
+        machine_line(result["versions"]),
         f"Case {result['case']['id']}: image {result['case']['x']}, kernel {result['case']['w']}, "
         f"mode {result['case']['mode']!r}, float32, {result['frames']} frames, each filtered by every callable in turn.",
         "",

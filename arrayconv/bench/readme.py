@@ -27,6 +27,12 @@ def _latest(folder: Path, pattern: str) -> tuple[Path, dict] | None:
     return (chosen[-1], json.loads(chosen[-1].read_text())) if chosen else None
 
 
+def _link(report: Path) -> str:
+    """Markdown link to the Markdown twin of a JSON report."""
+    page = report.with_suffix(".md")
+    return f"[{page}]({page})"
+
+
 def section(folder: Path) -> str:
     """Markdown of the newest CPU table, plan result and sweep summary in `folder`."""
     lines: list[str] = []
@@ -37,7 +43,7 @@ def section(folder: Path) -> str:
             f"{'Stopped run, cases ' + ', '.join(r['id'] for r in report['cases']) + '. ' if 'partial' in path.name else ''}"
             f"Median ms, float32, `{report['command']}` on {report['date']} ({v['processor']}, {v['cores']} cores; "
             f"numpy {v['numpy']}, scipy {v['scipy']}, torch {v['torch']}). Full report: "
-            f"[{path.with_suffix('.md')}]({path.with_suffix('.md')}).",
+            f"{_link(path)}.",
             "",
             *summary_table(report),
         ]
@@ -49,7 +55,7 @@ def section(folder: Path) -> str:
         lines += [
             f"Same kernel, {report['frames']} frames (case {report['case']['id']}): a plan is "
             f"**{report['speedup_plan_over_plain_auto']:.2f}x** faster per frame than the plain call "
-            f"([{path.with_suffix('.md')}]({path.with_suffix('.md')})).",
+            f"({_link(path)}).",
             "",
         ]
     if found := _latest(folder, "sweep-*.json"):
@@ -58,7 +64,7 @@ def section(folder: Path) -> str:
         lines += [
             f"Method choice over {s['points']} problems (`{report['command']}`): `auto` within 1.2x of the "
             f"fastest method on {s['within_1.2x']:.0%}, worst {s['worst_ratio']:.2f}x "
-            f"([{path.with_suffix('.md')}]({path.with_suffix('.md')})).",
+            f"({_link(path)}).",
             "",
             f"![method choice sweep]({path.with_suffix('.png')})",
         ]

@@ -15,6 +15,7 @@ import os
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import argparse
+import dataclasses
 import datetime
 import json
 import math
@@ -31,6 +32,8 @@ import numpy as np
 import scipy
 
 import arrayconv as ac
+from arrayconv._backend import NUMPY
+from arrayconv._rates import measure_rates
 
 from .cases import CASES, QUICK, Case
 from .peers import arrayconv_callables, peer_callables
@@ -42,17 +45,18 @@ MAX_ESTIMATE_SECONDS = 20.0
 
 
 def machine_rates() -> dict[str, float]:
-    """Measured float32 GEMM rate (FLOP/s) and copy bandwidth (bytes/s): the floors' basis."""
-    rng = np.random.default_rng(0)
-    a = rng.standard_normal((1024, 1024), dtype=np.float32)
-    v = rng.standard_normal(1 << 25, dtype=np.float32)
-    dst = np.empty_like(v)
-    gemm = min(_time(lambda: a @ a) for _ in range(5))
-    copy = min(_time(lambda: np.copyto(dst, v)) for _ in range(5))
-    return {"gemm_flops": 2 * 1024**3 / gemm, "copy_bytes": 2 * v.nbytes / copy}
+    """This machine's rates, measured by the probes of :func:`arrayconv.calibrate` (not
+    stored): GEMM FLOP/s and copy bytes/s are the floors' basis."""
+    return dataclasses.asdict(measure_rates(NUMPY))
 
 
-def _time(fn) -> float:  # type: ignore[no-untyped-def]
+def machine_line(versions: dict[str, str]) -> str:
+    """The 'Machine:' line of every Markdown report."""
+    return "Machine: " + ", ".join(f"{k} {v}" for k, v in versions.items()) + "  "
+
+
+def time_call(fn) -> float:  # type: ignore[no-untyped-def]
+    """Seconds one call of ``fn()`` takes."""
     start = time.perf_counter()
     fn()
     return time.perf_counter() - start
@@ -92,7 +96,7 @@ def _floor(case: Case, x: np.ndarray, w: np.ndarray, out_size: int, rates: dict[
     else:
         macs = out_size * case.w[1] * math.prod(case.w[2:])
     moved = x.nbytes + w.nbytes + out_size * 4
-    return max(2 * macs / rates["gemm_flops"], moved / rates["copy_bytes"])
+    return max(2 * macs / rates["gemm_flops"], moved / rates["stream_bytes"])
 
 
 def run_case(case: Case, repeats: int, rates: dict[str, float]) -> dict:
@@ -118,7 +122,7 @@ def run_case(case: Case, repeats: int, rates: dict[str, float]) -> dict:
     repeat = [n for n in runs if times[n][0] < SLOW_SECONDS]
     for _ in range(repeats):
         for name in repeat:
-            times[name].append(_time(runs[name]))
+            times[name].append(time_call(runs[name]))
     medians = {n: statistics.median(t[1:] if len(t) > 1 else t) for n, t in times.items()}
     peaks = {n: _peak_bytes(runs[n]) for n in mine}
     best_peer = min((n for n in peers), key=lambda n: medians[n])
@@ -178,9 +182,9 @@ def write_markdown(report: dict, path: Path) -> None:
         f"# arrayconv CPU benchmark, {report['date']}",
         "",
         f"Command: `{report['command']}`  ",
-        "Machine: " + ", ".join(f"{k} {v}" for k, v in report["versions"].items()) + "  ",
+        machine_line(report["versions"]),
         f"Measured floors' basis: GEMM {report['rates']['gemm_flops'] / 1e9:.0f} GFLOP/s, "
-        f"copy {report['rates']['copy_bytes'] / 1e9:.1f} GB/s.  ",
+        f"copy {report['rates']['stream_bytes'] / 1e9:.1f} GB/s.  ",
         f"Median of {report['repeats']} interleaved repeats after one warm-up "
         f"(calls over {SLOW_SECONDS:.0f} s: timed once). float32. Error: max |y - ref| / max |ref| "
         "against float64.",

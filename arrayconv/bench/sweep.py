@@ -19,7 +19,6 @@ import json
 import math
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +26,7 @@ import numpy as np
 import arrayconv as ac
 
 from .cases import CASES
-from .run import versions
+from .run import machine_line, time_call, versions
 
 SIDES = (64, 128, 256, 512, 1024, 2048, 4096)
 KERNELS = (1, 3, 5, 7, 11, 15, 31, 63)
@@ -93,13 +92,13 @@ def time_point(point: dict) -> dict:
     }
     times: dict[str, list[float]] = {name: [] for name in run}
     for name, fn in run.items():  # warm-up, which is also the only timing of slow calls
-        times[name].append(_time(fn))
+        times[name].append(time_call(fn))
     for round_ in range(MAX_REPEATS):
         again = [n for n in run if times[n][0] < 1.0 and (round_ < 2 or sum(times[n][1:]) < MIN_SECONDS)]
         if not again:
             break
         for name in again:
-            times[name].append(_time(run[name]))
+            times[name].append(time_call(run[name]))
     medians = {name: statistics.median(t[1:] or t) for name, t in times.items()}
     best = min(medians, key=medians.__getitem__)
     picked = medians.get(choice.method, math.inf)
@@ -112,12 +111,6 @@ def time_point(point: dict) -> dict:
         "not_run": sorted(set(estimates) - set(run)),
         "ratio": picked / medians[best],
     }
-
-
-def _time(fn) -> float:  # type: ignore[no-untyped-def]
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
 
 
 def summary(results: list[dict]) -> dict:
@@ -143,7 +136,7 @@ def write(results: list[dict], folder: Path, argv: list[str]) -> Path:
         f"# Method choice sweep, {date}",
         "",
         f"Command: `{report['command']}`  ",
-        "Machine: " + ", ".join(f"{k} {v}" for k, v in report["versions"].items()) + "  ",
+        machine_line(report["versions"]),
         "float32, default rates (no calibration file). Ratio = time of auto's method / time of the fastest method.",
         "",
         f"**{stats['within_1.2x']:.0%} of {stats['points']} points within {WITHIN}x of the best method; "
