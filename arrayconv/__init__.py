@@ -1,7 +1,7 @@
 """arrayconv: fast, SciPy-exact convolution and cross-correlation of N-D arrays.
 
 Public API: :func:`correlate`, :func:`convolve` (SciPy semantics), :func:`conv`
-(multichannel filter banks), their plans (:func:`plan_correlate`, :func:`plan_convolve`,
+(multichannel filter banks), :func:`patch_conv` (patch stacks), their plans (:func:`plan_correlate`, :func:`plan_convolve`,
 :func:`plan_conv`), :func:`choose_method`, :func:`calibrate`, and settings
 (:func:`config`, :func:`memory_limit`, :func:`cache_info`, :func:`clear_caches`).
 """
@@ -13,6 +13,7 @@ from ._config import config, memory_limit
 from ._conv import conv, plan_conv
 from ._correlate import convolve, correlate, plan_convolve, plan_correlate
 from ._methods import METHODS
+from ._patch import patch_conv
 from ._plan import Plan
 from ._rates import Rates, cache_dir, calibrate
 
@@ -33,6 +34,7 @@ __all__ = [
     "convolve",
     "correlate",
     "memory_limit",
+    "patch_conv",
     "plan_conv",
     "plan_convolve",
     "plan_correlate",

@@ -94,7 +94,7 @@ def cache_info() -> dict[str, CacheInfo]:
     --------
     >>> import arrayconv as ac
     >>> sorted(ac.cache_info())
-    ['measured_methods', 'rates']
+    ['cuda_devices', 'cuda_kernels', 'estimated_choices', 'measured_methods', 'patch_layouts', 'rates', 'tap_layouts']
     """
     return {name: cache.info() for name, cache in sorted(_REGISTRY.items())}
 

@@ -10,12 +10,13 @@ from ._backend import Backend
 from ._cache import LRUCache
 from ._methods import METHODS, Cost
 from ._problem import Problem
-from ._rates import cache_dir, rates_for
+from ._rates import Rates, cache_dir, rates_for
 
 # With measure=True, candidates estimated slower than this many times the best are not run.
 MEASURE_WITHIN = 10.0
 
 _measured = LRUCache("measured_methods", maxsize=1024)
+_estimated = LRUCache("estimated_choices", maxsize=1024)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,15 +66,23 @@ def choose(
     """Pick the fastest method for `problem` within `memory_limit`; never raises.
 
     Methods in `excluded` (name -> reason) are not considered. If no method fits the
-    budget, the one with the smallest temporaries is chosen.
+    budget, the one with the smallest temporaries is chosen. Choices are cached by
+    backend, device, problem, budget, exclusions and rates.
     """
+    rates = rates_for(backend)
+    key = (backend.name, backend.device, problem, memory_limit, tuple(sorted((excluded or {}).items())), rates)
+    return _estimated.get_or_make(key, lambda: _estimate(problem, backend, memory_limit, excluded, rates))
+
+
+def _estimate(
+    problem: Problem, backend: Backend, memory_limit: int, excluded: Mapping[str, str] | None, rates: Rates
+) -> Choice:
     rejected = dict(excluded or {})
     for name, method in METHODS.items():
         if name not in rejected and (why := method.unsupported(problem, backend, memory_limit)):
             rejected[name] = why
-    rates = rates_for(backend)
     estimates = {
-        name: method.cost(problem, rates)
+        name: method.cost(problem, backend, rates)
         for name, method in METHODS.items()
         if name not in (excluded or {})
     }

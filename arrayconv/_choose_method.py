@@ -90,7 +90,7 @@ def choose_method(
     if measure:
         return Plan(spec, w_problem, "auto", memory_limit=memory_limit, measure=measure).choice
     with _config.config(memory_limit=memory_limit):
-        return choose(spec.problem, spec.backend, _config.memory_limit(), spec.excluded)
+        return choose(spec.problem, spec.backend, _config.budget(spec.backend.name), spec.excluded)
 
 
 def _is_shape(a: object) -> bool:

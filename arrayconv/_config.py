@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 _FALLBACK_AVAILABLE = 4 << 30
 _DEFAULT_FRACTION = 0.25
+_QUANTUM = 64 << 20
 
 
 def _available_memory() -> int:
@@ -28,14 +29,29 @@ class _Settings(threading.local):
 _settings = _Settings()
 
 
-def memory_limit() -> int:
+def memory_limit(device: str = "cpu") -> int:
     """Bytes that the temporaries of one call may use.
 
-    The value set with :func:`config`, else a quarter of the RAM available now.
+    The value set with :func:`config`, else a quarter of the memory available now on
+    `device` ('cpu': RAM; 'gpu': the current CUDA device's free memory plus what CuPy's
+    pool holds free), rounded down to 64 MiB so that it stays steady between calls.
     """
     if _settings.memory_limit is not None:
         return _settings.memory_limit
-    return int(_available_memory() * _DEFAULT_FRACTION)
+    available = _available_gpu_memory() if device == "gpu" else _available_memory()
+    return max(_QUANTUM, int(available * _DEFAULT_FRACTION) // _QUANTUM * _QUANTUM)
+
+
+def budget(backend_name: str) -> int:
+    """:func:`memory_limit` of the device a backend runs on."""
+    return memory_limit("gpu" if backend_name == "cupy" else "cpu")
+
+
+def _available_gpu_memory() -> int:
+    import cupy
+
+    free, _ = cupy.cuda.runtime.memGetInfo()
+    return free + cupy.get_default_memory_pool().free_bytes()
 
 
 def workers() -> int:

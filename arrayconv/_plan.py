@@ -195,7 +195,7 @@ class Plan:
         return y.astype(spec.y.dtype, copy=False)
 
     def _choose(self, method: str, measure: bool | str, sample: Array | None) -> Choice:
-        spec, limit = self._spec, _config.memory_limit()
+        spec, limit = self._spec, _config.budget(self._spec.backend.name)
         if method != "auto":
             reason = spec.excluded.get(method) or METHODS[method].unsupported(spec.problem, spec.backend, limit)
             if reason:

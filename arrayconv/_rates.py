@@ -44,9 +44,11 @@ class Rates:
     call_seconds: float
 
 
-# Measured on the 2-core CI machine (OpenBLAS, pocketfft) with `calibrate`'s own probes.
-# The GPU has no measured defaults: a CuPy user should run `calibrate` once on the GPU.
+# Measured with `calibrate`'s own probes: on the 2-core CI machine (OpenBLAS, pocketfft),
+# and on an NVIDIA H100 80GB HBM3 with CuPy 14.2 (bench/results/gpu-*). Other machines
+# should run `calibrate()` (or `calibrate('gpu')`) once.
 DEFAULT_RATES = Rates(gemm_flops=100e9, stream_bytes=11e9, fft_flops=10e9, call_seconds=5e-6)
+DEFAULT_GPU_RATES = Rates(gemm_flops=23e12, stream_bytes=2.0e12, fft_flops=2.2e12, call_seconds=6.5e-5)
 
 _loaded = LRUCache("rates", maxsize=8)
 
@@ -70,14 +72,15 @@ def _rates_file(backend: Backend) -> Path:
 
 def rates_for(backend: Backend) -> Rates:
     """Rates of the machine behind `backend`: calibrated if :func:`calibrate` ran, else defaults."""
-    return _loaded.get_or_make(backend.name, lambda: _read(_rates_file(backend)))
+    default = DEFAULT_GPU_RATES if backend.name == "cupy" else DEFAULT_RATES
+    return _loaded.get_or_make(backend.name, lambda: _read(_rates_file(backend), default))
 
 
-def _read(path: Path) -> Rates:
+def _read(path: Path, default: Rates) -> Rates:
     try:
         return Rates(**json.loads(path.read_text())["rates"])
     except (OSError, ValueError, KeyError, TypeError):
-        return DEFAULT_RATES
+        return default
 
 
 def calibrate(device: str = "cpu", *, save: bool = True) -> Rates:

@@ -74,3 +74,31 @@ def test_float32_stays_float32_inside_fft(monkeypatch, rng):
     x, w = random(rng, (1, 3, 20, 20), "float32"), random(rng, (2, 3, 5, 5), "float32")
     assert ac.conv(x, w, method="fft").dtype == np.float32
     assert seen and all(d == np.float32 for d in seen)
+
+
+@pytest.mark.parametrize(
+    "x_shape, w_shape, options",
+    [
+        ((3, 4, 10, 11), (6, 2, 3, 2), dict(groups=2, padding=(2, 1), dilation=(1, 2))),
+        ((2, 3, 9), (4, 3, 4), dict(padding=3, dilation=2)),
+        ((1, 2, 5, 6, 7), (3, 2, 2, 3, 2), dict(padding=1)),
+    ],
+)
+def test_im2col_one_gather_path(x_shape, w_shape, options):
+    # The GPU's im2col gathers every tap with one strided copy; run that path on NumPy
+    # through a backend that calls itself 'cupy'.
+    import dataclasses
+
+    from arrayconv import _backend
+    from arrayconv._conv import conv_spec
+    from arrayconv._methods import im2col
+    from arrayconv._problem import ArraySpec
+
+    rng = np.random.default_rng(0)
+    x, w = random(rng, x_shape, "float64"), random(rng, w_shape, "float64")
+    fake = dataclasses.replace(_backend.NUMPY, name="cupy")
+    settings = {"stride": 1, "dilation": 1, "groups": 1, **options}
+    spec = conv_spec(ArraySpec(x.shape, x.dtype), w, None, fake, "im2col", x_bound=0, **settings)
+    with ac.config(memory_limit=1 << 12):  # several chunks
+        got = im2col.run(x, im2col.prepare(w, spec.problem, fake), spec.problem, fake)
+    assert_matches(got, reference_conv(x, w, **options), dtype="float64")

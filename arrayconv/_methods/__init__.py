@@ -49,7 +49,7 @@ class Method:
     unsupported : callable
         ``unsupported(problem, backend, memory_limit) -> str | None``: why it cannot run.
     cost : callable
-        ``cost(problem, rates) -> Cost``.
+        ``cost(problem, backend, rates) -> Cost``.
     """
 
     name: str
@@ -57,7 +57,7 @@ class Method:
     run: Callable[..., Array]
     work_dtype: Callable[[Problem], np.dtype[Any]]
     unsupported: Callable[[Problem, Backend, int], str | None]
-    cost: Callable[[Problem, Rates], Cost]
+    cost: Callable[[Problem, Backend, Rates], Cost]
 
 
 METHODS: dict[str, Method] = {}

@@ -21,7 +21,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from .._backend import Array, Backend
+from .._cache import LRUCache
 from .._problem import Problem
+
+_layouts = LRUCache("tap_layouts", maxsize=64)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +99,18 @@ class Layout:
         block = padded[(items, slice(None), slice(None), *window)]
         return block.reshape(*block.shape[:3], -1)
 
+    def tap_windows(self, padded: Array, chunk: Chunk, backend: Backend) -> Array:
+        """Every tap's input for `chunk` at once, unit stride only: a strided view (no
+        copy) ``(Bc, G, Cg, *kernel, chunk_length)`` of the wide padded input."""
+        p = self.problem
+        start = chunk.r0 * self.row_length
+        base = padded[chunk.b0 : chunk.b1, :, :, start:]
+        size = padded.itemsize
+        steps = tuple(d * s * size for d, s in zip(p.dilation, _flat_strides(p.padded)))
+        shape = (*base.shape[:3], *p.kernel, self.chunk_length(chunk))
+        strides = (*base.strides[:3], *steps, size)
+        return backend.xp.lib.stride_tricks.as_strided(base, shape=shape, strides=strides)
+
     def store_block(self, out: Array, block: Array, chunk: Chunk) -> None:
         """Write a chunk's result ``(Bc, G, Og, chunk_length)`` into `out` ``(B, G, Og, *out)``."""
         grid = block.reshape(*block.shape[:3], chunk.r1 - chunk.r0, *self.row_shape)
@@ -105,7 +120,11 @@ class Layout:
 
 
 def layout(problem: Problem) -> Layout:
-    """The tap layout of `problem`."""
+    """The tap layout of `problem` (cached: the cost model asks for it several times)."""
+    return _layouts.get_or_make(problem, lambda: _layout(problem))
+
+
+def _layout(problem: Problem) -> Layout:
     p = problem
     taps = list(itertools.product(*(range(k) for k in p.kernel)))
     if not p.unit_stride:

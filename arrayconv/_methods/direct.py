@@ -4,6 +4,7 @@ For each tap, ``y += w[..., tap] @ x_tap`` (a GEMM over input channels; an eleme
 multiply-add when each group has one input channel). Nothing larger than the padded input
 is ever allocated. Elementwise chunks run on :func:`arrayconv.config` ``workers`` threads
 (NumPy's ufuncs are single-threaded); GEMM chunks run in turn, as BLAS is threaded already.
+On CuPy, one CUDA kernel does all taps at once (:mod:`._direct_cuda`).
 """
 
 from __future__ import annotations
@@ -12,9 +13,10 @@ import math
 
 from .. import _config
 from .._backend import Array, Backend
+from .._cuda import C_TYPES
 from .._problem import Problem
 from .._rates import Rates
-from . import Cost, Method, exact_dtype, output, register
+from . import Cost, Method, _direct_cuda, exact_dtype, output, register
 from ._taps import layout, pad_input, padded_bytes, run_chunks
 
 # Bytes of one chunk's working set (measured best on the benchmark cases: 256 KiB chunks
@@ -30,17 +32,26 @@ def _bytes_per_sample(problem: Problem) -> int:
     return problem.groups * (problem.in_per_group + problem.out_per_group) * problem.dtype.itemsize
 
 
+def _on_gpu(problem: Problem, backend: Backend) -> bool:
+    """Whether the CUDA kernel runs `problem` (CuPy, a dtype it is compiled for)."""
+    return backend.name == "cupy" and problem.dtype.name in C_TYPES
+
+
 def prepare(w: Array, problem: Problem, backend: Backend) -> Array:
-    """The kernel as ``(G, Og, Cg, taps)``."""
+    """The kernel as ``(G, Og, Cg, taps)`` (on the GPU, as :func:`._direct_cuda.prepare`)."""
     p = problem
+    if _on_gpu(p, backend):
+        return _direct_cuda.prepare(w, p, backend)
     return backend.xp.ascontiguousarray(w.reshape(p.groups, p.out_per_group, p.in_per_group, -1))
 
 
 def run(x: Array, w_taps: Array, problem: Problem, backend: Backend, out: Array | None = None) -> Array:
     """Solve `problem` by direct summation over kernel taps (`w_taps` from :func:`prepare`)."""
     p, xp = problem, backend.xp
-    padded, lay = pad_input(x, p, backend), layout(p)
     out = output(out, p, backend, x.dtype)
+    if _on_gpu(p, backend):
+        return _direct_cuda.run(x, w_taps, p, backend, out).reshape(p.y_shape)
+    padded, lay = pad_input(x, p, backend), layout(p)
 
     def job(chunk):  # type: ignore[no-untyped-def]
         shape = (chunk.b1 - chunk.b0, p.groups, p.out_per_group, lay.chunk_length(chunk))
@@ -61,12 +72,14 @@ def run(x: Array, w_taps: Array, problem: Problem, backend: Backend, out: Array 
 
 def unsupported(problem: Problem, backend: Backend, memory_limit: int) -> str | None:
     """The direct method runs on every problem that fits in memory."""
+    if _on_gpu(problem, backend):
+        return _direct_cuda.too_large(problem)  # the CUDA kernel reads the input in place
     if padded_bytes(problem) > memory_limit:
         return f"its padded input copy needs more than memory_limit={memory_limit} bytes"
     return None
 
 
-def cost(problem: Problem, rates: Rates) -> Cost:
+def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     """Roofline of the taps plus the passes made once per output sample.
 
     Elementwise taps (one channel per group) stream a temporary, the accumulator and the
@@ -74,9 +87,11 @@ def cost(problem: Problem, rates: Rates) -> Cost:
     rate to the bytes they move per tap (the input channels once, the output channels
     three times: product, accumulator read and write) at cache speed. Both pay zeroing the
     accumulator, storing it and padding the input at the stream rate. Refitted to the
-    method-choice sweep (bench/results/sweep-*).
+    method-choice sweep (bench/results/sweep-*). On the GPU: :func:`._direct_cuda.cost`.
     """
     p = problem
+    if _on_gpu(p, backend):
+        return Cost(*_direct_cuda.cost(p, rates))
     n_taps = math.prod(p.kernel)
     samples = p.batch * p.groups * math.prod(layout(p).row_shape) * p.out_spatial[0]
     size = p.dtype.itemsize

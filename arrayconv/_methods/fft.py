@@ -10,6 +10,7 @@ channel sum is one batched complex GEMM over frequencies, ``(B, Cg) x (Cg, Og)``
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -26,6 +27,8 @@ _GEMM_MIN_CHANNELS = 8
 # Array calls made whatever the size (placement, three transforms, contraction, crop),
 # fitted: about 0.65 ms at the default call cost.
 _FIXED_CALLS = 130
+# On a GPU the same steps are about 20 launches (call_seconds there is a launch's cost).
+_FIXED_GPU_CALLS = 20
 # The per-frequency GEMMs of small (B, Cg) x (Cg, Og) matrices ran about 10x slower
 # than a large GEMM in the sweep.
 _SMALL_GEMM_SLOWDOWN = 10
@@ -66,11 +69,9 @@ def prepare(w: Array, problem: Problem, backend: Backend) -> Array:
     shape = fft_shape(p, backend)
     nd = len(shape)
     placed = xp.zeros((p.groups * p.out_per_group, p.in_per_group, *shape), dtype=w.dtype)
-    spots = [
-        xp.asarray([(lo - m * d) % n for m in range(k)])
-        for lo, k, d, n in zip(p.pad_lo, p.kernel, p.dilation, shape)
-    ]
-    placed[(Ellipsis, *xp.ix_(*spots))] = w
+    pieces = [_placement(lo, k, d, n) for lo, k, d, n in zip(p.pad_lo, p.kernel, p.dilation, shape)]
+    for combo in itertools.product(*pieces):
+        placed[(Ellipsis, *(dest for _, dest in combo))] = w[(Ellipsis, *(src for src, _ in combo))]
     forward, _ = _transforms(backend, real=w.dtype.kind != "c")
     spectrum = forward(placed, shape, tuple(range(2, 2 + nd)))
     spectrum = spectrum.reshape(p.groups, p.out_per_group, p.in_per_group, *spectrum.shape[2:])
@@ -79,6 +80,23 @@ def prepare(w: Array, problem: Problem, backend: Backend) -> Array:
     n_freq = math.prod(spectrum.shape[3:])
     flat = spectrum.reshape(p.groups, p.out_per_group, p.in_per_group, n_freq)
     return xp.ascontiguousarray(flat.transpose(0, 3, 2, 1))
+
+
+def _placement(lo: int, k: int, d: int, n: int) -> list[tuple[slice, slice]]:
+    """Where taps ``m`` of one axis go: ``(lo - m*d) mod n``, as at most two pairs of
+    (kernel slice, stepped destination slice), before and after the wrap-around. Slices,
+    not index arrays, so no index data is copied to a GPU."""
+    def stop(position: int) -> int | None:
+        return position if position >= 0 else None
+
+    unwrapped = min(k, lo // d + 1)  # taps with lo - m*d >= 0
+    pairs = []
+    if unwrapped:
+        pairs.append((slice(0, unwrapped), slice(lo, stop(lo - unwrapped * d), -d)))
+    if unwrapped < k:
+        first = n + lo - unwrapped * d
+        pairs.append((slice(unwrapped, k), slice(first, stop(n + lo - k * d), -d)))
+    return pairs
 
 
 def _channel_sum(x_hat: Array, w_hat: Array, problem: Problem, xp: Any) -> Array:
@@ -110,7 +128,7 @@ def run(x: Array, w_hat: Array, problem: Problem, backend: Backend, out: Array |
     crop = tuple(slice(0, (n - 1) * s + 1, s) for n, s in zip(p.out_spatial, p.stride))
     out = output(out, p, backend, x.dtype)
     x_groups = x.reshape(p.batch, p.groups, p.in_per_group, *p.spatial)
-    step = _batch_step(p, backend, _config.memory_limit())
+    step = _batch_step(p, backend, _config.budget(backend.name))
     for b0 in range(0, p.batch, step):
         x_hat = forward(x_groups[b0 : b0 + step], shape, axes)
         y_hat = _channel_sum(x_hat, w_hat, p, xp)
@@ -148,7 +166,7 @@ def unsupported(problem: Problem, backend: Backend, memory_limit: int) -> str | 
     return None
 
 
-def cost(problem: Problem, rates: Rates) -> Cost:
+def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     """Transforms at the FFT rate, the contraction, the passes over every map.
 
     The weights of the terms were fitted (non-negative least squares on relative error)
@@ -156,14 +174,12 @@ def cost(problem: Problem, rates: Rates) -> Cost:
     the per-frequency GEMMs of small matrices run far below the GEMM rate, and placing and
     transposing kernel spectra costs more passes than the data's.
     """
-    from .._backend import NUMPY
-
     p = problem
-    size = math.prod(fft_shape(p, NUMPY))
+    size = math.prod(fft_shape(p, backend))
     transform = 2.5 * size * math.log2(max(size, 2)) / rates.fft_flops
     kernel_maps = p.groups * p.out_per_group * p.in_per_group
     data_maps = p.batch * p.groups * (p.in_per_group + p.out_per_group)
-    kernels, per_item = _spectrum_bytes(p, NUMPY)
+    kernels, per_item = _spectrum_bytes(p, backend)
     if p.in_per_group < _GEMM_MIN_CHANNELS:
         contraction = 8 * p.batch * kernels / rates.stream_bytes
     else:
@@ -171,8 +187,8 @@ def cost(problem: Problem, rates: Rates) -> Cost:
         contraction = _SMALL_GEMM_SLOWDOWN * (flops / rates.gemm_flops + 2 * kernels / rates.stream_bytes)
     passes = 17 * kernels + 6 * p.batch * per_item
     seconds = 0.5 * (kernel_maps + data_maps) * transform + contraction + passes / rates.stream_bytes
-    seconds += _FIXED_CALLS * rates.call_seconds
-    return Cost(seconds, kernels + per_item * _batch_step(p, NUMPY, 1 << 62))
+    seconds += (_FIXED_GPU_CALLS if backend.name == "cupy" else _FIXED_CALLS) * rates.call_seconds
+    return Cost(seconds, kernels + per_item * _batch_step(p, backend, 1 << 62))
 
 
 METHOD = register(Method("fft", prepare, run, work_dtype, unsupported, cost))

@@ -20,6 +20,9 @@ from ._taps import layout, pad_input, padded_bytes
 
 # Preferred size of one chunk's column matrix: large enough for an efficient GEMM.
 _CHUNK_BYTES = 32 << 20
+# On a GPU, launches cost tens of microseconds: fewer, larger chunks.
+_GPU_CHUNK_BYTES = 1 << 30
+_GPU_CALLS_PER_CHUNK = 4
 
 
 def _bytes_per_sample(problem: Problem) -> int:
@@ -43,12 +46,20 @@ def run(x: Array, w_cols: Array, problem: Problem, backend: Backend, out: Array 
     padded, lay = pad_input(x, p, backend), layout(p)
     depth = len(lay.taps) * p.in_per_group
     out = output(out, p, backend, x.dtype)
-    budget = min(_CHUNK_BYTES, _config.memory_limit() // 2)
+    one_gather = backend.name == "cupy" and p.unit_stride
+    chunk_bytes = _GPU_CHUNK_BYTES if backend.name == "cupy" else _CHUNK_BYTES
+    budget = min(chunk_bytes, _config.budget(backend.name) // 2)
+    nd = len(p.kernel)
     for chunk in lay.chunks(_bytes_per_sample(p), budget):
         items, n = chunk.b1 - chunk.b0, lay.chunk_length(chunk)
         cols = scratch("im2col.cols", (p.groups, len(lay.taps), p.in_per_group, items, n), x.dtype, backend)
-        for t in range(len(lay.taps)):
-            cols[:, t] = lay.tap_block(padded, t, chunk).transpose(1, 2, 0, 3)
+        if one_gather:  # one copy kernel instead of one launch per tap
+            windows = lay.tap_windows(padded, chunk, backend)  # (Bc, G, Cg, *kernel, n)
+            order = (1, *range(3, 3 + nd), 2, 0, 3 + nd)
+            cols.reshape(p.groups, *p.kernel, p.in_per_group, items, n)[...] = windows.transpose(order)
+        else:
+            for t in range(len(lay.taps)):
+                cols[:, t] = lay.tap_block(padded, t, chunk).transpose(1, 2, 0, 3)
         products = scratch("im2col.products", (p.groups, p.out_per_group, items * n), x.dtype, backend)
         xp.matmul(w_cols, cols.reshape(p.groups, depth, items * n), out=products)
         products = products.reshape(p.groups, p.out_per_group, items, n).transpose(2, 0, 1, 3)
@@ -73,7 +84,7 @@ def unsupported(problem: Problem, backend: Backend, memory_limit: int) -> str | 
     return None
 
 
-def cost(problem: Problem, rates: Rates) -> Cost:
+def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     """Columns written and read at stream speed, a GEMM, the output's copies.
 
     The GEMM runs at the GEMM rate scaled down for few output channels, a shallow column
@@ -89,11 +100,12 @@ def cost(problem: Problem, rates: Rates) -> Cost:
     chunk_columns = min(samples, _CHUNK_BYTES // (depth * p.dtype.itemsize))
     efficiency = min(1.0, p.out_per_group / 16) * min(1.0, depth / 64) * min(1.0, chunk_columns / 512)
     gemm = max(2 * p.macs / (rates.gemm_flops * max(efficiency, 0.05)), cols_bytes / rates.stream_bytes)
-    seconds = (
-        (2 * cols_bytes + 3 * out_bytes) / rates.stream_bytes
-        + gemm
-        + n_chunks * math.prod(p.kernel) * rates.call_seconds
-    )
+    if backend.name == "cupy":  # larger chunks, one gather and one GEMM launch per chunk
+        n_chunks = max(1, cols_bytes // _GPU_CHUNK_BYTES)
+        calls = n_chunks * _GPU_CALLS_PER_CHUNK
+    else:
+        calls = n_chunks * math.prod(p.kernel)
+    seconds = (2 * cols_bytes + 3 * out_bytes) / rates.stream_bytes + gemm + calls * rates.call_seconds
     return Cost(seconds, padded_bytes(p) + min(cols_bytes, _CHUNK_BYTES) + min(out_bytes, _CHUNK_BYTES))
 
 

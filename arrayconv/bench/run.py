@@ -223,7 +223,8 @@ def summary_table(report: dict) -> list[str]:
     return lines
 
 
-def plot(report: dict, path: Path) -> None:
+def plot(report: dict, path: Path, third: str = "torch conv2d (CPU)", where: str = "") -> None:
+    """Bars per case: arrayconv auto, the best peer and `third` (default torch on the CPU)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -233,16 +234,17 @@ def plot(report: dict, path: Path) -> None:
     labels = [r["id"] for r in cases]
     auto = [r["median_s"]["arrayconv auto"] * 1e3 for r in cases]
     peer = [r["median_s"][r["best_peer"]] * 1e3 for r in cases]
-    torch_t = [r["median_s"].get("torch conv2d (CPU)", float("nan")) * 1e3 for r in cases]
+    third_t = [r["median_s"].get(third, float("nan")) * 1e3 for r in cases]
     pos = np.arange(len(cases))
     fig, ax = plt.subplots(figsize=(11, 4.5))
     ax.bar(pos - 0.27, auto, 0.27, label="arrayconv auto")
     ax.bar(pos, peer, 0.27, label="best peer")
-    ax.bar(pos + 0.27, torch_t, 0.27, label="torch conv2d (CPU)")
+    ax.bar(pos + 0.27, third_t, 0.27, label=third)
     ax.set_xticks(pos, labels)
     ax.set_yscale("log")
     ax.set_ylabel("median time (ms, log)")
-    ax.set_title(f"arrayconv vs peers, CPU ({report['versions']['processor']}, {report['versions']['cores']} cores)")
+    where = where or f"CPU ({report['versions']['processor']}, {report['versions']['cores']} cores)"
+    ax.set_title(f"arrayconv vs peers, {where}")
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=110)

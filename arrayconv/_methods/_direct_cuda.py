@@ -1,0 +1,148 @@
+"""The direct method on the GPU: one CUDA kernel, no padded copy, no per-tap launches.
+
+Each thread computes ``OB`` output channels of one output sample: it walks the input
+channels of its group and the kernel taps, reads each input value once (zero padding by
+bounds checks) and multiply-adds it into ``OB`` accumulators, with the weights of the
+``OB`` channels side by side (``(G, Cg, taps, Og_padded)``), so a warp reads each weight
+once, as a broadcast. Spatial dims are padded to three with size-1 axes.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._backend import Array, Backend
+from .._cuda import blocks, kernel
+from .._problem import Problem
+from .._rates import Rates
+
+_SOURCE = r"""
+extern "C" __global__ void direct_correlate(
+    const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ y,
+    long long n_maps, int G, int Cg, int Og, int OgPad,
+    int S0, int S1, int S2, int N0, int N1, int N2,
+    int st0, int st1, int st2, int d0, int d1, int d2, int p0, int p1, int p2)
+{
+    const int n_out = N0 * N1 * N2;
+    const long long in_map = (long long)S0 * S1 * S2;
+    const int taps = K0 * K1 * K2;
+    const int oblocks = OgPad / OB;
+    for (long long z = blockIdx.y; z < n_maps; z += gridDim.y) {
+        const int ob = (int)(z % oblocks);
+        const long long bg = z / oblocks;  // b * G + g
+        const int g = (int)(bg % G);
+        const T* xg = x + bg * Cg * in_map;
+        const T* wg = w + (long long)g * Cg * taps * OgPad + ob * OB;
+        T* yg = y + (bg * Og + (long long)ob * OB) * n_out;
+        for (int pos = blockIdx.x * blockDim.x + threadIdx.x; pos < n_out; pos += gridDim.x * blockDim.x) {
+            const int i2 = pos % N2, i1 = (pos / N2) % N1, i0 = pos / (N1 * N2);
+            T acc[OB];
+            #pragma unroll
+            for (int j = 0; j < OB; ++j) acc[j] = T(0);
+            for (int c = 0; c < Cg; ++c) {
+                const T* xc = xg + c * in_map;
+                const T* wc = wg + (long long)c * taps * OgPad;
+                for (int k0 = 0; k0 < K0; ++k0) {
+                    const int j0 = i0 * st0 + k0 * d0 - p0;
+                    if (j0 < 0 || j0 >= S0) continue;
+                    for (int k1 = 0; k1 < K1; ++k1) {
+                        const int j1 = i1 * st1 + k1 * d1 - p1;
+                        if (j1 < 0 || j1 >= S1) continue;
+                        const T* row = xc + ((long long)j0 * S1 + j1) * S2;
+                        const T* wrow = wc + ((k0 * K1 + k1) * K2) * OgPad;
+                        #if K2 <= 16
+                        #pragma unroll
+                        #endif
+                        for (int k2 = 0; k2 < K2; ++k2) {
+                            const int j2 = i2 * st2 + k2 * d2 - p2;
+                            if (j2 < 0 || j2 >= S2) continue;
+                            const T v = row[j2];
+                            #pragma unroll
+                            for (int j = 0; j < OB; ++j) acc[j] += v * wrow[k2 * OgPad + j];
+                        }
+                    }
+                }
+            }
+            #pragma unroll
+            for (int j = 0; j < OB; ++j)
+                if (ob * OB + j < Og) yg[(long long)j * n_out + pos] = acc[j];
+        }
+    }
+}
+"""
+
+_THREADS = 256
+_MAX_BLOCKS = 1 << 20
+_MAX_GRID_Y = 65535
+# Threads that fill the GPU; with fewer, the kernel runs at that fraction of its rate.
+_FULL_THREADS = 1 << 17
+# Instruction cost of one tap's input read and bounds checks, in multiply-adds.
+_LOADS_PER_TAP = 6
+
+
+def channels_per_thread(problem: Problem) -> int:
+    """Output channels each thread accumulates: a power of two up to 16."""
+    return min(16, 1 << max(0, problem.out_per_group - 1).bit_length())
+
+
+def prepare(w: Array, problem: Problem, backend: Backend) -> Array:
+    """The kernel as ``(G, Cg, taps, Og_padded)``, output channels last, zero-padded to a
+    multiple of :func:`channels_per_thread`."""
+    p, xp = problem, backend.xp
+    ob = channels_per_thread(p)
+    padded_og = -(-p.out_per_group // ob) * ob
+    taps = w.reshape(p.groups, p.out_per_group, p.in_per_group, -1).transpose(0, 2, 3, 1)
+    out = xp.zeros((p.groups, p.in_per_group, taps.shape[2], padded_og), dtype=w.dtype)
+    out[..., : p.out_per_group] = taps
+    return out
+
+
+def run(x: Array, w_prepared: Array, problem: Problem, backend: Backend, out: Array) -> Array:
+    """Write the correlation of `x` (``problem.x_shape``, C-contiguous) into `out`.
+
+    Grid: x over the output samples of one map (32-bit indices), y over the maps
+    (batch item, group, block of ``OB`` channels). The kernel shape is a compile-time
+    constant, so the tap loops unroll.
+    """
+    p, xp = problem, backend.xp
+    ob = channels_per_thread(p)
+    three = 3 - len(p.spatial)
+    ones, zeros = (1,) * three, (0,) * three
+    spatial, kern, n_out = ones + p.spatial, ones + p.kernel, ones + p.out_spatial
+    stride, dilation, pad = ones + p.stride, ones + p.dilation, zeros + p.pad_lo
+    maps = p.batch * p.groups * (w_prepared.shape[-1] // ob)
+    fn = kernel(_SOURCE, "direct_correlate", x.dtype, OB=ob, K0=kern[0], K1=kern[1], K2=kern[2])
+    args = (
+        xp.ascontiguousarray(x), w_prepared, out, np.int64(maps),
+        *(np.int32(v) for v in (p.groups, p.in_per_group, p.out_per_group, w_prepared.shape[-1])),
+        *(np.int32(v) for v in (*spatial, *n_out, *stride, *dilation, *pad)),
+    )
+    grid = (min(blocks(math.prod(n_out), _THREADS), _MAX_BLOCKS), min(maps, _MAX_GRID_Y))
+    fn(grid, (_THREADS,), args)
+    return out
+
+
+def too_large(problem: Problem) -> str | None:
+    """Why the kernel cannot take `problem` (32-bit sample indices), or None."""
+    if math.prod(problem.out_spatial) >= 2**31 or math.prod(problem.spatial) >= 2**31:
+        return "a map of more than 2**31 samples is beyond its 32-bit indices"
+    return None
+
+def cost(problem: Problem, rates: Rates) -> tuple[float, int]:
+    """Estimated seconds and temporary bytes (none).
+
+    Multiply-adds (padded output channels included) at the GEMM rate, scaled by the
+    share of the GPU the threads fill and by the cost of a tap's reads and bounds checks
+    next to its ``OB`` multiply-adds;
+    input and output once at the stream rate; one launch.
+    """
+    p = problem
+    ob = channels_per_thread(p)
+    blocks_of_channels = -(-p.out_per_group // ob)
+    threads = p.batch * p.groups * blocks_of_channels * math.prod(p.out_spatial)
+    fmas = p.macs * blocks_of_channels * ob / p.out_per_group
+    efficiency = min(1.0, threads / _FULL_THREADS) * ob / (ob + _LOADS_PER_TAP)
+    moved = (math.prod(p.x_shape) + math.prod(p.y_shape)) * p.dtype.itemsize
+    return 2 * fmas / (rates.gemm_flops * efficiency) + moved / rates.stream_bytes + rates.call_seconds, 0

@@ -1,0 +1,125 @@
+"""What only the GPU path has: no host round trip, cuFFT plan reuse, full FP32, CUDA kernels."""
+
+import re
+import warnings
+
+import numpy as np
+import pytest
+
+import arrayconv as ac
+from _reference import assert_matches, random, reference_conv, reference_correlate
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def cp():
+    cupy = pytest.importorskip("cupy", reason="CuPy is not installed")
+    if not cupy.cuda.is_available():
+        pytest.skip("no CUDA device available")
+    return cupy
+
+
+@pytest.mark.parametrize("method", ["auto", *ac.METHODS])
+def test_no_device_to_host_copy(cp, method):
+    cupyx = pytest.importorskip("cupyx")
+    if not hasattr(cupyx, "allow_synchronize"):
+        pytest.skip("this CuPy has no cupyx.allow_synchronize")
+    rng = np.random.default_rng(0)
+    x, w = cp.asarray(random(rng, (2, 4, 40, 40), "float32")), cp.asarray(random(rng, (8, 4, 5, 5), "float32"))
+    image, psf = cp.asarray(random(rng, (64, 64), "float32")), cp.asarray(random(rng, (9, 9), "float32"))
+    patches = cp.asarray(random(rng, (1, 50, 4, 4, 4), "float32"))
+    plan = ac.plan_correlate(psf, image.shape, np.float32, mode="same", method=method)
+    ac.conv(x, w, padding=1, method=method), ac.correlate(image, psf, "same", method), plan(image)  # compile, plan
+    ac.patch_conv(patches, w[:, :, :3, :3], padding=1)
+    cp.cuda.get_current_stream().synchronize()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # allow_synchronize is experimental / deprecated
+        with cupyx.allow_synchronize(False):
+            ac.conv(x, w, padding=1, method=method)
+            ac.correlate(image, psf, "same", method)
+            plan(image)
+            ac.patch_conv(patches, w[:, :, :3, :3], padding=1)
+    cp.cuda.get_current_stream().synchronize()
+
+
+def _plan_cache_counts(capsys, cp):
+    cp.fft.config.get_plan_cache().show_info()
+    text = capsys.readouterr().out
+    found = re.search(r"hits\s*/\s*misses\s*:\s*(\d+)\s*/\s*(\d+)", text)
+    assert found, text
+    return int(found[1]), int(found[2])
+
+
+def test_fft_plans_are_made_once_per_shape(cp, capsys):
+    rng = np.random.default_rng(1)
+    psf = cp.asarray(random(rng, (31, 31), "float32"))
+    frames = cp.asarray(random(rng, (5, 300, 280), "float32"))
+    plan = ac.plan_correlate(psf, frames.shape[1:], np.float32, mode="same", method="fft")
+    plan(frames[0])
+    hits, misses = _plan_cache_counts(capsys, cp)
+    for frame in frames[1:]:
+        plan(frame)
+    hits_after, misses_after = _plan_cache_counts(capsys, cp)
+    assert misses_after == misses, "a cuFFT plan was made again for a shape seen before"
+    assert hits_after >= hits + 2 * (len(frames) - 1)  # a forward and an inverse plan per frame
+
+
+@pytest.mark.parametrize("method", ["im2col", "fft"])
+def test_float32_gemm_is_full_fp32(cp, method):
+    # A deep channel sum: TF32 (10-bit mantissa) would give errors near 1e-3.
+    rng = np.random.default_rng(2)
+    x, w = random(rng, (2, 256, 12, 12), "float32"), random(rng, (64, 256, 3, 3), "float32")
+    got = ac.conv(cp.asarray(x), cp.asarray(w), method=method)
+    assert_matches(got, reference_conv(x, w), dtype="float32", backend="cupy")
+
+
+@pytest.mark.parametrize("ndim", [1, 2, 3, 4])
+def test_auto_never_raises_for_any_ndim(cp, ndim):
+    rng = np.random.default_rng(3)
+    a = random(rng, (9, 7, 6, 5)[:ndim], "float64")
+    b = random(rng, (3, 4, 2, 3)[:ndim], "float64")
+    for mode in ("full", "same", "valid"):
+        got = ac.correlate(cp.asarray(a), cp.asarray(b), mode)
+        assert_matches(got, reference_correlate(a, b, mode), dtype="float64", backend="cupy")
+
+
+def test_direct_is_one_cuda_kernel_compiled_once(cp):
+    from arrayconv import _cuda
+
+    rng = np.random.default_rng(4)
+    x, w = random(rng, (3, 5, 20, 21), "float64"), random(rng, (6, 5, 4, 3), "float64")
+    ac.clear_caches()
+    for _ in range(3):
+        got = ac.conv(cp.asarray(x), cp.asarray(w), padding=(2, 1), stride=(1, 2), dilation=(2, 1), method="direct")
+    assert_matches(got, reference_conv(x, w, padding=(2, 1), stride=(1, 2), dilation=(2, 1)), dtype="float64", backend="cupy")
+    info = ac.cache_info()["cuda_kernels"]
+    assert (info.misses, info.hits, info.size) == (1, 2, 1)
+    assert _cuda._compiled.info().size == 1
+
+
+def test_compile_error_is_a_clear_exception(cp):
+    from arrayconv import _cuda
+
+    with pytest.raises(_cuda.KernelCompileError, match=r"CUDA kernel 'broken' for dtype float32 .* failed to compile"):
+        _cuda.kernel('extern "C" __global__ void broken() { this is not C++; }', "broken", np.dtype(np.float32))
+
+
+def test_calibrate_gpu_measures_rates(cp, tmp_path, monkeypatch):
+    monkeypatch.setenv("ARRAYCONV_CACHE_DIR", str(tmp_path))
+    rates = ac.calibrate("gpu")
+    assert rates.gemm_flops > 1e12 and rates.stream_bytes > 1e11 and rates.call_seconds < 1e-3
+    assert (tmp_path / "rates-cupy.json").exists()
+    ac.clear_caches()
+
+
+def test_plan_runs_on_the_gpu_and_refuses_numpy(cp):
+    rng = np.random.default_rng(5)
+    w = cp.asarray(random(rng, (4, 3, 3, 3), "float32"))
+    plan = ac.plan_conv(w, (2, 3, 16, 16), np.float32, padding=1)
+    x = random(rng, (2, 3, 16, 16), "float32")
+    out = cp.empty((2, 4, 16, 16), np.float32)
+    assert plan(cp.asarray(x), out=out) is out
+    assert_matches(out, reference_conv(x, w.get(), padding=1), dtype="float32", backend="cupy")
+    with pytest.raises(TypeError, match="this plan takes CuPy arrays"):
+        plan(x)
