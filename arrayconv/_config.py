@@ -5,11 +5,14 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
 from collections.abc import Iterator
 
 _FALLBACK_AVAILABLE = 4 << 30
 _DEFAULT_FRACTION = 0.25
 _QUANTUM = 64 << 20
+_GPU_REFRESH_SECONDS = 1.0
+_gpu_free: dict[int, tuple[float, int]] = {}
 
 
 def _available_memory() -> int:
@@ -48,10 +51,17 @@ def budget(backend_name: str) -> int:
 
 
 def _available_gpu_memory() -> int:
+    """Free device memory plus CuPy's pooled free blocks, read at most once a second (the
+    driver query costs more than a small GPU call)."""
     import cupy
 
-    free, _ = cupy.cuda.runtime.memGetInfo()
-    return free + cupy.get_default_memory_pool().free_bytes()
+    now = time.monotonic()
+    device = cupy.cuda.runtime.getDevice()
+    seen = _gpu_free.get(device)
+    if seen is None or now - seen[0] > _GPU_REFRESH_SECONDS:
+        free, _ = cupy.cuda.runtime.memGetInfo()
+        seen = _gpu_free[device] = (now, free + cupy.get_default_memory_pool().free_bytes())
+    return seen[1]
 
 
 def workers() -> int:

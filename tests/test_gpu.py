@@ -29,7 +29,7 @@ def test_no_device_to_host_copy(cp, method):
     x, w = cp.asarray(random(rng, (2, 4, 40, 40), "float32")), cp.asarray(random(rng, (8, 4, 5, 5), "float32"))
     image, psf = cp.asarray(random(rng, (64, 64), "float32")), cp.asarray(random(rng, (9, 9), "float32"))
     patches = cp.asarray(random(rng, (1, 50, 4, 4, 4), "float32"))
-    plan = ac.plan_correlate(psf, image.shape, np.float32, mode="same", method=method)
+    plan = ac.plan_correlate(psf, image.shape, mode="same", method=method, dtype=np.float32)
     ac.conv(x, w, padding=1, method=method), ac.correlate(image, psf, "same", method), plan(image)  # compile, plan
     ac.patch_conv(patches, w[:, :, :3, :3], padding=1)
     cp.cuda.get_current_stream().synchronize()
@@ -55,7 +55,7 @@ def test_fft_plans_are_made_once_per_shape(cp, capsys):
     rng = np.random.default_rng(1)
     psf = cp.asarray(random(rng, (31, 31), "float32"))
     frames = cp.asarray(random(rng, (5, 300, 280), "float32"))
-    plan = ac.plan_correlate(psf, frames.shape[1:], np.float32, mode="same", method="fft")
+    plan = ac.plan_correlate(psf, frames.shape[1:], mode="same", method="fft", dtype=np.float32)
     plan(frames[0])
     hits, misses = _plan_cache_counts(capsys, cp)
     for frame in frames[1:]:
@@ -123,3 +123,16 @@ def test_plan_runs_on_the_gpu_and_refuses_numpy(cp):
     assert_matches(out, reference_conv(x, w.get(), padding=1), dtype="float32", backend="cupy")
     with pytest.raises(TypeError, match="this plan takes CuPy arrays"):
         plan(x)
+
+
+@pytest.mark.parametrize(
+    "shape, kernel",
+    [((50, 83), (3, 40)), ((7, 30, 31), (2, 3, 33)), ((1000,), (5,)), ((3, 9), (3, 9))],
+)
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+def test_direct_kernel_long_rows_and_ragged_runs(cp, shape, kernel, mode):
+    # Kernels wider than the register segment, and rows not a multiple of a thread's run.
+    rng = np.random.default_rng(6)
+    a, b = random(rng, shape, "float64"), random(rng, kernel, "float64")
+    got = ac.correlate(cp.asarray(a), cp.asarray(b), mode, "direct")
+    assert_matches(got, reference_correlate(a, b, mode), dtype="float64", backend="cupy")

@@ -1,6 +1,6 @@
 """The direct method on the GPU: one CUDA kernel, no padded copy, no per-tap launches.
 
-Each thread computes ``OB`` output channels of one output sample: it walks the input
+Each thread computes ``OB`` output channels of ``R`` neighbouring output samples: it walks the input
 channels of its group and the kernel taps, reads each input value once (zero padding by
 bounds checks) and multiply-adds it into ``OB`` accumulators, with the weights of the
 ``OB`` channels side by side (``(G, Cg, taps, Og_padded)``), so a warp reads each weight
@@ -21,26 +21,29 @@ from .._rates import Rates
 _SOURCE = r"""
 extern "C" __global__ void direct_correlate(
     const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ y,
-    long long n_maps, int G, int Cg, int Og, int OgPad,
+    int n_maps, int G, int Cg, int Og, int OgPad,
     int S0, int S1, int S2, int N0, int N1, int N2,
     int st0, int st1, int st2, int d0, int d1, int d2, int p0, int p1, int p2)
 {
     const int n_out = N0 * N1 * N2;
+    const int runs = (N2 + R - 1) / R;  // each thread: R neighbours along the last axis
+    const int n_work = N0 * N1 * runs;
     const long long in_map = (long long)S0 * S1 * S2;
     const int taps = K0 * K1 * K2;
     const int oblocks = OgPad / OB;
-    for (long long z = blockIdx.y; z < n_maps; z += gridDim.y) {
-        const int ob = (int)(z % oblocks);
-        const long long bg = z / oblocks;  // b * G + g
-        const int g = (int)(bg % G);
-        const T* xg = x + bg * Cg * in_map;
+    for (int z = blockIdx.y; z < n_maps; z += gridDim.y) {
+        const int ob = z % oblocks, bg = z / oblocks, g = bg % G;  // bg = b * G + g
+        const T* xg = x + (long long)bg * Cg * in_map;
         const T* wg = w + (long long)g * Cg * taps * OgPad + ob * OB;
-        T* yg = y + (bg * Og + (long long)ob * OB) * n_out;
-        for (int pos = blockIdx.x * blockDim.x + threadIdx.x; pos < n_out; pos += gridDim.x * blockDim.x) {
-            const int i2 = pos % N2, i1 = (pos / N2) % N1, i0 = pos / (N1 * N2);
-            T acc[OB];
+        T* yg = y + ((long long)bg * Og + ob * OB) * n_out;
+        for (int item = blockIdx.x * blockDim.x + threadIdx.x; item < n_work; item += gridDim.x * blockDim.x) {
+            const int row_index = item / runs;  // i0 * N1 + i1
+            const int i2 = (item - row_index * runs) * R, i1 = row_index % N1, i0 = row_index / N1;
+            T acc[OB][R];
             #pragma unroll
-            for (int j = 0; j < OB; ++j) acc[j] = T(0);
+            for (int j = 0; j < OB; ++j)
+                #pragma unroll
+                for (int r = 0; r < R; ++r) acc[j][r] = T(0);
             for (int c = 0; c < Cg; ++c) {
                 const T* xc = xg + c * in_map;
                 const T* wc = wg + (long long)c * taps * OgPad;
@@ -52,22 +55,44 @@ extern "C" __global__ void direct_correlate(
                         if (j1 < 0 || j1 >= S1) continue;
                         const T* row = xc + ((long long)j0 * S1 + j1) * S2;
                         const T* wrow = wc + ((k0 * K1 + k1) * K2) * OgPad;
-                        #if K2 <= 16
+#if SEGMENT
+                        // unit stride and dilation on the last axis: the R outputs read one
+                        // segment of R + K2 - 1 inputs, loaded once into registers
+                        T seg[R + K2 - 1];
                         #pragma unroll
-                        #endif
-                        for (int k2 = 0; k2 < K2; ++k2) {
-                            const int j2 = i2 * st2 + k2 * d2 - p2;
-                            if (j2 < 0 || j2 >= S2) continue;
-                            const T v = row[j2];
-                            #pragma unroll
-                            for (int j = 0; j < OB; ++j) acc[j] += v * wrow[k2 * OgPad + j];
+                        for (int s = 0; s < R + K2 - 1; ++s) {
+                            const int j2 = i2 - p2 + s;
+                            seg[s] = (j2 >= 0 && j2 < S2) ? row[j2] : T(0);
                         }
+                        #pragma unroll
+                        for (int k2 = 0; k2 < K2; ++k2)
+                            #pragma unroll
+                            for (int j = 0; j < OB; ++j) {
+                                const T wv = wrow[k2 * OgPad + j];
+                                #pragma unroll
+                                for (int r = 0; r < R; ++r) acc[j][r] += seg[r + k2] * wv;
+                            }
+#else
+                        for (int k2 = 0; k2 < K2; ++k2)
+                            #pragma unroll
+                            for (int r = 0; r < R; ++r) {
+                                const int j2 = (i2 + r) * st2 + k2 * d2 - p2;
+                                if (j2 < 0 || j2 >= S2) continue;
+                                const T v = row[j2];
+                                #pragma unroll
+                                for (int j = 0; j < OB; ++j) acc[j][r] += v * wrow[k2 * OgPad + j];
+                            }
+#endif
                     }
                 }
             }
+            T* yo = yg + row_index * N2 + i2;
             #pragma unroll
             for (int j = 0; j < OB; ++j)
-                if (ob * OB + j < Og) yg[(long long)j * n_out + pos] = acc[j];
+                if (ob * OB + j < Og)
+                    #pragma unroll
+                    for (int r = 0; r < R; ++r)
+                        if (i2 + r < N2) yo[(long long)j * n_out + r] = acc[j][r];
         }
     }
 }
@@ -76,6 +101,8 @@ extern "C" __global__ void direct_correlate(
 _THREADS = 256
 _MAX_BLOCKS = 1 << 20
 _MAX_GRID_Y = 65535
+# Longest last-axis kernel whose input segment is held in registers.
+_MAX_SEGMENT_TAPS = 32
 # Threads that fill the GPU; with fewer, the kernel runs at that fraction of its rate.
 _FULL_THREADS = 1 << 17
 # Instruction cost of one tap's input read and bounds checks, in multiply-adds.
@@ -85,6 +112,11 @@ _LOADS_PER_TAP = 6
 def channels_per_thread(problem: Problem) -> int:
     """Output channels each thread accumulates: a power of two up to 16."""
     return min(16, 1 << max(0, problem.out_per_group - 1).bit_length())
+
+
+def _run_length(ob: int) -> int:
+    """Neighbouring outputs per thread: up to 4, fewer when OB accumulators are many."""
+    return max(1, min(4, 16 // ob))
 
 
 def prepare(w: Array, problem: Problem, backend: Backend) -> Array:
@@ -102,9 +134,10 @@ def prepare(w: Array, problem: Problem, backend: Backend) -> Array:
 def run(x: Array, w_prepared: Array, problem: Problem, backend: Backend, out: Array) -> Array:
     """Write the correlation of `x` (``problem.x_shape``, C-contiguous) into `out`.
 
-    Grid: x over the output samples of one map (32-bit indices), y over the maps
-    (batch item, group, block of ``OB`` channels). The kernel shape is a compile-time
-    constant, so the tap loops unroll.
+    Grid: x over runs of ``R`` neighbouring output samples of one map (32-bit indices),
+    y over the maps (batch item, group, block of ``OB`` channels). The kernel shape is a
+    compile-time constant, so the tap loops unroll; with unit stride and dilation on the
+    last axis a run's inputs are loaded once per kernel row into registers.
     """
     p, xp = problem, backend.xp
     ob = channels_per_thread(p)
@@ -113,36 +146,42 @@ def run(x: Array, w_prepared: Array, problem: Problem, backend: Backend, out: Ar
     spatial, kern, n_out = ones + p.spatial, ones + p.kernel, ones + p.out_spatial
     stride, dilation, pad = ones + p.stride, ones + p.dilation, zeros + p.pad_lo
     maps = p.batch * p.groups * (w_prepared.shape[-1] // ob)
-    fn = kernel(_SOURCE, "direct_correlate", x.dtype, OB=ob, K0=kern[0], K1=kern[1], K2=kern[2])
+    run_length = _run_length(ob)
+    segment = stride[2] == dilation[2] == 1 and kern[2] <= _MAX_SEGMENT_TAPS
+    constants = dict(OB=ob, R=run_length, SEGMENT=int(segment), K0=kern[0], K1=kern[1], K2=kern[2])
+    fn = kernel(_SOURCE, "direct_correlate", x.dtype, **constants)
     args = (
-        xp.ascontiguousarray(x), w_prepared, out, np.int64(maps),
+        xp.ascontiguousarray(x), w_prepared, out, np.int32(maps),
         *(np.int32(v) for v in (p.groups, p.in_per_group, p.out_per_group, w_prepared.shape[-1])),
         *(np.int32(v) for v in (*spatial, *n_out, *stride, *dilation, *pad)),
     )
-    grid = (min(blocks(math.prod(n_out), _THREADS), _MAX_BLOCKS), min(maps, _MAX_GRID_Y))
+    work = n_out[0] * n_out[1] * -(-n_out[2] // run_length)
+    grid = (min(blocks(work, _THREADS), _MAX_BLOCKS), min(maps, _MAX_GRID_Y))
     fn(grid, (_THREADS,), args)
     return out
 
 
-def too_large(problem: Problem) -> str | None:
-    """Why the kernel cannot take `problem` (32-bit sample indices), or None."""
-    if math.prod(problem.out_spatial) >= 2**31 or math.prod(problem.spatial) >= 2**31:
-        return "a map of more than 2**31 samples is beyond its 32-bit indices"
-    return None
+def takes(problem: Problem) -> bool:
+    """Whether the kernel takes `problem`: 1 to 3 spatial dims, 32-bit indices."""
+    p = problem
+    maps = p.batch * p.groups * -(-p.out_per_group // channels_per_thread(p))
+    return len(p.spatial) <= 3 and max(math.prod(p.spatial), math.prod(p.out_spatial), maps) < 2**31
 
 def cost(problem: Problem, rates: Rates) -> tuple[float, int]:
     """Estimated seconds and temporary bytes (none).
 
     Multiply-adds (padded output channels included) at the GEMM rate, scaled by the
     share of the GPU the threads fill and by the cost of a tap's reads and bounds checks
-    next to its ``OB`` multiply-adds;
+    next to its ``OB * R`` multiply-adds;
     input and output once at the stream rate; one launch.
     """
     p = problem
     ob = channels_per_thread(p)
+    run_length = _run_length(ob)
     blocks_of_channels = -(-p.out_per_group // ob)
-    threads = p.batch * p.groups * blocks_of_channels * math.prod(p.out_spatial)
+    threads = p.batch * p.groups * blocks_of_channels * math.prod(p.out_spatial) / run_length
     fmas = p.macs * blocks_of_channels * ob / p.out_per_group
-    efficiency = min(1.0, threads / _FULL_THREADS) * ob / (ob + _LOADS_PER_TAP)
+    per_tap = ob * run_length
+    efficiency = min(1.0, threads / _FULL_THREADS) * per_tap / (per_tap + _LOADS_PER_TAP)
     moved = (math.prod(p.x_shape) + math.prod(p.y_shape)) * p.dtype.itemsize
     return 2 * fmas / (rates.gemm_flops * efficiency) + moved / rates.stream_bytes + rates.call_seconds, 0

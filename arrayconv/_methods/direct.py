@@ -33,8 +33,9 @@ def _bytes_per_sample(problem: Problem) -> int:
 
 
 def _on_gpu(problem: Problem, backend: Backend) -> bool:
-    """Whether the CUDA kernel runs `problem` (CuPy, a dtype it is compiled for)."""
-    return backend.name == "cupy" and problem.dtype.name in C_TYPES
+    """Whether the CUDA kernel runs `problem` (CuPy, a dtype it is compiled for, shapes it
+    takes); other CuPy problems take the tap-by-tap path."""
+    return backend.name == "cupy" and problem.dtype.name in C_TYPES and _direct_cuda.takes(problem)
 
 
 def prepare(w: Array, problem: Problem, backend: Backend) -> Array:
@@ -73,7 +74,7 @@ def run(x: Array, w_taps: Array, problem: Problem, backend: Backend, out: Array 
 def unsupported(problem: Problem, backend: Backend, memory_limit: int) -> str | None:
     """The direct method runs on every problem that fits in memory."""
     if _on_gpu(problem, backend):
-        return _direct_cuda.too_large(problem)  # the CUDA kernel reads the input in place
+        return None  # the CUDA kernel reads the input in place
     if padded_bytes(problem) > memory_limit:
         return f"its padded input copy needs more than memory_limit={memory_limit} bytes"
     return None
