@@ -13,6 +13,7 @@ import argparse
 import datetime
 import json
 import math
+import random
 import statistics
 import sys
 from collections.abc import Callable
@@ -156,8 +157,10 @@ def run_case(case: Case, repeats: int, ceilings: dict[str, float], cp) -> dict: 
             del runs[name]
             continue
         times[name] = [time_call(fn)]
-    for _ in range(repeats):
-        for name, fn in runs.items():
+    order = list(runs.items())
+    for repeat in range(repeats):
+        random.Random(repeat).shuffle(order)  # no callable always runs first (or after the same one)
+        for name, fn in order:
             if len(times[name]) <= (repeats if times[name][0] < SLOW_SECONDS else SLOW_REPEATS):
                 times[name].append(time_call(fn))
     medians = {n: statistics.median(t[1:]) for n, t in times.items()}
@@ -209,7 +212,8 @@ def write_markdown(report: dict, path: Path) -> None:
         machine_line(report["versions"]),
         f"Measured ceilings: FP32 GEMM {c['fp32_flops'] / 1e12:.1f} TFLOP/s (8192^3, TF32 off), "
         f"copy {c['copy_bytes'] / 1e9:.0f} GB/s (1 GiB, read + write).  ",
-        f"CUDA events around each call, median of {report['repeats']} interleaved repeats after two "
+        f"CUDA events around each call, median of {report['repeats']} interleaved repeats (order shuffled "
+        "each round) after two "
         f"warm-ups (calls over {SLOW_SECONDS} s: {SLOW_REPEATS} repeats). float32 data. Error: "
         "max |y - ref| / max |ref| against a float64 CPU result. Achieved rates count the direct "
         "sum's FLOPs and the input + kernel + output bytes, whatever the algorithm.",
