@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
+
+import numpy as np
 
 from . import _patch_cuda
 from ._backend import Array, get_backend
@@ -78,9 +80,11 @@ def patch_conv(
     pad, step = int_tuple("padding", padding, 2, 0), int_tuple("stride", stride, 2, 1)
     stack, patches = x.shape[:2], x.reshape(-1, *x.shape[2:])
     if method in ("auto", "patch"):
-        lay = _kernel_layout(patches, w, pad, step, backend.name)
+        dtype, result = result_dtype(patches, w)
+        lay = _kernel_layout(patches.shape, w.shape, pad, step, backend.name, dtype if dtype == result else None)
         if lay is not None:
-            y = _patch_cuda.run(*_as_kernel_inputs(patches, w, backend.xp), lay, backend)
+            xp = backend.xp
+            y = _patch_cuda.run(xp.ascontiguousarray(patches, dtype=dtype), xp.ascontiguousarray(w, dtype=dtype), lay, backend)
             return y.reshape(*stack, *y.shape[1:])
         if method == "patch":
             msg = (
@@ -93,18 +97,15 @@ def patch_conv(
     return y.reshape(*stack, *y.shape[1:])
 
 
-def _kernel_layout(patches: Array, w: Array, pad: tuple[int, ...], step: tuple[int, ...], backend: str):  # type: ignore[no-untyped-def]
-    """The CUDA kernel's tiles, or None where it does not run (NumPy, dtype, sizes)."""
-    if backend != "cupy":
+def _kernel_layout(  # type: ignore[no-untyped-def]
+    x_shape: tuple[int, ...], w_shape: tuple[int, ...], pad: tuple[int, ...], step: tuple[int, ...],
+    backend: str, dtype: np.dtype[Any] | None,
+):
+    """The CUDA kernel's tiles for patches `x_shape` ``(P, C, h, w)``, or None where it does
+    not run: NumPy, no single compute dtype (`dtype` None: float16 results), dtype or sizes
+    the kernel does not take."""
+    if backend != "cupy" or dtype is None:
         return None
-    compute, result = result_dtype(patches, w)
-    if compute != result:
-        return None
-    if any(n + 2 * p < k for n, p, k in zip(patches.shape[2:], pad, w.shape[2:])):
+    if any(n + 2 * p < k for n, p, k in zip(x_shape[2:], pad, w_shape[2:])):
         return None  # conv raises its own error for a kernel larger than the padded patch
-    return _patch_cuda.layout(tuple(patches.shape), tuple(w.shape), pad, step, compute)  # type: ignore[arg-type]
-
-
-def _as_kernel_inputs(patches: Array, w: Array, xp) -> tuple[Array, Array]:  # type: ignore[no-untyped-def]
-    dtype = result_dtype(patches, w)[0]
-    return xp.ascontiguousarray(patches, dtype=dtype), xp.ascontiguousarray(w, dtype=dtype)
+    return _patch_cuda.layout(tuple(x_shape), tuple(w_shape), pad, step, dtype)  # type: ignore[arg-type]

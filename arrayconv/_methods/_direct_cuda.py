@@ -114,6 +114,11 @@ def channels_per_thread(problem: Problem) -> int:
     return min(16, 1 << max(0, problem.out_per_group - 1).bit_length())
 
 
+def channel_blocks(problem: Problem) -> int:
+    """Blocks of :func:`channels_per_thread` output channels per group (the last padded)."""
+    return -(-problem.out_per_group // channels_per_thread(problem))
+
+
 def _run_length(ob: int) -> int:
     """Neighbouring outputs per thread: up to 4, fewer when OB accumulators are many."""
     return max(1, min(4, 16 // ob))
@@ -123,8 +128,7 @@ def prepare(w: Array, problem: Problem, backend: Backend) -> Array:
     """The kernel as ``(G, Cg, taps, Og_padded)``, output channels last, zero-padded to a
     multiple of :func:`channels_per_thread`."""
     p, xp = problem, backend.xp
-    ob = channels_per_thread(p)
-    padded_og = -(-p.out_per_group // ob) * ob
+    padded_og = channel_blocks(p) * channels_per_thread(p)
     taps = w.reshape(p.groups, p.out_per_group, p.in_per_group, -1).transpose(0, 2, 3, 1)
     out = xp.zeros((p.groups, p.in_per_group, taps.shape[2], padded_og), dtype=w.dtype)
     out[..., : p.out_per_group] = taps
@@ -145,7 +149,7 @@ def run(x: Array, w_prepared: Array, problem: Problem, backend: Backend, out: Ar
     ones, zeros = (1,) * three, (0,) * three
     spatial, kern, n_out = ones + p.spatial, ones + p.kernel, ones + p.out_spatial
     stride, dilation, pad = ones + p.stride, ones + p.dilation, zeros + p.pad_lo
-    maps = p.batch * p.groups * (w_prepared.shape[-1] // ob)
+    maps = p.batch * p.groups * channel_blocks(p)
     run_length = _run_length(ob)
     segment = stride[2] == dilation[2] == 1 and kern[2] <= _MAX_SEGMENT_TAPS
     constants = dict(OB=ob, R=run_length, SEGMENT=int(segment), K0=kern[0], K1=kern[1], K2=kern[2])
@@ -164,8 +168,9 @@ def run(x: Array, w_prepared: Array, problem: Problem, backend: Backend, out: Ar
 def takes(problem: Problem) -> bool:
     """Whether the kernel takes `problem`: 1 to 3 spatial dims, 32-bit indices."""
     p = problem
-    maps = p.batch * p.groups * -(-p.out_per_group // channels_per_thread(p))
+    maps = p.batch * p.groups * channel_blocks(p)
     return len(p.spatial) <= 3 and max(math.prod(p.spatial), math.prod(p.out_spatial), maps) < 2**31
+
 
 def cost(problem: Problem, rates: Rates) -> tuple[float, int]:
     """Estimated seconds and temporary bytes (none).
@@ -178,7 +183,7 @@ def cost(problem: Problem, rates: Rates) -> tuple[float, int]:
     p = problem
     ob = channels_per_thread(p)
     run_length = _run_length(ob)
-    blocks_of_channels = -(-p.out_per_group // ob)
+    blocks_of_channels = channel_blocks(p)
     threads = p.batch * p.groups * blocks_of_channels * math.prod(p.out_spatial) / run_length
     fmas = p.macs * blocks_of_channels * ob / p.out_per_group
     per_tap = ob * run_length

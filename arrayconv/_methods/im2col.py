@@ -47,8 +47,7 @@ def run(x: Array, w_cols: Array, problem: Problem, backend: Backend, out: Array 
     depth = len(lay.taps) * p.in_per_group
     out = output(out, p, backend, x.dtype)
     one_gather = backend.name == "cupy" and p.unit_stride
-    chunk_bytes = _GPU_CHUNK_BYTES if backend.name == "cupy" else _CHUNK_BYTES
-    budget = min(chunk_bytes, _config.budget(backend.name) // 2)
+    budget = min(_chunk_bytes(backend), _config.budget(backend.name) // 2)
     nd = len(p.kernel)
     for chunk in lay.chunks(_bytes_per_sample(p), budget):
         items, n = chunk.b1 - chunk.b0, lay.chunk_length(chunk)
@@ -65,6 +64,11 @@ def run(x: Array, w_cols: Array, problem: Problem, backend: Backend, out: Array 
         products = products.reshape(p.groups, p.out_per_group, items, n).transpose(2, 0, 1, 3)
         lay.store_block(out, products, chunk)
     return out.reshape(p.y_shape)
+
+
+def _chunk_bytes(backend: Backend) -> int:
+    """Preferred bytes of one chunk's column matrix on `backend`."""
+    return _GPU_CHUNK_BYTES if backend.name == "cupy" else _CHUNK_BYTES
 
 
 def _row_bytes(problem: Problem) -> int:
@@ -101,8 +105,7 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     efficiency = min(1.0, p.out_per_group / 16) * min(1.0, depth / 64) * min(1.0, chunk_columns / 512)
     gemm = max(2 * p.macs / (rates.gemm_flops * max(efficiency, 0.05)), cols_bytes / rates.stream_bytes)
     if backend.name == "cupy":  # larger chunks, one gather and one GEMM launch per chunk
-        n_chunks = max(1, cols_bytes // _GPU_CHUNK_BYTES)
-        calls = n_chunks * _GPU_CALLS_PER_CHUNK
+        calls = max(1, cols_bytes // _chunk_bytes(backend)) * _GPU_CALLS_PER_CHUNK
     else:
         calls = n_chunks * math.prod(p.kernel)
     seconds = (2 * cols_bytes + 3 * out_bytes) / rates.stream_bytes + gemm + calls * rates.call_seconds

@@ -24,7 +24,7 @@ import numpy as np
 import arrayconv as ac
 
 from .cases import CASES, Case
-from .peers import MAX_LOOP_SECONDS, _macs
+from .peers import _macs, scipy_peers
 from .run import _data, _reference, machine_line, plot, versions
 
 # Calls slower than this (seconds) are timed this few times.
@@ -61,42 +61,12 @@ def _arrayconv(case: Case, x, w) -> dict[str, Callable[[], object]]:  # type: ig
 
 def _peers(case: Case, x, w, cp, time_call) -> tuple[dict[str, Callable[[], object]], dict[str, str]]:  # type: ignore[no-untyped-def]
     import cupyx.scipy.ndimage
-    import cupyx.scipy.signal as signal
+    import cupyx.scipy.signal
 
-    peers: dict[str, Callable[[], object]] = {}
-    skipped: dict[str, str] = {}
-    if case.kind == "image":
-        for method in ("fft", "direct"):
-            peers[f"cupyx correlate {method}"] = lambda m=method: signal.correlate(x, w, case.mode, m)
-        flipped = w[::-1, ::-1]
-        peers["cupyx fftconvolve"] = lambda: signal.fftconvolve(x, flipped, case.mode)
-        peers["cupyx oaconvolve"] = lambda: signal.oaconvolve(x, flipped, case.mode)
-        window = tuple(
-            slice(k // 2, k // 2 + n - k + 1) if case.mode == "valid" else slice(None) for n, k in zip(case.x, case.w)
-        )
-        peers["cupyx ndimage.correlate"] = lambda: cupyx.scipy.ndimage.correlate(x, w, mode="constant")[window]
-    else:
-        pad = case.padding
-        xpad = cp.pad(x, [(0, 0), (0, 0), (pad, pad), (pad, pad)])
-        calls = x.shape[0] * w.shape[0]
-        for method in ("fft", "direct"):
-            name = f"cupyx correlate {method} (loop over b, o)"
-            one = time_call(lambda m=method: signal.correlate(xpad[0], w[0], "valid", m))
-            if calls * one > MAX_LOOP_SECONDS:
-                skipped[name] = f"about {calls * one:.0f} s ({calls} calls, one timed)"
-                continue
-            peers[name] = lambda m=method: cp.stack([
-                cp.stack([signal.correlate(xb, wo, "valid", m)[0] for wo in w]) for xb in xpad
-            ])
-        flipped = w[:, :, ::-1, ::-1]
-        broadcast = x.shape[0] * w.shape[0] * math.prod(xpad.shape[1:]) * 8
-        for name, fn in (("fftconvolve", signal.fftconvolve), ("oaconvolve", signal.oaconvolve)):
-            if broadcast > 8 << 30:
-                skipped[f"cupyx {name} (broadcast, channel sum)"] = f"needs {broadcast / 2**30:.0f} GiB"
-                continue
-            peers[f"cupyx {name} (broadcast, channel sum)"] = lambda f=fn: f(
-                xpad[:, None], flipped[None], mode="valid", axes=(-2, -1)
-            ).sum(axis=2)
+    peers, skipped = scipy_peers(
+        case, x, w, signal=cupyx.scipy.signal, ndimage=cupyx.scipy.ndimage, xp=cp, labels=("cupyx ", "cupyx ndimage."),
+        methods=("fft", "direct"), time_call=time_call, max_direct_macs=math.inf,
+    )
     peers.update(_torch(case, x, w))
     return peers, skipped
 

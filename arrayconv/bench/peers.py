@@ -45,49 +45,11 @@ def arrayconv_callables(case: Case, x: np.ndarray, w: np.ndarray) -> dict[str, C
 
 
 def peer_callables(case: Case, x: np.ndarray, w: np.ndarray) -> tuple[dict[str, Callable[[], object]], dict[str, str]]:
-    """``(callables, skipped)`` for the peers of `case`."""
-    peers: dict[str, Callable[[], object]] = {}
-    skipped: dict[str, str] = {}
-    big = _macs(case) > MAX_DIRECT_MACS
-    if case.kind == "image":
-        for method in ("auto", "direct", "fft"):
-            if method == "direct" and big:
-                skipped["scipy.signal.correlate direct"] = f"{_macs(case):.1e} MACs"
-                continue
-            peers[f"scipy.signal.correlate {method}"] = lambda m=method: scipy.signal.correlate(x, w, case.mode, m)
-        flipped = w[::-1, ::-1]
-        peers["scipy.signal.fftconvolve"] = lambda: scipy.signal.fftconvolve(x, flipped, case.mode)
-        peers["scipy.signal.oaconvolve"] = lambda: scipy.signal.oaconvolve(x, flipped, case.mode)
-        if big:
-            skipped["scipy.ndimage.correlate"] = f"{_macs(case):.1e} MACs"
-        else:
-            # ndimage returns the input's size, centred at k // 2: crop to the 'valid' window.
-            window = tuple(
-                slice(k // 2, k // 2 + n - k + 1) if case.mode == "valid" else slice(None)
-                for n, k in zip(case.x, case.w)
-            )
-            peers["scipy.ndimage.correlate"] = lambda: scipy.ndimage.correlate(x, w, mode="constant")[window]
-    else:
-        xpad = np.pad(x, [(0, 0), (0, 0), *[(case.padding, case.padding)] * 2])
-        calls = x.shape[0] * w.shape[0]
-        for method in ("auto", "direct", "fft"):
-            name = f"scipy.signal.correlate {method} (loop over b, o)"
-            start = time.perf_counter()
-            scipy.signal.correlate(xpad[0], w[0], "valid", method)
-            total = calls * (time.perf_counter() - start)
-            if total > MAX_LOOP_SECONDS:
-                skipped[name] = f"about {total:.0f} s ({calls} calls, one timed)"
-                continue
-            peers[name] = lambda m=method: _scipy_loop(xpad, w, m)
-        flipped = w[:, :, ::-1, ::-1]
-        broadcast = x.shape[0] * w.shape[0] * math.prod(xpad.shape[1:]) * 8
-        for name, fn in (("fftconvolve", scipy.signal.fftconvolve), ("oaconvolve", scipy.signal.oaconvolve)):
-            if broadcast > 8 << 30:
-                skipped[f"scipy.signal.{name} (broadcast, channel sum)"] = f"needs {broadcast / 2**30:.0f} GiB"
-                continue
-            peers[f"scipy.signal.{name} (broadcast, channel sum)"] = lambda f=fn: f(
-                xpad[:, None], flipped[None], mode="valid", axes=(-2, -1)
-            ).sum(axis=2)
+    """``(callables, skipped)`` for the CPU peers of `case`: SciPy and torch (CPU)."""
+    peers, skipped = scipy_peers(
+        case, x, w, signal=scipy.signal, ndimage=scipy.ndimage, xp=np, labels=("scipy.signal.", "scipy.ndimage."),
+        methods=("auto", "direct", "fft"), time_call=time_call, max_direct_macs=MAX_DIRECT_MACS,
+    )
     torch_fn, why = _torch(case, x, w)
     if torch_fn is None:
         skipped["torch conv2d (CPU)"] = why
@@ -96,10 +58,70 @@ def peer_callables(case: Case, x: np.ndarray, w: np.ndarray) -> tuple[dict[str, 
     return peers, skipped
 
 
-def _scipy_loop(xpad: np.ndarray, w: np.ndarray, method: str) -> np.ndarray:
-    return np.stack([
-        np.stack([scipy.signal.correlate(xb, wo, "valid", method)[0] for wo in w]) for xb in xpad
-    ])
+def scipy_peers(  # type: ignore[no-untyped-def]
+    case: Case, x, w, *, signal, ndimage, xp, labels: tuple[str, str], methods: tuple[str, ...],
+    time_call: Callable[[Callable[[], object]], float], max_direct_macs: float,
+) -> tuple[dict[str, Callable[[], object]], dict[str, str]]:
+    """``(callables, skipped)`` of a SciPy-like library (scipy or cupyx.scipy) on `case`.
+
+    Single-channel cases: ``signal.correlate`` with each of `methods`, fftconvolve,
+    oaconvolve and ``ndimage.correlate`` (cropped to 'valid' where needed); direct sums
+    over `max_direct_macs` are skipped. Multichannel cases: ``signal.correlate`` looped
+    over (b, o) (skipped when one call, timed with `time_call`, extrapolates past
+    :data:`MAX_LOOP_SECONDS`), and fftconvolve/oaconvolve broadcast with a channel sum
+    (skipped past 8 GiB). `labels` prefix the names of the signal and ndimage callables.
+    """
+    signal_label, ndimage_label = labels
+    peers: dict[str, Callable[[], object]] = {}
+    skipped: dict[str, str] = {}
+    big = _macs(case) > max_direct_macs
+    if case.kind == "image":
+        for method in methods:
+            if method == "direct" and big:
+                skipped[f"{signal_label}correlate direct"] = f"{_macs(case):.1e} MACs"
+                continue
+            peers[f"{signal_label}correlate {method}"] = lambda m=method: signal.correlate(x, w, case.mode, m)
+        flipped = w[::-1, ::-1]
+        peers[f"{signal_label}fftconvolve"] = lambda: signal.fftconvolve(x, flipped, case.mode)
+        peers[f"{signal_label}oaconvolve"] = lambda: signal.oaconvolve(x, flipped, case.mode)
+        if big:
+            skipped[f"{ndimage_label}correlate"] = f"{_macs(case):.1e} MACs"
+        else:
+            # ndimage returns the input's size, centred at k // 2: crop to the 'valid' window.
+            window = tuple(
+                slice(k // 2, k // 2 + n - k + 1) if case.mode == "valid" else slice(None)
+                for n, k in zip(case.x, case.w)
+            )
+            peers[f"{ndimage_label}correlate"] = lambda: ndimage.correlate(x, w, mode="constant")[window]
+        return peers, skipped
+    xpad = xp.pad(x, [(0, 0), (0, 0), *[(case.padding, case.padding)] * 2])
+    calls = x.shape[0] * w.shape[0]
+    for method in methods:
+        name = f"{signal_label}correlate {method} (loop over b, o)"
+        total = calls * time_call(lambda m=method: signal.correlate(xpad[0], w[0], "valid", m))
+        if total > MAX_LOOP_SECONDS:
+            skipped[name] = f"about {total:.0f} s ({calls} calls, one timed)"
+            continue
+        peers[name] = lambda m=method: xp.stack([
+            xp.stack([signal.correlate(xb, wo, "valid", m)[0] for wo in w]) for xb in xpad
+        ])
+    flipped = w[:, :, ::-1, ::-1]
+    broadcast = x.shape[0] * w.shape[0] * math.prod(xpad.shape[1:]) * 8
+    for name, fn in (("fftconvolve", signal.fftconvolve), ("oaconvolve", signal.oaconvolve)):
+        if broadcast > 8 << 30:
+            skipped[f"{signal_label}{name} (broadcast, channel sum)"] = f"needs {broadcast / 2**30:.0f} GiB"
+            continue
+        peers[f"{signal_label}{name} (broadcast, channel sum)"] = lambda f=fn: f(
+            xpad[:, None], flipped[None], mode="valid", axes=(-2, -1)
+        ).sum(axis=2)
+    return peers, skipped
+
+
+def time_call(fn: Callable[[], object]) -> float:
+    """Seconds one call of ``fn()`` takes (wall clock)."""
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
 
 
 def _torch(case: Case, x: np.ndarray, w: np.ndarray) -> tuple[Callable[[], object] | None, str]:

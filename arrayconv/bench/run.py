@@ -36,7 +36,7 @@ from arrayconv._backend import NUMPY
 from arrayconv._rates import measure_rates
 
 from .cases import CASES, QUICK, Case
-from .peers import arrayconv_callables, peer_callables
+from .peers import arrayconv_callables, peer_callables, time_call
 
 # A callable whose warm-up takes longer than this is timed once, not repeated.
 SLOW_SECONDS = 3.0
@@ -53,13 +53,6 @@ def machine_rates() -> dict[str, float]:
 def machine_line(versions: dict[str, str]) -> str:
     """The 'Machine:' line of every Markdown report."""
     return "Machine: " + ", ".join(f"{k} {v}" for k, v in versions.items()) + "  "
-
-
-def time_call(fn) -> float:  # type: ignore[no-untyped-def]
-    """Seconds one call of ``fn()`` takes."""
-    start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
 
 
 def _data(case: Case) -> tuple[np.ndarray, np.ndarray]:
