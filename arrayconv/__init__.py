@@ -1,11 +1,20 @@
 """arrayconv: fast, SciPy-exact convolution and cross-correlation of N-D arrays.
 
 Public API: :func:`correlate`, :func:`convolve` (SciPy semantics), :func:`conv`
-(multichannel filter banks), :func:`patch_conv` (patch stacks), their plans (:func:`plan_correlate`, :func:`plan_convolve`,
+(multichannel filter banks), :func:`patch_conv` (patch stacks), their adjoints
+(:func:`conv_transpose`, :func:`conv_weight_grad`, :func:`correlate_transpose`, ...), their plans (:func:`plan_correlate`, :func:`plan_convolve`,
 :func:`plan_conv`), :func:`choose_method`, :func:`calibrate`, and settings
 (:func:`config`, :func:`memory_limit`, :func:`cache_info`, :func:`clear_caches`).
 """
 
+from ._adjoint import (
+    conv_transpose,
+    conv_weight_grad,
+    convolve_transpose,
+    convolve_weight_grad,
+    correlate_transpose,
+    correlate_weight_grad,
+)
 from ._cache import cache_info, clear_caches
 from ._choose import Choice
 from ._choose_method import choose_method
@@ -31,8 +40,14 @@ __all__ = [
     "clear_caches",
     "config",
     "conv",
+    "conv_transpose",
+    "conv_weight_grad",
     "convolve",
+    "convolve_transpose",
+    "convolve_weight_grad",
     "correlate",
+    "correlate_transpose",
+    "correlate_weight_grad",
     "memory_limit",
     "patch_conv",
     "plan_conv",

@@ -187,7 +187,7 @@ def conv_spec(
     kernel = tuple(w.shape[2:])
     stride = int_tuple("stride", stride, nd, 1)
     dilation = int_tuple("dilation", dilation, nd, 1)
-    pad_lo, pad_hi = _padding(padding, kernel, stride, dilation)
+    pad_lo, pad_hi = conv_padding(padding, kernel, stride, dilation)
     compute, result = result_dtype(*(a for a in (x, w, bias) if a is not None))
     problem = Problem(
         batch=x.shape[0],
@@ -222,10 +222,10 @@ def conv_spec(
     )
 
 
-def _padding(
+def conv_padding(
     padding: Padding, kernel: tuple[int, ...], stride: tuple[int, ...], dilation: tuple[int, ...]
 ) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """``(pad_lo, pad_hi)`` per spatial axis."""
+    """``(pad_lo, pad_hi)`` per spatial axis of a conv layer's `padding` argument."""
     nd = len(kernel)
     if isinstance(padding, str):
         check_choice("padding", padding, ("same", "valid"))

@@ -74,11 +74,11 @@ def int_guard(dtype: np.dtype[Any], x_bound: int, w_bound: int, terms: int) -> d
     return {"fft": f"integer result up to {bound} is not exact in float64"}
 
 
-def abs_bound(a: Array | None, dtype: np.dtype[Any]) -> int:
+def abs_bound(a: Array | ArraySpec | None, dtype: np.dtype[Any]) -> int:
     """``max|a|`` for an integer array; the dtype's largest magnitude when `a` is not at hand."""
     if dtype.kind not in "iu":
         return 0
-    if a is None:
+    if a is None or isinstance(a, ArraySpec):
         info = np.iinfo(dtype)
         return max(abs(int(info.min)), int(info.max))
     return max(abs(int(a.min())), abs(int(a.max())))
