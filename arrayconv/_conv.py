@@ -9,8 +9,11 @@ from typing import Literal
 import numpy as np
 
 from ._backend import Array, Backend, get_backend
+from ._boundary import PADDING_MODES, extend
 from ._docstrings import fill
 from ._methods import METHODS
+from ._nan import NAN_POLICIES, NanPolicy
+from ._nan import apply as apply_nan_policy
 from ._plan import Plan, Spec, abs_bound, int_guard, terms
 from ._problem import (
     ArraySpec,
@@ -18,6 +21,7 @@ from ._problem import (
     as_array,
     check_choice,
     check_conv_shapes,
+    check_no_overlap,
     check_fits,
     input_spec,
     int_tuple,
@@ -38,8 +42,11 @@ def conv(
     padding: Padding = 0,
     dilation: int | Sequence[int] = 1,
     groups: int = 1,
+    padding_mode: Literal["zeros", "reflect", "replicate", "circular"] = "zeros",
+    nan: NanPolicy = "propagate",
     method: Literal["auto", "direct", "im2col", "fft"] = "auto",
     measure: bool | Literal["disk"] = False,
+    out: Array | None = None,
 ) -> Array:
     """Apply a bank of filters to multichannel images: a conv layer without the framework.
 
@@ -65,8 +72,16 @@ def conv(
         Spacing between kernel taps (>= 1). Default 1.
     groups : int, optional
         Input and output channels are split into `groups` independent blocks. Default 1.
+    padding_mode : {{'zeros', 'reflect', 'replicate', 'circular'}}, optional
+        What the padding holds, as PyTorch's conv layers: zeros (default), the input
+        mirrored without repeating the edge sample, the edge sample, or the input wrapped
+        around.
+    nan : {{'propagate', 'raise', 'fill', 'normalize', 'ignore'}}, optional
+        As :func:`correlate`; 'fill' takes NaNs as 0, and with 'normalize' the bias is
+        added after the normalization.
     {method}
     {measure}
+    {out}
 
     Returns
     -------
@@ -102,9 +117,31 @@ def conv(
     backend = get_backend(x=x, w=w, bias=bias)
     x, w = as_array(x, "x", backend), as_array(w, "w", backend)
     bias = None if bias is None else as_array(bias, "bias", backend)
+    check_no_overlap(out, backend, w=w, bias=bias)
+    check_choice("padding_mode", padding_mode, PADDING_MODES)
+    check_choice("nan", nan, NAN_POLICIES)
     options = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
     spec = conv_spec(ArraySpec(tuple(x.shape), x.dtype), w, bias, backend, method, x_bound=abs_bound(x, x.dtype), **options)
-    return Plan(spec, w, method, measure=measure, sample=x)(x)
+    if padding_mode != "zeros" or nan == "normalize":  # normalize counts the padding as data
+        pads = list(zip(spec.problem.pad_lo, spec.problem.pad_hi))
+        x = extend(backend.xp, x, range(2, x.ndim), pads, PADDING_MODES[padding_mode])
+        options["padding"] = 0
+    shift = bias if nan == "normalize" else None  # normalized first, then shifted
+    if options["padding"] == 0:
+        added = None if shift is not None else bias
+        spec = conv_spec(ArraySpec(tuple(x.shape), x.dtype), w, added, backend, method, x_bound=abs_bound(x, x.dtype), **options)
+    plan = Plan(spec, w, method, measure=measure, sample=x)
+
+    def linear(a: Array, k: Array) -> Array:
+        return conv(a, k, nan="ignore", **options)
+
+    y = apply_nan_policy(nan, x, w, backend, plan.method, lambda a: plan(a, out), linear)
+    if shift is not None:
+        y += shift.reshape(-1, *(1,) * (x.ndim - 2)).astype(y.dtype, copy=False)
+    if out is not None and y is not out:
+        out[...] = y
+        return out
+    return y
 
 
 @fill

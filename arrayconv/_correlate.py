@@ -9,8 +9,11 @@ from typing import Literal
 import numpy as np
 
 from ._backend import Array, Backend, get_backend
+from ._boundary import BOUNDARIES, extend
 from ._docstrings import fill
 from ._methods import METHODS
+from ._nan import NAN_POLICIES, NanPolicy
+from ._nan import apply as apply_nan_policy
 from ._plan import Plan, Spec, abs_bound, int_guard, terms
 from ._problem import (
     ArraySpec,
@@ -18,6 +21,7 @@ from ._problem import (
     as_array,
     check_broadcast,
     check_choice,
+    check_no_overlap,
     check_same_ndim,
     check_valid_sizes,
     input_spec,
@@ -28,6 +32,7 @@ from ._shapes import Shape, mode_padding
 
 Mode = Literal["full", "valid", "same"]
 MethodName = Literal["auto", "direct", "im2col", "fft"]
+Boundary = Literal["fill", "wrap", "symm", "reflect", "mirror", "nearest"]
 MODES = ("full", "valid", "same")
 
 
@@ -39,7 +44,11 @@ def correlate(
     method: MethodName = "auto",
     *,
     axes: int | Sequence[int] | None = None,
+    boundary: Boundary = "fill",
+    fillvalue: complex = 0,
+    nan: NanPolicy = "propagate",
     measure: bool | Literal["disk"] = False,
+    out: Array | None = None,
 ) -> Array:
     """Cross-correlate two N-D arrays, exactly as `scipy.signal.correlate`.
 
@@ -55,12 +64,15 @@ def correlate(
     {mode}
     {method}
     {axes}
+    {boundary}
+    {nan}
     {measure}
+    {out}
 
     Returns
     -------
     ndarray
-        The correlation. Its dtype is ``np.result_type(in1, in2)``: float32 stays float32,
+        The correlation (`out` when given). Its dtype is ``np.result_type(in1, in2)``: float32 stays float32,
         float16 is computed in float32, integers are exact as in SciPy's direct method
         (or computed in float64 and rounded, for the FFT).
 
@@ -92,7 +104,7 @@ def correlate(
     >>> ac.correlate(np.array([1.0, 2.0, 3.0]), np.array([0.0, 1.0, 0.5]), mode="same")
     array([2. , 3.5, 3. ])
     """
-    return _correlate(in1, in2, mode, method, axes, measure, flip=False)
+    return _correlate(in1, in2, mode, method, axes, boundary, fillvalue, nan, measure, out, flip=False)
 
 
 @fill
@@ -103,7 +115,11 @@ def convolve(
     method: MethodName = "auto",
     *,
     axes: int | Sequence[int] | None = None,
+    boundary: Boundary = "fill",
+    fillvalue: complex = 0,
+    nan: NanPolicy = "propagate",
     measure: bool | Literal["disk"] = False,
+    out: Array | None = None,
 ) -> Array:
     """Convolve two N-D arrays, exactly as `scipy.signal.convolve`.
 
@@ -116,12 +132,15 @@ def convolve(
     {mode}
     {method}
     {axes}
+    {boundary}
+    {nan}
     {measure}
+    {out}
 
     Returns
     -------
     ndarray
-        The convolution, with the dtype rules of :func:`correlate`.
+        The convolution (`out` when given), with the dtype rules of :func:`correlate`.
 
     Raises
     ------
@@ -142,7 +161,7 @@ def convolve(
     >>> ac.convolve(np.array([1.0, 2.0, 3.0]), np.array([0.0, 1.0, 0.5]))
     array([0. , 1. , 2.5, 4. , 1.5])
     """
-    return _correlate(in1, in2, mode, method, axes, measure, flip=True)
+    return _correlate(in1, in2, mode, method, axes, boundary, fillvalue, nan, measure, out, flip=True)
 
 
 @fill
@@ -248,15 +267,39 @@ def _correlate(
     mode: str,
     method: str,
     axes: int | Sequence[int] | None,
+    boundary: str,
+    fillvalue: complex,
+    nan: str,
     measure: bool | str,
+    out: Array | None,
     *,
     flip: bool,
 ) -> Array:
     backend = get_backend(in1=in1, in2=in2)
     in1, in2 = as_array(in1, "in1", backend), as_array(in2, "in2", backend)
+    check_no_overlap(out, backend, in2=in2)
+    check_choice("boundary", boundary, BOUNDARIES)
+    check_choice("nan", nan, NAN_POLICIES)
+    check_choice("mode", mode, MODES)
+    # normalize counts samples past the edges as data (as astropy), so it extends explicitly
+    if mode != "valid" and in1.ndim and (boundary != "fill" or fillvalue != 0 or nan == "normalize"):
+        axes = normalize_axes(axes, in1.ndim)
+        check_same_ndim(in1, in2)
+        pads = [mode_padding(in1.shape[a], in2.shape[a], mode) for a in axes]
+        in1 = extend(backend.xp, in1, axes, pads, BOUNDARIES[boundary], fillvalue)
+        mode = "valid"
     x = ArraySpec(tuple(in1.shape), in1.dtype)
     spec, w = correlate_spec(x, in2, backend, mode, method, axes, flip=flip, x_bound=abs_bound(in1, in1.dtype))
-    return Plan(spec, w, method, measure=measure, sample=in1)(in1)
+    plan = Plan(spec, w, method, measure=measure, sample=in1)
+
+    def linear(a: Array, k: Array) -> Array:
+        return _correlate(a, k, mode, "auto", axes, "fill", 0, "ignore", False, None, flip=flip)
+
+    y = apply_nan_policy(nan, in1, in2, backend, plan.method, lambda a: plan(a, out), linear, fillvalue=fillvalue)
+    if out is not None and y is not out:
+        out[...] = y
+        return out
+    return y
 
 
 def correlate_spec(

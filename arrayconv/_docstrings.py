@@ -27,6 +27,26 @@ PARAMETERS = {
     "memory_limit": """memory_limit : int, optional
         Bytes the temporaries of one call may use. Default: :func:`memory_limit` at
         each call.""",
+    "out": """out : ndarray, optional
+        Where to write the result: its exact shape and dtype, on the inputs' backend,
+        writeable, not overlapping an input. Untouched if an error is raised.""",
+    "boundary": """boundary : {'fill', 'wrap', 'symm', 'reflect', 'mirror', 'nearest'}, optional
+        How `in1` continues past its edges along the correlated axes (modes 'full' and
+        'same'; 'valid' never reads past them): 'fill' (default) with `fillvalue`, 'wrap'
+        periodic, 'symm' (= 'reflect', as scipy.ndimage) mirrored with the edge sample
+        repeated, 'mirror' without repeating it, 'nearest' the edge sample. As
+        ``scipy.signal.correlate2d(boundary=...)`` / ``scipy.ndimage.correlate(mode=...)``.
+    fillvalue : scalar, optional
+        Value past the edges with boundary='fill', and of NaNs with nan='fill'. Default 0.""",
+    "nan": """nan : {'propagate', 'raise', 'fill', 'normalize', 'ignore'}, optional
+        What a NaN in the input does. 'propagate' (default): the outputs whose kernel
+        footprint covers a NaN or inf are NaN, as SciPy's direct method, on every method
+        (FFT too: never a whole NaN image). 'raise': ValueError if an input holds NaN.
+        'fill': NaNs are taken as `fillvalue`. 'normalize': normalized convolution, each
+        output divided by the kernel weight over the non-NaN samples it covers (NaN where
+        it covers none); samples past the edges count as data, as astropy's
+        ``convolve(nan_treatment='interpolate', normalize_kernel=True)``. 'ignore': no check; NaN and inf follow the method's arithmetic
+        (FFT spreads them over the whole result).""",
     "axes": """axes : int or sequence of int, optional
         Axes to correlate along (default: all). The other axes are batched: each must be
         equal in both inputs, or 1 in one of them (broadcast).""",
@@ -34,6 +54,6 @@ PARAMETERS = {
 
 
 def fill(func: F) -> F:
-    """Substitute ``{method}``, ``{mode}``, ``{axes}``, ``{measure}``, ``{memory_limit}`` in `func`'s docstring."""
+    """Substitute ``{method}``, ``{mode}``, ``{axes}``, ``{boundary}``, ``{nan}``, ``{measure}``, ``{memory_limit}``, ``{out}`` in `func`'s docstring."""
     func.__doc__ = (func.__doc__ or "").format(**PARAMETERS)
     return func

@@ -197,6 +197,15 @@ def normalize_axes(axes: int | Sequence[int] | None, ndim: int) -> tuple[int, ..
     return tuple(sorted(normal))
 
 
+def check_no_overlap(out: Array | None, backend: Backend, **arrays: Array | None) -> None:
+    """Raise if `out` shares memory with one of the named `arrays` (checked before any work)."""
+    for name, a in arrays.items():
+        # a wrong kind of `out` is reported by the plan's own check
+        if a is not None and type(a) is type(out) and backend.xp.may_share_memory(out, a):
+            msg = f"`out` must not overlap the input `{name}`"
+            raise ValueError(msg)
+
+
 def check_same_ndim(in1: Array, in2: Array) -> None:
     """Raise unless `in1` and `in2` have the same number of dimensions."""
     if in1.ndim != in2.ndim:

@@ -1,0 +1,191 @@
+"""Boundary rules and NaN policies, every method, against SciPy (and astropy, torch)."""
+
+import numpy as np
+import pytest
+import scipy.ndimage
+import scipy.signal
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import arrayconv as ac
+from _reference import assert_matches, random, reference_conv, to_numpy
+
+METHODS = ["auto", *ac.METHODS]
+NDIMAGE_MODES = {"symm": "reflect", "reflect": "reflect", "mirror": "mirror", "nearest": "nearest", "wrap": "wrap", "fill": "constant"}
+SIGNAL_BOUNDARIES = {"fill": "fill", "wrap": "wrap", "symm": "symm"}
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("boundary", list(NDIMAGE_MODES))
+@settings(max_examples=15)
+@given(
+    shape=st.lists(st.integers(1, 12), min_size=1, max_size=3),
+    kernel=st.lists(st.integers(1, 7), min_size=3, max_size=3),
+    dtype=st.sampled_from(["float32", "float64"]),
+    seed=st.integers(0, 2**16),
+)
+def test_same_matches_ndimage(xp, method, boundary, shape, kernel, dtype, seed):
+    """'same' with a boundary rule is scipy.ndimage.correlate with that mode (kernels may exceed the image)."""
+    rng = np.random.default_rng(seed)
+    x, k = random(rng, shape, dtype), random(rng, kernel[: len(shape)], dtype)
+    fill = float(rng.standard_normal())
+    got = ac.correlate(xp.asarray(x), xp.asarray(k), "same", method, boundary=boundary, fillvalue=fill)
+    ref = scipy.ndimage.correlate(x.astype(np.float64), k.astype(np.float64), mode=NDIMAGE_MODES[boundary], cval=fill)
+    assert_matches(got, ref, dtype=dtype, backend=xp.__name__)
+    flipped = ac.convolve(xp.asarray(x), xp.asarray(k), "same", method, boundary=boundary, fillvalue=fill)
+    if all(n % 2 for n in k.shape):  # ndimage centres even kernels of convolve differently
+        ref = scipy.ndimage.convolve(x.astype(np.float64), k.astype(np.float64), mode=NDIMAGE_MODES[boundary], cval=fill)
+        assert_matches(flipped, ref, dtype=dtype, backend=xp.__name__)
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("boundary", list(SIGNAL_BOUNDARIES))
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+@pytest.mark.parametrize("kernel", [(3, 5), (4, 2), (9, 12)])
+@pytest.mark.parametrize("dtype", ["float64", "complex128", "float32"])
+def test_2d_matches_signal_convolve2d(xp, method, boundary, mode, kernel, dtype, rng):
+    x, k = random(rng, (7, 10), dtype), random(rng, kernel, dtype)
+    if mode == "valid" and kernel[0] > 7:
+        x, k = k, x  # valid needs one input to cover the other
+    got = ac.convolve(xp.asarray(x), xp.asarray(k), mode, method, boundary=boundary, fillvalue=0.5)
+    ref = scipy.signal.convolve2d(x.astype(np.complex128), k.astype(np.complex128), mode, boundary=SIGNAL_BOUNDARIES[boundary], fillvalue=0.5)
+    assert_matches(got, ref if dtype[0] == "c" else ref.real, dtype=dtype, backend=xp.__name__)
+    if mode == "full" or all(n % 2 for n in kernel):  # correlate2d's 'same' is off by one for even kernels
+        got = ac.correlate(xp.asarray(x), xp.asarray(k), mode, method, boundary=boundary, fillvalue=0.5)
+        ref = scipy.signal.correlate2d(x.astype(np.complex128), k.astype(np.complex128), mode, boundary=SIGNAL_BOUNDARIES[boundary], fillvalue=0.5)
+        assert_matches(got, ref if dtype[0] == "c" else ref.real, dtype=dtype, backend=xp.__name__)
+
+
+def test_batched_axes_extend_only_the_correlated_axes(rng):
+    x, k = random(rng, (3, 20), "float64"), random(rng, (3, 6), "float64")
+    got = ac.correlate(x, k, "same", axes=-1, boundary="wrap")
+    ref = np.stack([scipy.ndimage.correlate1d(x[i], k[i], mode="wrap") for i in range(3)])
+    assert_matches(got, ref, dtype="float64")
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("padding_mode", ["reflect", "replicate", "circular"])
+@pytest.mark.parametrize("options", [dict(padding=2), dict(padding="same", dilation=2), dict(padding=(1, 3), stride=2, groups=2)])
+def test_conv_padding_modes(xp, method, padding_mode, options, rng):
+    x, w = random(rng, (2, 4, 9, 11), "float64"), random(rng, (6, 4 // options.get("groups", 1), 4, 3), "float64")
+    got = ac.conv(xp.asarray(x), xp.asarray(w), method=method, padding_mode=padding_mode, **options)
+    numpy_mode = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}[padding_mode]
+    padding = options["padding"]
+    if padding == "same":
+        total = [2 * (k - 1) for k in w.shape[2:]]
+        pads = [(t // 2, t - t // 2) for t in total]
+    else:
+        pads = [(p, p) for p in ((padding,) * 2 if isinstance(padding, int) else padding)]
+    padded = np.pad(x, [(0, 0), (0, 0), *pads], mode=numpy_mode)
+    rest = {k: v for k, v in options.items() if k != "padding"}
+    assert_matches(got, reference_conv(padded, w, **rest), dtype="float64", backend=xp.__name__)
+
+
+def test_conv_padding_modes_match_torch(rng):
+    torch = pytest.importorskip("torch")
+    x, w = random(rng, (1, 3, 12, 13), "float64"), random(rng, (5, 3, 5, 4), "float64")
+    for mode in ["reflect", "replicate", "circular"]:
+        layer = torch.nn.Conv2d(3, 5, (5, 4), padding=(2, 1), padding_mode=mode, bias=False, dtype=torch.float64)
+        layer.weight.data = torch.tensor(w)
+        ref = layer(torch.tensor(x)).detach().numpy()
+        assert_matches(ac.conv(x, w, padding=(2, 1), padding_mode=mode), ref, dtype="float64")
+
+
+def with_nans(rng, shape, dtype, count=3):
+    x = random(rng, shape, dtype)
+    flat = x.reshape(-1)
+    flat[rng.choice(flat.size, size=count, replace=False)] = np.nan
+    return x
+
+
+def assert_nan_matches(got, ref, dtype, backend="numpy"):
+    """Same NaN positions; the other samples within tolerance."""
+    got_np = to_numpy(got)
+    assert type(got).__module__.split(".")[0] == backend
+    np.testing.assert_array_equal(np.isnan(got_np), np.isnan(ref))
+    finite = ~np.isnan(ref)
+    assert finite.any()
+    assert_matches(np.where(finite, got_np, 0).astype(dtype), np.where(finite, ref, 0), dtype=dtype)
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex128"])
+def test_nan_propagates_over_the_footprint_only(xp, method, mode, dtype, rng):
+    x, k = with_nans(rng, (40, 37), dtype), random(rng, (6, 5), dtype)
+    k[2, 3] = 0  # a zero tap still carries NaN, as SciPy's direct sum (NaN * 0 = NaN)
+    ref = scipy.signal.correlate(x.astype(np.complex128), k.astype(np.complex128), mode, method="direct")
+    ref = ref if dtype[0] == "c" else ref.real
+    for func, reference in [(ac.correlate, ref)]:
+        assert_nan_matches(func(xp.asarray(x), xp.asarray(k), mode, method), reference, dtype, xp.__name__)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_conv_nan_propagates_over_the_footprint_only(xp, method, rng):
+    x, w = with_nans(rng, (2, 4, 16, 15), "float64"), random(rng, (6, 2, 3, 4), "float64")
+    options = dict(padding=2, stride=(1, 2), groups=2)
+    assert_nan_matches(ac.conv(xp.asarray(x), xp.asarray(w), method=method, **options), reference_conv(x, w, **options), "float64", xp.__name__)
+
+
+@pytest.mark.parametrize("method", ["fft", "direct"])
+def test_inf_reaches_only_its_footprint(method, rng):
+    x, k = random(rng, (30, 30), "float64"), random(rng, (5, 5), "float64")
+    x[3, 4] = np.inf
+    got = ac.correlate(x, k, "same", method)
+    ref = scipy.signal.correlate(x, k, "same", method="direct")
+    np.testing.assert_array_equal(np.isfinite(got), np.isfinite(ref))
+
+
+def test_nan_raise_fill_ignore(rng):
+    x, k = with_nans(rng, (20, 20), "float64"), random(rng, (3, 3), "float64")
+    with pytest.raises(ValueError, match="`in1` contains NaN and nan='raise'"):
+        ac.correlate(x, k, nan="raise")
+    with pytest.raises(ValueError, match="`in2` contains NaN"):
+        ac.correlate(k, x, nan="raise")
+    filled = ac.correlate(x, k, "same", nan="fill", fillvalue=2.5)
+    ref = scipy.ndimage.correlate(np.where(np.isnan(x), 2.5, x), k, mode="constant", cval=2.5)  # edges hold fillvalue too
+    assert_matches(filled, ref, dtype="float64")
+    assert np.isnan(ac.correlate(x, k, "same", "fft", nan="ignore")).all()
+    with pytest.raises(ValueError, match="`nan` must be one of"):
+        ac.correlate(x, k, nan="skip")
+
+
+def normalized_reference(x, k, mode):
+    """Normalized convolution from SciPy direct correlations; samples past the edges are data (zeros)."""
+    missing = np.isnan(x)
+    top = scipy.signal.correlate(np.where(missing, 0, x), k, mode, method="direct")
+    weight = k.sum() - scipy.signal.correlate(missing.astype(float), k, mode, method="direct")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(weight == 0, np.nan, top / np.where(weight == 0, 1, weight))
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+def test_nan_normalize(xp, method, mode, rng):
+    x, k = with_nans(rng, (30, 33), "float64", count=40), rng.random((5, 4)) + 0.1
+    x[:6, :6] = np.nan  # a hole wider than the kernel: NaN in its middle
+    got = ac.correlate(xp.asarray(x), xp.asarray(k), mode, method, nan="normalize")
+    assert_nan_matches(got, normalized_reference(x, k, mode), "float64", xp.__name__)
+
+
+def test_nan_normalize_matches_astropy(rng):
+    convolution = pytest.importorskip("astropy.convolution")
+    x, k = with_nans(rng, (40, 50), "float64", count=60), rng.random((5, 7)) + 0.1
+    got = ac.convolve(x, k, "same", nan="normalize")
+    ref = convolution.convolve(x, k, boundary="fill", fill_value=0, nan_treatment="interpolate", normalize_kernel=True)
+    assert_matches(got, ref, dtype="float64")
+
+
+def test_conv_nan_normalize_adds_bias_after(rng):
+    x, w, bias = with_nans(rng, (1, 1, 12, 12), "float64"), rng.random((1, 1, 3, 3)) + 0.1, np.array([5.0])
+    got = ac.conv(x, w, bias, padding=1, nan="normalize")
+    ref = normalized_reference(x[0, 0], w[0, 0], "same") + 5.0
+    assert_nan_matches(got[0, 0], ref, "float64")
+
+
+def test_boundary_errors(rng):
+    x, k = random(rng, (8, 8), "float64"), random(rng, (3, 3), "float64")
+    with pytest.raises(ValueError, match="`boundary` must be one of"):
+        ac.correlate(x, k, boundary="periodic")
+    with pytest.raises(ValueError, match="`padding_mode` must be one of"):
+        ac.conv(x[None, None], k[None, None], padding_mode="symmetric")
