@@ -25,6 +25,7 @@ from ._methods import METHODS
 from ._patch import patch_conv
 from ._plan import Plan
 from ._rates import Rates, cache_dir, calibrate
+from ._tiled import convolve_into, correlate_into
 
 __version__ = "0.2.0.dev0"
 
@@ -43,9 +44,11 @@ __all__ = [
     "conv_transpose",
     "conv_weight_grad",
     "convolve",
+    "convolve_into",
     "convolve_transpose",
     "convolve_weight_grad",
     "correlate",
+    "correlate_into",
     "correlate_transpose",
     "correlate_weight_grad",
     "memory_limit",

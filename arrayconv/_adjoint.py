@@ -19,7 +19,7 @@ from ._docstrings import fill
 from ._problem import ArraySpec, as_array, input_spec, int_tuple, normalize_axes
 from ._window import scatter_strided, window
 
-ConvMethod = Literal["auto", "direct", "im2col", "fft"]
+ConvMethod = Literal["auto", "direct", "im2col", "fft", "oa"]
 
 
 @fill

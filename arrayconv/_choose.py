@@ -81,6 +81,9 @@ def _estimate(
     for name, method in METHODS.items():
         if name not in rejected and (why := method.unsupported(problem, backend, memory_limit)):
             rejected[name] = why
+    for name, method in METHODS.items():
+        if method.fallback_for and method.fallback_for not in rejected:
+            rejected.setdefault(name, f"only when {method.fallback_for!r} does not fit the memory budget")
     estimates = {
         name: method.cost(problem, backend, rates)
         for name, method in METHODS.items()

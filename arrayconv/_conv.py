@@ -44,7 +44,7 @@ def conv(
     groups: int = 1,
     padding_mode: Literal["zeros", "reflect", "replicate", "circular"] = "zeros",
     nan: NanPolicy = "propagate",
-    method: Literal["auto", "direct", "im2col", "fft"] = "auto",
+    method: Literal["auto", "direct", "im2col", "fft", "oa"] = "auto",
     measure: bool | Literal["disk"] = False,
     out: Array | None = None,
 ) -> Array:
@@ -155,7 +155,7 @@ def plan_conv(
     padding: Padding = 0,
     dilation: int | Sequence[int] = 1,
     groups: int = 1,
-    method: Literal["auto", "direct", "im2col", "fft"] = "auto",
+    method: Literal["auto", "direct", "im2col", "fft", "oa"] = "auto",
     memory_limit: int | None = None,
     measure: bool | Literal["disk"] = False,
 ) -> Plan:

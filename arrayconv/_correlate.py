@@ -31,7 +31,7 @@ from ._problem import (
 from ._shapes import Shape, mode_padding
 
 Mode = Literal["full", "valid", "same"]
-MethodName = Literal["auto", "direct", "im2col", "fft"]
+MethodName = Literal["auto", "direct", "im2col", "fft", "oa"]
 Boundary = Literal["fill", "wrap", "symm", "reflect", "mirror", "nearest"]
 MODES = ("full", "valid", "same")
 

@@ -8,11 +8,12 @@ from typing import TypeVar
 F = TypeVar("F", bound=Callable[..., object])
 
 PARAMETERS = {
-    "method": """method : {'auto', 'direct', 'im2col', 'fft'}, optional
+    "method": """method : {'auto', 'direct', 'im2col', 'fft', 'oa'}, optional
         Algorithm. 'direct' sums over kernel taps in cache-sized chunks; 'im2col' gathers
         taps into column matrices (chunked to the memory budget) for one GEMM; 'fft' uses
-        real FFTs at fast lengths. 'auto' (default) picks the fastest by a cost model and
-        never raises.""",
+        real FFTs at fast lengths; 'oa' is overlap-save, the FFT method on slabs of output
+        rows whose temporaries fit the memory budget. 'auto' (default) picks the fastest
+        by a cost model (considering 'oa' only when 'fft' does not fit) and never raises.""",
     "mode": """mode : {'full', 'valid', 'same'}, optional
         Output size, as in `scipy.signal.correlate`: 'full' (default) every overlap;
         'valid' only samples that need no zero padding (one input must be at least as

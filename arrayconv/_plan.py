@@ -71,7 +71,8 @@ def int_guard(dtype: np.dtype[Any], x_bound: int, w_bound: int, terms: int) -> d
     bound = x_bound * w_bound * terms
     if bound <= _EXACT_FLOAT64:
         return {}
-    return {"fft": f"integer result up to {bound} is not exact in float64"}
+    reason = f"integer result up to {bound} is not exact in float64"
+    return {"fft": reason, "oa": reason}
 
 
 def abs_bound(a: Array | ArraySpec | None, dtype: np.dtype[Any]) -> int:
@@ -125,8 +126,8 @@ class Plan:
         self._w = w
         with self._settings():
             self.choice = self._choose(method, measure, sample)
-        self.method = self.choice.method
-        self._kernel = self._prepare(self.method)
+            self.method = self.choice.method
+            self._kernel = self._prepare(self.method)
         del self._w
 
     x_shape = property(lambda self: self._spec.x.shape, doc="Shape of the input.")

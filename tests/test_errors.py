@@ -15,7 +15,7 @@ W = np.random.default_rng(2).standard_normal((6, 4, 3, 3))
     "args, kwargs, error, match",
     [
         ((A, A[:3, :3], "middle"), {}, ValueError, r"`mode` must be one of \{'full', 'valid', 'same'\}, got 'middle'"),
-        ((A, A[:3, :3]), {"method": "winograd"}, ValueError, r"`method` must be one of \{'auto', 'direct', 'fft', 'im2col'\}, got 'winograd'"),
+        ((A, A[:3, :3]), {"method": "winograd"}, ValueError, r"`method` must be one of \{'auto', 'direct', 'fft', 'im2col', 'oa'\}, got 'winograd'"),
         ((A, A[0]), {}, ValueError, r"`in1` and `in2` must have the same ndim, got 2 and 1 \(shapes \(8, 9\), \(9,\)\)"),
         ((A, A[:3, :0]), {}, ValueError, r"`in2` must not be empty, got shape \(3, 0\)"),
         ((A > 0, A), {}, TypeError, r"`in1` must have an integer, float or complex dtype, got bool; cast"),

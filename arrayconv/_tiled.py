@@ -1,0 +1,222 @@
+"""Out-of-core filtering: read an image slab by slab, filter each slab, write it out.
+
+`in1` is anything that slices along its first axis into a NumPy array: ``numpy.memmap``,
+a zarr array, a TIFF opened with tifffile as a memmap or zarr store, an h5py dataset.
+`out` is anything that takes slab assignments (the same kinds, or a NumPy array). Only
+one slab of input rows (with its halo) and one slab of results are in memory at a time.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from . import _config
+from ._backend import Array, get_backend
+from ._boundary import BOUNDARIES, extend
+from ._correlate import Boundary, MethodName, Mode, convolve, correlate
+from ._docstrings import fill
+from ._nan import NanPolicy
+from ._problem import check_choice, check_valid_sizes, result_dtype
+from ._shapes import mode_padding
+
+# Bytes of temporaries per byte of a slab: its extended copy, the FFT's spectra and the
+# slab of results, with room to spare; the rest of the budget goes to the filter itself.
+_SLAB_SHARE = 8
+
+
+@fill
+def correlate_into(
+    in1: Any,
+    in2: Array,
+    out: Any,
+    mode: Mode = "same",
+    method: MethodName = "auto",
+    *,
+    boundary: Boundary = "fill",
+    fillvalue: complex = 0,
+    nan: NanPolicy = "propagate",
+    memory_limit: int | None = None,
+    progress: bool = True,
+) -> Any:
+    """Correlate an image larger than memory into an output array, slab by slab.
+
+    The same result as ``out[...] = correlate(in1[...], in2, mode, boundary=..., nan=...)``,
+    but `in1` is read and `out` written one slab of rows at a time, so memory stays within
+    `memory_limit` however large the image. With a CuPy `in2`, each slab is copied to the
+    GPU, filtered there and copied back.
+
+    Parameters
+    ----------
+    in1 : array_like with slicing
+        The image: anything ``in1[a:b]`` turns into an array (``numpy.memmap``, zarr,
+        tifffile, h5py). Its first axis is cut into slabs.
+    in2 : ndarray
+        The kernel, in memory (NumPy, or CuPy to filter on the GPU); same ndim as `in1`.
+    out : array_like with slice assignment
+        Where the result goes: shape of the result for `mode`, dtype
+        ``np.result_type(in1, in2)``.
+    {mode}
+    {method}
+    {boundary}
+    {nan}
+    {memory_limit}
+    progress : bool, optional
+        Show a progress bar (tqdm, when installed). Default True.
+
+    Returns
+    -------
+    array_like
+        `out`.
+
+    Raises
+    ------
+    ValueError
+        For an `out` of the wrong shape or dtype, different ndims, 'valid' with a kernel
+        larger than the image, or the errors of :func:`correlate`.
+
+    Examples
+    --------
+    >>> import numpy as np, tempfile, os
+    >>> import arrayconv as ac
+    >>> path = os.path.join(tempfile.mkdtemp(), "image.dat")
+    >>> image = np.memmap(path, np.float32, "w+", shape=(1000, 800))
+    >>> image[:] = np.random.default_rng(0).random((1000, 800), dtype=np.float32)
+    >>> psf = np.ones((15, 15), np.float32) / 225
+    >>> result = np.empty((1000, 800), np.float32)
+    >>> _ = ac.correlate_into(image, psf, result, memory_limit=8 << 20, progress=False)
+    >>> bool(np.allclose(result, ac.correlate(np.asarray(image), psf, "same"), atol=1e-5))
+    True
+    """
+    return _filter_into(in1, in2, out, mode, method, boundary, fillvalue, nan, memory_limit, progress, flip=False)
+
+
+@fill
+def convolve_into(
+    in1: Any,
+    in2: Array,
+    out: Any,
+    mode: Mode = "same",
+    method: MethodName = "auto",
+    *,
+    boundary: Boundary = "fill",
+    fillvalue: complex = 0,
+    nan: NanPolicy = "propagate",
+    memory_limit: int | None = None,
+    progress: bool = True,
+) -> Any:
+    """Convolve an image larger than memory into an output array, slab by slab.
+
+    Parameters and results are those of :func:`correlate_into`, for :func:`convolve`.
+
+    Returns
+    -------
+    array_like
+        `out`.
+    """
+    return _filter_into(in1, in2, out, mode, method, boundary, fillvalue, nan, memory_limit, progress, flip=True)
+
+
+def _filter_into(in1, in2, out, mode, method, boundary, fillvalue, nan, memory_limit, progress, *, flip):  # type: ignore[no-untyped-def]
+    backend = get_backend(in2=in2)
+    check_choice("mode", mode, ("full", "same", "valid"))
+    check_choice("boundary", boundary, BOUNDARIES)
+    shape, kernel = tuple(in1.shape), tuple(in2.shape)
+    if len(shape) != len(kernel) or not shape:
+        msg = f"`in1` and `in2` must have the same ndim (>= 1), got shapes {shape} and {kernel}"
+        raise ValueError(msg)
+    if mode == "valid":
+        check_valid_sizes(shape, kernel)
+        if any(n < k for n, k in zip(shape, kernel)):
+            msg = f"mode 'valid' needs `in1` at least as large as `in2` here, got {shape} and {kernel}"
+            raise ValueError(msg)
+    pads = [mode_padding(n, k, mode) for n, k in zip(shape, kernel)]
+    y_shape = tuple(n + lo + hi - k + 1 for n, k, (lo, hi) in zip(shape, kernel, pads))
+    _, dtype = result_dtype(np.empty(0, in1.dtype), in2)
+    if tuple(out.shape) != y_shape or np.dtype(out.dtype) != dtype:
+        msg = f"`out` must have shape {y_shape} and dtype {dtype}, got shape {tuple(out.shape)} and dtype {out.dtype}"
+        raise ValueError(msg)
+    limit = _config.budget(backend.name) if memory_limit is None else memory_limit
+    row_bytes = math.prod(n + lo + hi for n, (lo, hi) in zip(shape[1:], pads[1:])) * max(dtype.itemsize, 4)
+    rows = max(1, limit // (_SLAB_SHARE * row_bytes) - kernel[0] + 1)
+    func = convolve if flip else correlate
+    source = _RowReader(in1, BOUNDARIES[boundary], fillvalue)
+    with _config.config(memory_limit=max(1, limit - 2 * (rows + kernel[0] - 1) * row_bytes)), _bar(y_shape[0], progress) as bar:
+        for first in range(0, y_shape[0], rows):
+            last = min(first + rows, y_shape[0])
+            slab = source.rows(first - pads[0][0], last + kernel[0] - 1 - pads[0][0])
+            slab = extend(backend.xp, backend.xp.asarray(slab), range(1, len(shape)), pads[1:], BOUNDARIES[boundary], fillvalue)
+            y = func(slab, in2, "valid", method, nan=nan)
+            out[first:last] = y.get() if backend.name == "cupy" else y
+            del slab, y
+            bar.update(last - first)
+    return out
+
+
+class _RowReader:
+    """Rows ``start:stop`` of an array-like, continued past its edges by a numpy.pad mode."""
+
+    def __init__(self, source: Any, pad_mode: str, fillvalue: complex) -> None:
+        self.source, self.pad_mode, self.fillvalue = source, pad_mode, fillvalue
+
+    def rows(self, start: int, stop: int) -> np.ndarray:
+        """Rows ``start:stop``; indices outside ``[0, n)`` follow the pad mode."""
+        index = _source_rows(np.arange(start, stop), self.source.shape[0], self.pad_mode)
+        inside = index >= 0
+        slab = np.empty((stop - start, *self.source.shape[1:]), self.source.dtype)
+        slab[~inside] = self.fillvalue
+        wanted = index[inside]
+        if wanted.size:
+            for lo, hi in _runs(np.unique(wanted)):
+                block = np.asarray(self.source[lo:hi])
+                hits = inside & (index >= lo) & (index < hi)
+                slab[hits] = block[index[hits] - lo]
+        return slab
+
+
+def _source_rows(index: np.ndarray, n: int, pad_mode: str) -> np.ndarray:
+    """Where each row index reads from under `pad_mode`; -1 for a constant fill."""
+    if pad_mode == "constant":
+        return np.where((index >= 0) & (index < n), index, -1)
+    if pad_mode == "wrap":
+        return index % n
+    if pad_mode == "edge":
+        return np.clip(index, 0, n - 1)
+    if pad_mode == "symmetric":
+        folded = index % (2 * n)
+        return np.where(folded < n, folded, 2 * n - 1 - folded)
+    if n == 1:  # 'reflect' of one sample
+        return np.zeros_like(index)
+    folded = index % (2 * n - 2)
+    return np.where(folded < n, folded, 2 * n - 2 - folded)
+
+
+def _runs(sorted_rows: np.ndarray) -> list[tuple[int, int]]:
+    """Maximal runs ``[lo, hi)`` of consecutive values in `sorted_rows`."""
+    breaks = np.flatnonzero(np.diff(sorted_rows) > 1)
+    starts = [sorted_rows[0], *sorted_rows[breaks + 1]]
+    stops = [*(sorted_rows[breaks] + 1), sorted_rows[-1] + 1]
+    return [(int(a), int(b)) for a, b in zip(starts, stops)]
+
+
+@contextmanager
+def _bar(total: int, show: bool) -> Iterator[Any]:
+    """A tqdm progress bar over `total` rows, or a silent stand-in."""
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        show = False
+    if not show:
+        yield _Silent()
+        return
+    with tqdm(total=total, unit="row", desc="arrayconv") as bar:
+        yield bar
+
+
+class _Silent:
+    def update(self, n: int) -> None:
+        """Do nothing."""

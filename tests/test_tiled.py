@@ -1,0 +1,109 @@
+"""Overlap-save ('oa') and out-of-core filtering into memmaps, zarr and TIFF files."""
+
+import tracemalloc
+
+import numpy as np
+import pytest
+import scipy.signal
+
+import arrayconv as ac
+from _reference import assert_matches, random
+
+BOUNDARIES = ["fill", "wrap", "symm", "mirror", "nearest"]
+
+
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+@pytest.mark.parametrize("options", [dict(), dict(axes=(1, 2)), dict(boundary="wrap")])
+def test_oa_matches_reference_over_many_slabs(xp, mode, options, rng):
+    x, k = random(rng, (3, 61, 40) if "axes" in options else (61, 40), "float64"), random(rng, (3, 7, 6) if "axes" in options else (7, 6), "float64")
+    with ac.config(memory_limit=64 << 10):  # slabs of a few rows
+        got = ac.correlate(xp.asarray(x), xp.asarray(k), mode, "oa", **options)
+    expected = ac.correlate(x, k, mode, "direct", **options)
+    assert_matches(got, expected.astype(np.float64), dtype="float64", backend=xp.__name__)
+
+
+def test_auto_takes_oa_when_the_whole_fft_does_not_fit(rng):
+    x, k = random(rng, (1024, 1024), "float32"), random(rng, (41, 41), "float32")
+    with ac.config(memory_limit=4 << 20):
+        choice = ac.choose_method(x, k, mode="same")
+        got = ac.correlate(x, k, "same")
+    assert choice.method == "oa", choice
+    assert "fft" in choice.rejected
+    reference = scipy.signal.correlate(x.astype(np.float64), k.astype(np.float64), "same", method="fft")
+    assert_matches(got, reference, dtype="float32")
+
+
+def test_memmap_larger_than_the_budget_63x63(tmp_path, rng):
+    """A 16 MiB memmap through an 8 MiB budget: the in-memory result, with bounded peak memory."""
+    shape, budget = (2048, 2048), 8 << 20
+    image = np.memmap(tmp_path / "in.dat", np.float32, "w+", shape=shape)
+    image[:] = rng.standard_normal(shape, dtype=np.float32)
+    psf = rng.standard_normal((63, 63), dtype=np.float32)
+    out = np.memmap(tmp_path / "out.dat", np.float32, "w+", shape=shape)
+    tracemalloc.start()
+    ac.correlate_into(image, psf, out, memory_limit=budget, progress=False)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert peak < budget + (2 << 20), f"peak {peak / 2**20:.1f} MiB"
+    expected = ac.correlate(np.asarray(image), psf, "same")
+    assert_matches(np.asarray(out), expected.astype(np.float64), dtype="float32")
+
+
+@pytest.mark.parametrize("boundary", BOUNDARIES)
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+@pytest.mark.parametrize("flip", [False, True])
+def test_every_boundary_across_slabs(boundary, mode, flip, rng):
+    x, k = random(rng, (50, 9, 7), "float64"), random(rng, (8, 3, 4), "float64")
+    x[20, 4, 3] = np.nan
+    func, into = (ac.convolve, ac.convolve_into) if flip else (ac.correlate, ac.correlate_into)
+    expected = func(x, k, mode, "direct", boundary=boundary, fillvalue=0.5)
+    out = np.full(expected.shape, -1.0)
+    into(x, k, out, mode, boundary=boundary, fillvalue=0.5, memory_limit=20_000, progress=False)
+    np.testing.assert_array_equal(np.isnan(out), np.isnan(expected))
+    assert_matches(np.nan_to_num(out), np.nan_to_num(expected), dtype="float64")
+
+
+def test_zarr_in_and_out(rng):
+    zarr = pytest.importorskip("zarr")
+    data = random(rng, (300, 200), "float32")
+    source = zarr.create_array(store={}, shape=data.shape, chunks=(64, 64), dtype="float32")
+    source[:] = data
+    target = zarr.create_array(store={}, shape=data.shape, chunks=(64, 64), dtype="float32")
+    k = random(rng, (15, 15), "float32")
+    ac.correlate_into(source, k, target, boundary="symm", memory_limit=256 << 10, progress=False)
+    assert_matches(target[:], ac.correlate(data, k, "same", boundary="symm").astype(np.float64), dtype="float32")
+
+
+def test_tiff_in_and_out(tmp_path, rng):
+    tifffile = pytest.importorskip("tifffile")
+    data = random(rng, (256, 300), "float32")
+    tifffile.imwrite(tmp_path / "in.tif", data)
+    source = tifffile.memmap(tmp_path / "in.tif")
+    target = tifffile.memmap(tmp_path / "out.tif", shape=data.shape, dtype="float32")
+    k = random(rng, (9, 9), "float32")
+    ac.convolve_into(source, k, target, memory_limit=256 << 10, progress=False)
+    target.flush()
+    assert_matches(tifffile.imread(tmp_path / "out.tif"), ac.convolve(data, k, "same").astype(np.float64), dtype="float32")
+
+
+def test_progress_bar_reports_every_row(capsys, rng):
+    pytest.importorskip("tqdm")
+    x, k = random(rng, (40, 30), "float64"), random(rng, (5, 5), "float64")
+    ac.correlate_into(x, k, np.empty((40, 30)), memory_limit=10_000, progress=True)
+    assert "40/40" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "out_shape, out_dtype, k_shape, mode, match",
+    [
+        ((40, 31), "float64", (5, 5), "same", r"`out` must have shape \(40, 30\) and dtype float64"),
+        ((40, 30), "float32", (5, 5), "same", r"`out` must have shape \(40, 30\) and dtype float64, got .* float32"),
+        ((40, 30), "float64", (5,), "same", r"`in1` and `in2` must have the same ndim"),
+        ((1, 1), "float64", (50, 5), "valid", r"mode 'valid' needs"),
+    ],
+)
+def test_errors(out_shape, out_dtype, k_shape, mode, match, rng):
+    x, out = random(rng, (40, 30), "float64"), np.zeros(out_shape, out_dtype)
+    with pytest.raises(ValueError, match=match):
+        ac.correlate_into(x, random(rng, k_shape, "float64"), out, mode, progress=False)
+    assert not out.any()
