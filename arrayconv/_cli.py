@@ -1,0 +1,197 @@
+"""``arrayconv filter`` and ``arrayconv info``: filter image files, report the installation."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import _config
+from ._boundary import BOUNDARIES
+from ._cache import cache_info
+from ._tiled import correlate_into
+
+FORMATS = (".npy", ".tif", ".tiff", ".png")
+_SIZE = re.compile(r"^(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?$", re.IGNORECASE)
+
+
+class UsageError(Exception):
+    """A problem with the command line or its files: one line, exit code 2."""
+
+
+def add_commands(commands: Any) -> None:
+    """Add the `filter` and `info` subcommands to an argparse subparsers object."""
+    cmd = commands.add_parser("filter", help="filter an image file (.npy, .tif, .png) into another")
+    cmd.add_argument("input", help="image file: .npy, .tif/.tiff or .png")
+    cmd.add_argument("output", help="result file: .npy, .tif/.tiff or .png")
+    cmd.add_argument("--kernel", required=True, help="gaussian:SIGMA, box:K, or a .npy file")
+    cmd.add_argument("--mode", default="same", choices=("same", "full", "valid"))
+    cmd.add_argument("--boundary", default="fill", choices=tuple(BOUNDARIES))
+    cmd.add_argument("--device", default="cpu", choices=("cpu", "gpu"))
+    cmd.add_argument("--memory-limit", default=None, help="bytes for temporaries, e.g. 512M or 2G")
+    cmd.add_argument("--no-progress", action="store_true", help="no progress bar")
+    commands.add_parser("info", help="version, backends, devices, memory budget and caches")
+
+
+def run_filter(args: argparse.Namespace) -> int:
+    """Filter ``args.input`` into ``args.output``; raises UsageError for bad files or options."""
+    source, target = Path(args.input), Path(args.output)
+    for path in (source, target):
+        if path.suffix.lower() not in FORMATS:
+            raise UsageError(f"unsupported format {path.suffix or '(none)'!r} of {path}; use {', '.join(FORMATS)}")
+    if not source.is_file():
+        raise UsageError(f"input file not found: {source}")
+    limit = None if args.memory_limit is None else parse_size(args.memory_limit)
+    image = read_image(source)
+    kernel = make_kernel(args.kernel, image.ndim)
+    if args.device == "gpu":
+        kernel = _on_gpu(kernel)
+    shape = tuple(n + {"same": 0, "full": k - 1, "valid": 1 - k}[args.mode] for n, k in zip(image.shape, kernel.shape))
+    if min(shape) < 1:
+        raise UsageError(f"mode 'valid' needs the image {image.shape} at least as large as the kernel {kernel.shape}")
+    dtype = np.result_type(image.dtype, kernel.dtype)
+    in_memory = target.suffix.lower() == ".png"
+    out = np.empty(shape, dtype) if in_memory else create_output(target, shape, dtype)
+    correlate_into(image, kernel, out, args.mode, boundary=args.boundary, memory_limit=limit, progress=not args.no_progress)
+    if in_memory:
+        write_png(target, out, image.dtype)
+    elif hasattr(out, "flush"):
+        out.flush()
+    return 0
+
+
+def run_info() -> int:
+    """Print the version, backends, devices, memory budget and cache state."""
+    from . import __version__
+    import scipy
+
+    print(f"arrayconv {__version__} (numpy {np.__version__}, scipy {scipy.__version__})")
+    print(f"cpu: memory budget {_config.memory_limit('cpu') / 2**20:.0f} MiB, {_config.workers()} FFT workers")
+    print(f"gpu: {_gpu_line()}")
+    for name, info in cache_info().items():
+        print(f"cache {name}: {info.size}/{info.maxsize} entries, {info.hits} hits, {info.misses} misses")
+    return 0
+
+
+def _gpu_line() -> str:
+    try:
+        import cupy
+    except ImportError:
+        return "CuPy not installed (pip install 'arrayconv[cuda13]')"
+    try:
+        count = cupy.cuda.runtime.getDeviceCount()
+    except Exception as exc:  # noqa: BLE001 - any driver failure means no usable device
+        return f"CuPy {cupy.__version__}, no usable CUDA device ({exc})"
+    names = [cupy.cuda.runtime.getDeviceProperties(i)["name"].decode() for i in range(count)]
+    return f"CuPy {cupy.__version__}, {count} device(s): {', '.join(names)}"
+
+
+def parse_size(text: str) -> int:
+    """Bytes from '1048576', '512M', '2G', '1.5GiB'."""
+    match = _SIZE.match(text.strip())
+    if not match:
+        raise UsageError(f"--memory-limit must be bytes like 512M or 2G, got {text!r}")
+    number, unit = float(match.group(1)), match.group(2).lower()
+    size = int(number * 1024 ** "_kmgt".index(unit or "_"))
+    if size < 1:
+        raise UsageError(f"--memory-limit must be positive, got {text!r}")
+    return size
+
+
+def make_kernel(spec: str, ndim: int) -> np.ndarray:
+    """The kernel of ``gaussian:SIGMA``, ``box:K`` or ``file.npy``, as a float32 array of `ndim` dims.
+
+    Named kernels are 2-D over the first two axes (1-D for 1-D images); further axes
+    (colour channels, planes) are filtered independently.
+    """
+    name, _, value = spec.partition(":")
+    if spec.lower().endswith(".npy"):
+        path = Path(spec)
+        if not path.is_file():
+            raise UsageError(f"kernel file not found: {path}")
+        kernel = np.load(path)
+        if kernel.dtype.kind not in "iuf" or kernel.ndim > ndim:
+            raise UsageError(f"kernel file {path} must hold a real array of at most {ndim} dims, got {kernel.dtype} {kernel.shape}")
+    elif name == "gaussian" and _positive(value):
+        sigma = float(value)
+        r = np.arange(-math.ceil(4 * sigma), math.ceil(4 * sigma) + 1)
+        g = np.exp(-(r**2) / (2 * sigma**2))
+        kernel = np.multiply.outer(g, g) if ndim >= 2 else g
+        kernel = (kernel / kernel.sum()).astype(np.float32)
+    elif name == "box" and value.isdigit() and int(value) >= 1:
+        k = int(value)
+        kernel = np.full((k, k) if ndim >= 2 else (k,), 1 / k ** min(ndim, 2), np.float32)
+    else:
+        raise UsageError(f"unknown kernel {spec!r}; use gaussian:SIGMA, box:K or a .npy file")
+    return kernel.reshape(kernel.shape + (1,) * (ndim - kernel.ndim))
+
+
+def _positive(text: str) -> bool:
+    try:
+        return float(text) > 0
+    except ValueError:
+        return False
+
+
+def read_image(path: Path) -> Any:
+    """The image of a .npy (memory-mapped), .tif (memory-mapped when uncompressed) or .png file."""
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".npy":
+            return np.load(path, mmap_mode="r")
+        if suffix in (".tif", ".tiff"):
+            tifffile = _optional("tifffile", "TIFF files")
+            try:
+                return tifffile.memmap(path, mode="r")
+            except ValueError:  # compressed or tiled: read it whole
+                return tifffile.imread(path)
+        imageio = _optional("imageio.v3", "PNG files")
+        return imageio.imread(path)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot read {path}: {exc}") from None
+
+
+def create_output(path: Path, shape: tuple[int, ...], dtype: np.dtype[Any]) -> Any:
+    """A writable memory-mapped .npy or .tif file of `shape` and `dtype`."""
+    if path.suffix.lower() == ".npy":
+        return np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=shape)
+    tifffile = _optional("tifffile", "TIFF files")
+    return tifffile.memmap(path, shape=shape, dtype=dtype)
+
+
+def write_png(path: Path, result: np.ndarray, like: np.dtype[Any]) -> None:
+    """`result` rounded and clipped to the input's integer type (uint8 unless it was uint16)."""
+    imageio = _optional("imageio.v3", "PNG files")
+    dtype = np.dtype(like) if np.dtype(like) in (np.uint8, np.uint16) else np.dtype(np.uint8)
+    info = np.iinfo(dtype)
+    imageio.imwrite(path, np.clip(np.rint(result), info.min, info.max).astype(dtype))
+
+
+def _optional(module: str, what: str) -> Any:
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        package = module.split(".")[0]
+        raise UsageError(f"{what} need {package}: pip install 'arrayconv[io]'") from None
+
+
+def _on_gpu(kernel: np.ndarray) -> Any:
+    try:
+        import cupy
+
+        return cupy.asarray(kernel)
+    except Exception as exc:  # noqa: BLE001 - missing CuPy, driver or device: one line
+        raise UsageError(f"--device gpu needs CuPy and a CUDA device: {exc}") from None
+
+
+def fail(message: str) -> int:
+    """Print one error line and return exit code 2."""
+    print(f"arrayconv: error: {message}", file=sys.stderr)
+    return 2

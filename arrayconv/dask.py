@@ -1,0 +1,165 @@
+"""arrayconv on dask arrays: each block filtered by arrayconv, dask as the engine.
+
+The image is extended past its edges by the boundary rule (``dask.array.pad``), each block
+is given the ``kernel - 1`` samples that follow it (``dask.array.overlap.overlap``), and a
+'valid' correlation of each block yields exactly its share of the result. Blocks may be
+NumPy or CuPy arrays (the kernel follows them to the GPU); the method inside each block
+is arrayconv's own choice (FFT for large kernels). Needs the ``dask`` extra.
+
+Examples
+--------
+>>> import numpy as np
+>>> import dask.array as da
+>>> import arrayconv as ac
+>>> import arrayconv.dask as acd
+>>> rng = np.random.default_rng(0)
+>>> image, psf = rng.random((600, 500)), rng.random((15, 15))
+>>> lazy = acd.correlate(da.from_array(image, chunks=200), psf, "same", boundary="wrap")
+>>> bool(np.allclose(lazy.compute(), ac.correlate(image, psf, "same", boundary="wrap")))
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import dask.array as da
+import numpy as np
+from dask.array.overlap import ensure_minimum_chunksize
+
+from ._backend import is_cupy_array
+from ._boundary import BOUNDARIES, PADDING_MODES, extend
+from ._conv import conv_padding
+from ._conv import conv as _conv
+from ._correlate import convolve as _convolve
+from ._correlate import correlate as _correlate
+from ._problem import check_choice, int_tuple
+from ._shapes import mode_padding
+
+__all__ = ["conv", "convolve", "correlate"]
+
+
+def correlate(
+    in1: da.Array,
+    in2: Any,
+    mode: str = "full",
+    method: str = "auto",
+    *,
+    boundary: str = "fill",
+    fillvalue: complex = 0,
+    nan: str = "propagate",
+) -> da.Array:
+    """:func:`arrayconv.correlate` of a dask array with an in-memory kernel, lazily.
+
+    Parameters are those of :func:`arrayconv.correlate` (every axis is correlated); the
+    result is a dask array chunked like `in1`.
+    """
+    return _filter(in1, in2, mode, method, boundary, fillvalue, nan, _correlate)
+
+
+def convolve(
+    in1: da.Array,
+    in2: Any,
+    mode: str = "full",
+    method: str = "auto",
+    *,
+    boundary: str = "fill",
+    fillvalue: complex = 0,
+    nan: str = "propagate",
+) -> da.Array:
+    """:func:`arrayconv.convolve` of a dask array with an in-memory kernel, lazily."""
+    return _filter(in1, in2, mode, method, boundary, fillvalue, nan, _convolve)
+
+
+def conv(
+    x: da.Array,
+    w: Any,
+    bias: Any = None,
+    *,
+    stride: int | Sequence[int] = 1,
+    padding: Any = 0,
+    dilation: int | Sequence[int] = 1,
+    groups: int = 1,
+    padding_mode: str = "zeros",
+    nan: str = "propagate",
+    method: str = "auto",
+) -> da.Array:
+    """:func:`arrayconv.conv` of a dask array ``(B, C, *spatial)``, lazily.
+
+    The channel axis is gathered into one chunk. With stride 1 the spatial axes stay
+    chunked (each block gets its halo); with a larger stride they are gathered too and
+    the work is split over the batch.
+    """
+    check_choice("padding_mode", padding_mode, PADDING_MODES)
+    if not 3 <= x.ndim <= 5 or np.ndim(w) != x.ndim:
+        msg = f"`x` must be (B, C, *spatial) and `w` (O, C // groups, *kernel) with 1 to 3 spatial dims, got shapes {x.shape} and {np.shape(w)}"
+        raise ValueError(msg)
+    nd, kernel = x.ndim - 2, tuple(np.shape(w)[2:])
+    strides, dilations = int_tuple("stride", stride, nd, 1), int_tuple("dilation", dilation, nd, 1)
+    lo, hi = conv_padding(padding, kernel, strides, dilations)
+    spatial = range(2, x.ndim)
+    x = extend(da, x, spatial, list(zip(lo, hi)), PADDING_MODES[padding_mode])
+    reach = [d * (k - 1) + 1 for d, k in zip(dilations, kernel)]
+    if max(strides) > 1:
+        x = x.rechunk({1: -1, **{ax: -1 for ax in spatial}})
+        reach = [1] * nd  # whole spatial axes: no halo needed
+    else:
+        x = x.rechunk({1: -1})
+    options = dict(stride=strides, dilation=dilations, groups=groups, nan=nan, method=method)
+
+    def block(a: Any, kernel: Any, shift: Any) -> Any:
+        return _conv(a, kernel, shift, **options)
+
+    return _valid_blocks(x, spatial, reach, block, (w, bias), out_channels=np.shape(w)[0], strides=strides, dilations=dilations, kernel=kernel)
+
+
+def _filter(in1, in2, mode, method, boundary, fillvalue, nan, func):  # type: ignore[no-untyped-def]
+    check_choice("mode", mode, ("full", "same", "valid"))
+    check_choice("boundary", boundary, BOUNDARIES)
+    if in1.ndim != np.ndim(in2):
+        msg = f"`in1` and `in2` must have the same ndim, got shapes {in1.shape} and {np.shape(in2)}"
+        raise ValueError(msg)
+    kernel = tuple(np.shape(in2))
+    if mode == "valid" and any(n < k for n, k in zip(in1.shape, kernel)):
+        msg = f"mode 'valid' needs `in1` at least as large as `in2` on every axis, got {in1.shape} and {kernel}"
+        raise ValueError(msg)
+    axes = range(in1.ndim)
+    pads = [mode_padding(n, k, mode) for n, k in zip(in1.shape, kernel)]
+    extended = extend(da, in1, axes, pads, BOUNDARIES[boundary], fillvalue)
+
+    def block(a: Any, k: Any) -> Any:
+        return func(a, k, "valid", method, nan=nan)
+
+    return _valid_blocks(extended, axes, list(kernel), block, (in2,))
+
+
+def _valid_blocks(a, axes, reach, block, operands, *, out_channels=None, strides=None, dilations=None, kernel=None):  # type: ignore[no-untyped-def]
+    """Apply the 'valid' filter `block` to every block of `a` plus the ``reach - 1`` samples after it."""
+    axes = list(axes)
+    a = a.rechunk({ax: ensure_minimum_chunksize(r, a.chunks[ax]) for ax, r in zip(axes, reach) if r > 1})
+    overlapped = da.overlap.overlap(a, depth={ax: (0, r - 1) for ax, r in zip(axes, reach)}, boundary="none")
+    chunks = list(a.chunks)
+    for ax, r in zip(axes, reach):
+        chunks[ax] = (*a.chunks[ax][:-1], a.chunks[ax][-1] - r + 1)
+    if out_channels is not None:  # conv: channels become filters; whole strided axes shrink
+        chunks[1] = (out_channels,)
+        if max(strides) > 1:
+            for ax, s, d, k in zip(axes, strides, dilations, kernel):
+                chunks[ax] = ((a.shape[ax] - d * (k - 1) - 1) // s + 1,)
+
+    def run(piece: Any) -> Any:
+        on_gpu = is_cupy_array(piece)
+        return block(piece, *(_to_gpu(o) if on_gpu else o for o in operands))
+
+    dtype = np.result_type(a.dtype, *(o.dtype for o in operands if o is not None))
+    return overlapped.map_blocks(run, chunks=tuple(chunks), dtype=dtype, meta=a._meta)
+
+
+def _to_gpu(operand: Any) -> Any:
+    """`operand` as a CuPy array, for a CuPy block (None stays None)."""
+    if operand is None:
+        return None
+    import cupy
+
+    return cupy.asarray(operand)

@@ -1,0 +1,89 @@
+"""The command line: `arrayconv filter` on .npy, .tif and .png files, `arrayconv info`, errors."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import scipy.ndimage
+
+import arrayconv as ac
+from arrayconv.__main__ import main
+from arrayconv._cli import make_kernel, parse_size
+from _reference import assert_matches
+
+
+@pytest.fixture
+def image(tmp_path, rng):
+    data = rng.random((120, 90), dtype=np.float32)
+    np.save(tmp_path / "in.npy", data)
+    return data
+
+
+def test_filter_npy_to_npy_gaussian_symm(tmp_path, image):
+    code = main(["filter", str(tmp_path / "in.npy"), str(tmp_path / "out.npy"), "--kernel", "gaussian:1.5", "--boundary", "symm", "--no-progress"])
+    assert code == 0
+    expected = scipy.ndimage.gaussian_filter(image.astype(np.float64), 1.5, mode="reflect", truncate=4.0)
+    assert_matches(np.load(tmp_path / "out.npy"), expected, dtype="float32")
+
+
+def test_filter_npy_to_tiff_box_with_a_small_budget(tmp_path, image):
+    tifffile = pytest.importorskip("tifffile")
+    code = main(["filter", str(tmp_path / "in.npy"), str(tmp_path / "out.tif"), "--kernel", "box:5", "--memory-limit", "64K", "--no-progress"])
+    assert code == 0
+    expected = scipy.ndimage.uniform_filter(image.astype(np.float64), 5, mode="constant")
+    assert_matches(tifffile.imread(tmp_path / "out.tif"), expected, dtype="float32")
+
+
+def test_filter_png_rgb_channels_independently(tmp_path, rng):
+    imageio = pytest.importorskip("imageio.v3")
+    rgb = rng.integers(0, 256, (40, 50, 3), dtype=np.uint8)
+    imageio.imwrite(tmp_path / "in.png", rgb)
+    assert main(["filter", str(tmp_path / "in.png"), str(tmp_path / "out.png"), "--kernel", "box:3", "--no-progress"]) == 0
+    got = imageio.imread(tmp_path / "out.png")
+    expected = scipy.ndimage.uniform_filter(rgb.astype(np.float64), (3, 3, 1), mode="constant")
+    assert got.dtype == np.uint8 and got.shape == rgb.shape
+    assert np.abs(got.astype(float) - expected).max() <= 0.5 + 1e-6
+
+
+def test_kernel_from_file(tmp_path, image, rng):
+    k = rng.random((4, 3))
+    np.save(tmp_path / "k.npy", k)
+    assert main(["filter", str(tmp_path / "in.npy"), str(tmp_path / "out.npy"), "--kernel", str(tmp_path / "k.npy"), "--mode", "full", "--no-progress"]) == 0
+    assert_matches(np.load(tmp_path / "out.npy"), ac.correlate(image.astype(np.float64), k, "full"), dtype="float64")
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["filter", "{tmp}/missing.npy", "{tmp}/o.npy", "--kernel", "box:3"], "input file not found"),
+        (["filter", "{tmp}/in.npy", "{tmp}/o.npy", "--kernel", "disk:3"], "unknown kernel 'disk:3'"),
+        (["filter", "{tmp}/in.npy", "{tmp}/o.npy", "--kernel", "gaussian:-1"], "unknown kernel"),
+        (["filter", "{tmp}/in.npy", "{tmp}/o.npy", "--kernel", "{tmp}/nokernel.npy"], "kernel file not found"),
+        (["filter", "{tmp}/in.npy", "{tmp}/o.jpg", "--kernel", "box:3"], "unsupported format '.jpg'"),
+        (["filter", "{tmp}/in.npy", "{tmp}/o.npy"], "the following arguments are required: --kernel"),
+        (["filter", "{tmp}/in.npy", "{tmp}/o.npy", "--kernel", "box:3", "--memory-limit", "lots"], "--memory-limit must be bytes"),
+        (["filter", "{tmp}/in.npy", "{tmp}/o.npy", "--kernel", "box:300", "--mode", "valid"], "mode 'valid' needs the image"),
+        (["frobnicate"], "invalid choice: 'frobnicate'"),
+    ],
+)
+def test_errors_are_one_line_and_exit_code_2(tmp_path, image, capsys, args, message):
+    assert main([a.format(tmp=tmp_path) for a in args]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("arrayconv: error: ") and message in err, err
+    assert not (tmp_path / "o.npy").exists()
+
+
+def test_info_and_exit_code_from_a_real_process():
+    done = subprocess.run([sys.executable, "-m", "arrayconv", "info"], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"arrayconv {ac.__version__}") and "cache estimated_choices" in done.stdout
+    done = subprocess.run([sys.executable, "-m", "arrayconv", "filter", "a.npy", "b.npy", "--kernel", "box:3"], capture_output=True, text=True, check=False)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+
+
+def test_helpers():
+    assert parse_size("512M") == 512 << 20 and parse_size("2GiB") == 2 << 30 and parse_size("1000") == 1000
+    assert make_kernel("box:3", 3).shape == (3, 3, 1)
+    assert make_kernel("gaussian:1", 1).shape == (9,)
+    assert abs(float(make_kernel("gaussian:2", 2).sum()) - 1) < 1e-6

@@ -1,0 +1,62 @@
+"""arrayconv.dask on the local scheduler against the in-memory result."""
+
+import numpy as np
+import pytest
+
+import arrayconv as ac
+from _reference import assert_matches, random, to_numpy
+
+da = pytest.importorskip("dask.array")
+acd = pytest.importorskip("arrayconv.dask")
+
+BOUNDARIES = ["fill", "wrap", "symm", "mirror", "nearest"]
+
+
+@pytest.mark.parametrize("boundary", BOUNDARIES)
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+@pytest.mark.parametrize("kernel", [(7, 6), (2, 1), (15, 15)])
+def test_correlate_across_chunks(xp, boundary, mode, kernel, rng):
+    x, k = random(rng, (60, 45), "float64"), random(rng, kernel, "float64")
+    x[30, 20] = np.nan  # NaN near a chunk edge reaches the same outputs
+    lazy = acd.correlate(da.from_array(xp.asarray(x), chunks=(8, 10)), xp.asarray(k), mode, boundary=boundary, fillvalue=0.5)
+    expected = ac.correlate(x, k, mode, "direct", boundary=boundary, fillvalue=0.5)
+    got = lazy.compute(scheduler="threads")
+    assert lazy.shape == expected.shape and type(got) is type(xp.asarray(x))
+    got = to_numpy(got)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
+    assert_matches(np.nan_to_num(got), np.nan_to_num(expected), dtype="float64")
+
+
+def test_convolve_3d_float32_fft_inside_blocks(rng):
+    x, k = random(rng, (30, 28, 26), "float32"), random(rng, (9, 9, 9), "float32")
+    lazy = acd.convolve(da.from_array(x, chunks=12), k, "same", "fft", boundary="wrap")
+    assert lazy.dtype == np.float32
+    assert_matches(lazy.compute(), ac.convolve(x.astype(np.float64), k.astype(np.float64), "same", boundary="wrap"), dtype="float32")
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        dict(padding="same"),
+        dict(padding=2, padding_mode="circular", dilation=2),
+        dict(padding=1, stride=2, groups=2),
+        dict(padding="valid", nan="normalize"),
+    ],
+)
+def test_conv(xp, options, rng):
+    groups = options.get("groups", 1)
+    x, w, bias = random(rng, (3, 4, 40, 37), "float64"), random(rng, (6, 4 // groups, 5, 4), "float64"), random(rng, (6,), "float64")
+    lazy = acd.conv(da.from_array(xp.asarray(x), chunks=(2, 2, 11, 9)), xp.asarray(w), xp.asarray(bias), **options)
+    expected = ac.conv(x, w, bias, **options)
+    assert lazy.shape == expected.shape
+    assert_matches(to_numpy(lazy.compute()), expected, dtype="float64")
+
+
+def test_errors(rng):
+    x = da.from_array(random(rng, (20, 20), "float64"), chunks=5)
+    with pytest.raises(ValueError, match="`in1` and `in2` must have the same ndim"):
+        acd.correlate(x, np.ones(3))
+    with pytest.raises(ValueError, match="mode 'valid' needs"):
+        acd.correlate(x, np.ones((30, 3)), "valid")
+    with pytest.raises(ValueError, match="`boundary` must be one of"):
+        acd.correlate(x, np.ones((3, 3)), boundary="periodic")
