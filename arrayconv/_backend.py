@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Literal
 
 import numpy as np
-import scipy.fft
 
 Array = Any
 
@@ -35,7 +35,14 @@ class Backend:
     device: int | None
 
 
-NUMPY = Backend("numpy", np, scipy.fft, None)
+class _Deferred(ModuleType):
+    """A module imported on first attribute access (scipy.fft costs ~0.25 s to import)."""
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(importlib.import_module(self.__name__), attr)
+
+
+NUMPY = Backend("numpy", np, _Deferred("scipy.fft"), None)
 
 
 def is_cupy_array(x: object) -> bool:

@@ -45,6 +45,18 @@ def memory_limit(device: str = "cpu") -> int:
     return max(_QUANTUM, int(available * _DEFAULT_FRACTION) // _QUANTUM * _QUANTUM)
 
 
+def capacity(backend_name: str) -> int:
+    """Bytes of memory where a backend runs: all RAM, or the current GPU's whole memory."""
+    if backend_name == "cupy":
+        import cupy
+
+        return cupy.cuda.runtime.memGetInfo()[1]
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 1 << 62  # unknown: let the allocator decide
+
+
 def budget(backend_name: str) -> int:
     """:func:`memory_limit` of the device a backend runs on."""
     return memory_limit("gpu" if backend_name == "cupy" else "cpu")

@@ -121,6 +121,7 @@ class Plan:
         measure: bool | str = False,
         sample: Array | None = None,
     ) -> None:
+        _check_result_fits(spec)
         self._spec = spec
         self._memory_limit = memory_limit
         self._w = w
@@ -251,6 +252,19 @@ class Plan:
         if xp.may_share_memory(out, x):
             msg = "`out` must not overlap the input `x`"
             raise ValueError(msg)
+
+
+def _check_result_fits(spec: Spec) -> None:
+    """Refuse, before any work, a result larger than the whole memory of its device."""
+    need = math.prod(spec.y.shape) * spec.y.dtype.itemsize
+    total = _config.capacity(spec.backend.name)
+    if need > total:
+        msg = (
+            f"the result of shape {spec.y.shape} ({spec.y.dtype}) needs {need / 2**30:.3g} GiB, more than "
+            f"the {total / 2**30:.3g} GiB of memory of this device; check the padding and mode, or write "
+            "it to disk with arrayconv.correlate_into"
+        )
+        raise ValueError(msg)
 
 
 def _kind(backend: Backend) -> str:

@@ -1,0 +1,69 @@
+"""Concurrency, bounded caches over long runs, and import cost."""
+
+import subprocess
+import sys
+import tracemalloc
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+import arrayconv as ac
+from _reference import random
+
+
+def mixed_workload(rng):
+    """Calls of every public kind, with plans shared between them: name -> zero-argument call."""
+    image, psf = random(rng, (96, 80), "float32"), random(rng, (9, 7), "float32")
+    x, w = random(rng, (2, 8, 24, 24), "float64"), random(rng, (6, 8, 3, 3), "float64")
+    frames = random(rng, (4, 64, 64), "float64")
+    plan = ac.plan_correlate(psf.astype(np.float64), frames.shape[1:], "same", "fft")
+    conv_plan = ac.plan_conv(w, x.shape, padding=1, method="im2col")
+    calls = {
+        "plan fft": lambda: np.stack([plan(f) for f in frames]),
+        "conv plan": lambda: conv_plan(x),
+        "adjoint": lambda: ac.conv_transpose(conv_plan(x), w, padding=1),
+        "patches": lambda: ac.patch_conv(x[None, :, :, :4, :4], w, padding=1),
+    }
+    for method in ["auto", *ac.METHODS]:
+        calls[f"correlate {method}"] = lambda m=method: ac.correlate(image, psf, "same", m, boundary="symm")
+        calls[f"conv {method}"] = lambda m=method: ac.conv(x, w, padding=1, method=m)
+    return calls
+
+
+def test_eight_threads_give_bit_identical_results(rng):
+    calls = mixed_workload(rng)
+    serial = {name: call() for name, call in calls.items()}
+    ac.clear_caches()  # the threads race to fill them again
+    jobs = [name for _ in range(6) for name in calls]
+    np.random.default_rng(0).shuffle(jobs)
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        results = list(pool.map(lambda name: (name, calls[name]()), jobs))
+    for name, result in results:
+        np.testing.assert_array_equal(result, serial[name], err_msg=name)
+
+
+def test_memory_stays_bounded_over_10000_calls_of_varying_shapes():
+    rng = np.random.default_rng(0)
+    shapes = [(int(rng.integers(4, 40)), int(rng.integers(4, 40)), int(rng.integers(1, 6)), int(rng.integers(1, 6))) for _ in range(10_000)]
+    data = rng.standard_normal(40 * 40)
+    tracemalloc.start()
+    for i, (n, m, k, l) in enumerate(shapes):
+        x, kernel = data[: n * m].reshape(n, m), data[: k * l].reshape(k, l)
+        ac.correlate(x, kernel, ("full", "same", "valid")[i % 3] if n >= k and m >= l else "full")
+        if i == 2_000:
+            warm, _ = tracemalloc.get_traced_memory()
+    end, _ = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    for name, info in ac.cache_info().items():
+        assert info.size <= info.maxsize, name
+    assert end - warm < 2 << 20, f"grew by {(end - warm) / 2**20:.1f} MiB after the caches filled"
+
+
+def test_import_costs_under_300_ms_and_never_imports_cupy():
+    code = (
+        "import sys, time; start = time.perf_counter(); import arrayconv; "
+        "print(time.perf_counter() - start, 'cupy' in sys.modules)"
+    )
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split() for _ in range(3)]
+    assert min(float(seconds) for seconds, _ in runs) < 0.3, runs
+    assert all(cupy == "False" for _, cupy in runs)
