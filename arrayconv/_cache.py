@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
+
+# Default byte bound of each cache: its values are layouts, choices and compiled kernels,
+# far smaller than this unless something goes wrong.
+DEFAULT_MAXBYTES = 256 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,16 +25,21 @@ class CacheInfo:
         Lookups that found / did not find their key.
     size, maxsize : int
         Entries held, and the most it holds before evicting the least recently used.
+    nbytes, maxbytes : int
+        Approximate bytes held, and the most it holds before evicting.
     """
 
     hits: int
     misses: int
     size: int
     maxsize: int
+    nbytes: int
+    maxbytes: int
 
 
 class LRUCache:
-    """A dict of at most `maxsize` entries that evicts the least recently used one.
+    """A dict of at most `maxsize` entries and `maxbytes` bytes that evicts the least
+    recently used entries.
 
     Parameters
     ----------
@@ -36,11 +47,16 @@ class LRUCache:
         Name under which :func:`arrayconv.cache_info` reports it.
     maxsize : int
         Most entries held.
+    maxbytes : int, optional
+        Most bytes held, by :func:`approximate_size` of the values (a value larger than
+        this is not kept).
     """
 
-    def __init__(self, name: str, maxsize: int) -> None:
-        self.name, self.maxsize = name, maxsize
+    def __init__(self, name: str, maxsize: int, maxbytes: int = DEFAULT_MAXBYTES) -> None:
+        self.name, self.maxsize, self.maxbytes = name, maxsize, maxbytes
         self._data: OrderedDict[Hashable, Any] = OrderedDict()
+        self._sizes: dict[Hashable, int] = {}
+        self._nbytes = 0
         self._lock = threading.Lock()
         self._hits = self._misses = 0
         _REGISTRY[name] = self
@@ -64,23 +80,59 @@ class LRUCache:
         return value
 
     def put(self, key: Hashable, value: Any) -> None:
-        """Store `value` under `key`, evicting the least recently used entries beyond maxsize."""
+        """Store `value` under `key`, evicting the least recently used entries beyond the bounds."""
+        size = approximate_size(value)
         with self._lock:
-            self._data[key] = value
-            self._data.move_to_end(key)
-            while len(self._data) > self.maxsize:
-                self._data.popitem(last=False)
+            self._drop(key)
+            if size > self.maxbytes:
+                return
+            self._data[key], self._sizes[key] = value, size
+            self._nbytes += size
+            while len(self._data) > self.maxsize or self._nbytes > self.maxbytes:
+                self._drop(next(iter(self._data)))
+
+    def _drop(self, key: Hashable) -> None:
+        if key in self._data:
+            del self._data[key]
+            self._nbytes -= self._sizes.pop(key)
 
     def clear(self) -> None:
         """Drop every entry and reset the counters."""
         with self._lock:
             self._data.clear()
-            self._hits = self._misses = 0
+            self._sizes.clear()
+            self._nbytes = self._hits = self._misses = 0
 
     def info(self) -> CacheInfo:
         """The cache's counters."""
         with self._lock:
-            return CacheInfo(self._hits, self._misses, len(self._data), self.maxsize)
+            return CacheInfo(self._hits, self._misses, len(self._data), self.maxsize, self._nbytes, self.maxbytes)
+
+
+def approximate_size(value: Any, depth: int = 3) -> int:
+    """Bytes of `value`: arrays by ``nbytes``, containers and dataclasses by their items
+    (to `depth` levels), anything else by ``sys.getsizeof``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> approximate_size(np.zeros(1000)) >= 8000
+    True
+    """
+    if hasattr(value, "nbytes") and hasattr(value, "dtype"):
+        return int(value.nbytes)
+    size = sys.getsizeof(value, 64)
+    if depth == 0:
+        return size
+    if isinstance(value, dict):
+        items: Any = [*value.keys(), *value.values()]
+    elif isinstance(value, (list, tuple, set, frozenset)):
+        items = value
+    elif dataclasses.is_dataclass(value):
+        items = [getattr(value, f.name) for f in dataclasses.fields(value)]
+    else:
+        return size
+    return size + sum(approximate_size(item, depth - 1) for item in items)
 
 
 _MISSING = object()

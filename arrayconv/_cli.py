@@ -74,7 +74,7 @@ def run_info() -> int:
     print(f"cpu: memory budget {_config.memory_limit('cpu') / 2**20:.0f} MiB, {_config.workers()} FFT workers")
     print(f"gpu: {_gpu_line()}")
     for name, info in cache_info().items():
-        print(f"cache {name}: {info.size}/{info.maxsize} entries, {info.hits} hits, {info.misses} misses")
+        print(f"cache {name}: {info.size}/{info.maxsize} entries, {info.nbytes / 2**10:.0f} KiB, {info.hits} hits, {info.misses} misses")
     return 0
 
 

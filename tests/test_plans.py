@@ -211,15 +211,22 @@ def test_cache_dir_follows_the_environment(monkeypatch, tmp_path):
         assert ac.cache_dir() == tmp_path / "arrayconv"
 
 
-def test_caches_are_bounded_and_cleared():
-    cache = ac._cache.LRUCache("test_lru", maxsize=3)
+def test_caches_are_bounded_in_count_and_bytes_and_cleared():
+    cache = ac._cache.LRUCache("test_lru", maxsize=3, maxbytes=19_000)
     try:
         for i in range(10):
             cache.put(i, i)
         assert cache.get(9) == 9 and cache.get(0) is None
-        assert ac.cache_info()["test_lru"] == ac._cache.CacheInfo(hits=1, misses=1, size=3, maxsize=3)
+        info = ac.cache_info()["test_lru"]
+        assert (info.hits, info.misses, info.size, info.maxsize, info.maxbytes) == (1, 1, 3, 3, 19_000)
+        cache.put("big", np.zeros(1000))  # 8 kB: one of the small ones goes to make room
+        cache.put("bigger", np.zeros(1500))  # 12 kB: with the 8 kB one it would be over 19 kB
+        assert cache.get("bigger") is not None and cache.get("big") is None
+        assert 12_000 <= ac.cache_info()["test_lru"].nbytes <= 19_000
+        cache.put("huge", np.zeros(5000))  # larger than the whole cache: not kept
+        assert cache.get("huge") is None
         ac.clear_caches()
-        assert ac.cache_info()["test_lru"].size == 0
+        assert ac.cache_info()["test_lru"].size == 0 and ac.cache_info()["test_lru"].nbytes == 0
     finally:
         del ac._cache._REGISTRY["test_lru"]
 
