@@ -78,20 +78,13 @@ def _estimate(
     problem: Problem, backend: Backend, memory_limit: int, excluded: Mapping[str, str] | None, rates: Rates
 ) -> Choice:
     rejected = dict(excluded or {})
-    primary = {name: m for name, m in METHODS.items() if not m.fallback_for}
-    fallbacks = {name: m for name, m in METHODS.items() if m.fallback_for}
-    for name, method in primary.items():
+    for name, method in METHODS.items():
         if name not in rejected and (why := method.unsupported(problem, backend, memory_limit)):
-            rejected[name] = why
-    for name, method in fallbacks.items():
-        if method.fallback_for not in rejected:  # not even estimated: the primary one fits
-            rejected.setdefault(name, f"only when {method.fallback_for!r} does not fit the memory budget")
-        elif name not in rejected and (why := method.unsupported(problem, backend, memory_limit)):
             rejected[name] = why
     estimates = {
         name: method.cost(problem, backend, rates)
         for name, method in METHODS.items()
-        if name not in (excluded or {}) and not (name in fallbacks and name in rejected)
+        if name not in (excluded or {})
     }
     fitting = {name: cost for name, cost in estimates.items() if name not in rejected}
     if fitting:

@@ -60,7 +60,7 @@ def choose_method(
     --------
     >>> import arrayconv as ac
     >>> ac.choose_method((4096, 4096), (63, 63), mode="same", dtype="float32").method
-    'fft'
+    'oa'
     >>> ac.choose_method((4096, 4096), (3, 3), mode="same", dtype="float32").method
     'direct'
     """

@@ -13,7 +13,7 @@ PARAMETERS = {
         taps into column matrices (chunked to the memory budget) for one GEMM; 'fft' uses
         real FFTs at fast lengths; 'oa' is overlap-save, the FFT method on slabs of output
         rows whose temporaries fit the memory budget. 'auto' (default) picks the fastest
-        by a cost model (considering 'oa' only when 'fft' does not fit) and never raises.""",
+        by a cost model and never raises.""",
     "mode": """mode : {'full', 'valid', 'same'}, optional
         Output size, as in `scipy.signal.correlate`: 'full' (default) every overlap;
         'valid' only samples that need no zero padding (one input must be at least as

@@ -22,7 +22,8 @@ def test_oa_matches_reference_over_many_slabs(xp, mode, options, rng):
     assert_matches(got, expected.astype(np.float64), dtype="float64", backend=xp.__name__)
 
 
-def test_auto_takes_oa_when_the_whole_fft_does_not_fit(rng):
+def test_auto_takes_oa_for_large_images_and_when_the_whole_fft_does_not_fit(rng):
+    assert ac.choose_method((2048, 2048), (41, 41), mode="same", dtype="float32").method == "oa"  # slabs in cache beat one large FFT
     x, k = random(rng, (1024, 1024), "float32"), random(rng, (41, 41), "float32")
     with ac.config(memory_limit=4 << 20):
         choice = ac.choose_method(x, k, mode="same")

@@ -50,9 +50,6 @@ class Method:
         ``unsupported(problem, backend, memory_limit) -> str | None``: why it cannot run.
     cost : callable
         ``cost(problem, backend, rates) -> Cost``.
-    fallback_for : str or None
-        A method this one stands in for when that one cannot run: 'auto' considers it
-        only then (it can always be asked for by name).
     """
 
     name: str
@@ -61,7 +58,6 @@ class Method:
     work_dtype: Callable[[Problem], np.dtype[Any]]
     unsupported: Callable[[Problem, Backend, int], str | None]
     cost: Callable[[Problem, Backend, Rates], Cost]
-    fallback_for: str | None = None
 
 
 METHODS: dict[str, Method] = {}

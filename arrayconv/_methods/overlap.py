@@ -103,4 +103,4 @@ def work_dtype(problem: Problem) -> Any:
     return fft.work_dtype(problem)
 
 
-METHOD = register(Method("oa", prepare, run, work_dtype, unsupported, cost, fallback_for="fft"))
+METHOD = register(Method("oa", prepare, run, work_dtype, unsupported, cost))
