@@ -142,13 +142,13 @@ def write(results: list[dict], folder: Path, argv: list[str]) -> Path:
         f"**{stats['within_1.2x']:.0%} of {stats['points']} points within {WITHIN}x of the best method; "
         f"worst ratio {stats['worst_ratio']:.2f}; {stats['over_2x']} points over {NEVER}x.**",
         "",
-        "| point | op | x | w | auto picks | fastest | ratio | direct (ms) | im2col (ms) | fft (ms) |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| point | op | x | w | auto picks | fastest | ratio | " + " | ".join(f"{m} (ms)" for m in ac.METHODS) + " |",
+        "|---|---|---|---|---|---|---|" + "---|" * len(ac.METHODS),
     ]
     for r in results:
         cells = [
             f"{r['median_s'][m] * 1e3:.1f}" if m in r["median_s"] else ("not run" if m in r["not_run"] else "cannot")
-            for m in ("direct", "im2col", "fft")
+            for m in ac.METHODS
         ]
         lines.append(
             f"| {r['id']} | {r['op']} | {tuple(r['x'])} | {tuple(r['w'])} | {r['chosen']} | {r['best']} | "
@@ -167,7 +167,7 @@ def _plot(results: list[dict], stats: dict, path: Path) -> None:
 
     best = [r["median_s"][r["best"]] * 1e3 for r in results]
     ratio = [r["ratio"] for r in results]
-    colours = {"direct": "tab:blue", "im2col": "tab:orange", "fft": "tab:green"}
+    colours = {"direct": "tab:blue", "im2col": "tab:orange", "fft": "tab:green", "oa": "tab:purple"}
     fig, ax = plt.subplots(figsize=(9, 4.5))
     for method, colour in colours.items():
         picked = [i for i, r in enumerate(results) if r["best"] == method]
