@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -12,8 +12,7 @@ from ._backend import Array, Backend, get_backend
 from ._boundary import PADDING_MODES, extend
 from ._docstrings import fill
 from ._methods import METHODS
-from ._nan import NAN_POLICIES, NanPolicy
-from ._nan import apply as apply_nan_policy
+from ._nan import IGNORE, NAN_POLICIES, NanPolicy, NanRule, check_kernel, once
 from ._plan import Plan, Spec, abs_bound, int_guard, terms
 from ._problem import (
     ArraySpec,
@@ -118,30 +117,9 @@ def conv(
     x, w = as_array(x, "x", backend), as_array(w, "w", backend)
     bias = None if bias is None else as_array(bias, "bias", backend)
     check_no_overlap(out, backend, w=w, bias=bias)
-    check_choice("padding_mode", padding_mode, PADDING_MODES)
-    check_choice("nan", nan, NAN_POLICIES)
-    options = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
+    options = dict(stride=stride, padding=padding, dilation=dilation, groups=groups, padding_mode=padding_mode, nan=nan)
     spec = conv_spec(ArraySpec(tuple(x.shape), x.dtype), w, bias, backend, method, x_bound=abs_bound(x, x.dtype), **options)
-    if padding_mode != "zeros" or nan == "normalize":  # normalize counts the padding as data
-        pads = list(zip(spec.problem.pad_lo, spec.problem.pad_hi))
-        x = extend(backend.xp, x, range(2, x.ndim), pads, PADDING_MODES[padding_mode])
-        options["padding"] = 0
-    shift = bias if nan == "normalize" else None  # normalized first, then shifted
-    if options["padding"] == 0:
-        added = None if shift is not None else bias
-        spec = conv_spec(ArraySpec(tuple(x.shape), x.dtype), w, added, backend, method, x_bound=abs_bound(x, x.dtype), **options)
-    plan = Plan(spec, w, method, measure=measure, sample=x)
-
-    def linear(a: Array, k: Array) -> Array:
-        return conv(a, k, nan="ignore", **options)
-
-    y = apply_nan_policy(nan, x, w, backend, plan.method, lambda a: plan(a, out), linear)
-    if shift is not None:
-        y += shift.reshape(-1, *(1,) * (x.ndim - 2)).astype(y.dtype, copy=False)
-    if out is not None and y is not out:
-        out[...] = y
-        return out
-    return y
+    return Plan(spec, w, method, measure=measure, sample=x)(x, out)
 
 
 @fill
@@ -155,6 +133,8 @@ def plan_conv(
     padding: Padding = 0,
     dilation: int | Sequence[int] = 1,
     groups: int = 1,
+    padding_mode: Literal["zeros", "reflect", "replicate", "circular"] = "zeros",
+    nan: NanPolicy = "propagate",
     method: Literal["auto", "direct", "im2col", "fft", "oa"] = "auto",
     memory_limit: int | None = None,
     measure: bool | Literal["disk"] = False,
@@ -171,7 +151,7 @@ def plan_conv(
         Dtype of every input. Default: the dtype of `w`.
     bias : array_like, shape (O,), optional
         Added to each output channel.
-    stride, padding, dilation, groups
+    stride, padding, dilation, groups, padding_mode, nan
         As :func:`conv`.
     {method}
     {memory_limit}
@@ -199,7 +179,7 @@ def plan_conv(
     w = as_array(w, "w", backend)
     bias = None if bias is None else as_array(bias, "bias", backend)
     x = input_spec("x_shape", x_shape, w.dtype if dtype is None else dtype)
-    options = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
+    options = dict(stride=stride, padding=padding, dilation=dilation, groups=groups, padding_mode=padding_mode, nan=nan)
     spec = conv_spec(x, w, bias, backend, method, x_bound=abs_bound(None, x.dtype), **options)
     return Plan(spec, w, method, memory_limit=memory_limit, measure=measure)
 
@@ -216,16 +196,31 @@ def conv_spec(
     dilation: int | Sequence[int],
     groups: int,
     x_bound: int,
+    padding_mode: str = "zeros",
+    nan: str = "ignore",
 ) -> Spec:
-    """Check a conv layer of an input like `x` with `w` and `bias`, and map it onto a Problem."""
+    """Check a conv layer of an input like `x` with `w` and `bias`, and map it onto a Problem.
+
+    With a `padding_mode` other than zeros (or nan='normalize', which counts the padding as
+    data), the input is extended by the mode and the problem has no padding.
+    """
     check_choice("method", method, ("auto", *METHODS))
+    check_choice("padding_mode", padding_mode, PADDING_MODES)
+    check_choice("nan", nan, NAN_POLICIES)
     check_conv_shapes(x, w, bias, groups)
+    check_kernel(nan, w, "w", backend)
     nd = x.ndim - 2
     kernel = tuple(w.shape[2:])
     stride = int_tuple("stride", stride, nd, 1)
     dilation = int_tuple("dilation", dilation, nd, 1)
     pad_lo, pad_hi = conv_padding(padding, kernel, stride, dilation)
-    compute, result = result_dtype(*(a for a in (x, w, bias) if a is not None))
+    given, extension = x, None
+    if padding_mode != "zeros" or nan == "normalize":
+        pads, pad_mode = list(zip(pad_lo, pad_hi)), PADDING_MODES[padding_mode]
+        x = ArraySpec((*x.shape[:2], *(n + lo + hi for n, (lo, hi) in zip(x.shape[2:], pads))), x.dtype)
+        extension = lambda a: extend(backend.xp, a, range(2, 2 + nd), pads, pad_mode)  # noqa: E731
+        pad_lo = pad_hi = (0,) * nd
+    compute, result = result_dtype(*(a for a in (given, w, bias) if a is not None))
     problem = Problem(
         batch=x.shape[0],
         groups=groups,
@@ -239,7 +234,7 @@ def conv_spec(
         dilation=dilation,
         dtype=compute,
     )
-    check_fits(problem, x.shape, w.shape)
+    check_fits(problem, given.shape, w.shape)
     shift = None if bias is None else bias.reshape(-1, *(1,) * nd)
 
     def add_bias(y: Array) -> Array:
@@ -247,15 +242,31 @@ def conv_spec(
             y += shift.astype(y.dtype, copy=False)
         return y
 
+    late = nan == "normalize" and shift is not None  # normalized first, then shifted
+
+    def mask_plan(kernel_: Array, dtype: np.dtype[Any]) -> Plan:
+        options = dict(stride=stride, padding=padding if extension is None else 0, dilation=dilation, groups=groups)
+        return Plan(conv_spec(ArraySpec(x.shape, dtype), kernel_, None, backend, "auto", x_bound=1, **options), kernel_, "auto")
+
+    support = backend.xp.ones(w.shape, np.float32)
+    rule = IGNORE if nan == "ignore" else NanRule(
+        nan,
+        "x",
+        weigh=once(lambda: mask_plan(w, x.dtype)),
+        reach=once(lambda: mask_plan(support, np.dtype(np.float32))),
+    )
     return Spec(
         problem=problem,
         backend=backend,
-        x=x,
+        x=given,
         y=ArraySpec(problem.y_shape, result),
         to_problem=lambda a: a,
-        from_problem=add_bias,
-        excluded=int_guard(np.result_type(x.dtype, w.dtype), x_bound, abs_bound(w, w.dtype), terms(problem)),
+        from_problem=(lambda y: y) if late else add_bias,
+        excluded=int_guard(np.result_type(given.dtype, w.dtype), x_bound, abs_bound(w, w.dtype), terms(problem)),
         same_layout=True,
+        extend=extension,
+        nan=rule,
+        finish=add_bias if late else None,
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
@@ -12,8 +13,7 @@ from ._backend import Array, Backend, get_backend
 from ._boundary import BOUNDARIES, extend
 from ._docstrings import fill
 from ._methods import METHODS
-from ._nan import NAN_POLICIES, NanPolicy
-from ._nan import apply as apply_nan_policy
+from ._nan import IGNORE, NAN_POLICIES, NanPolicy, NanRule, check_kernel, once
 from ._plan import Plan, Spec, abs_bound, int_guard, terms
 from ._problem import (
     ArraySpec,
@@ -172,6 +172,9 @@ def plan_correlate(
     method: MethodName = "auto",
     *,
     axes: int | Sequence[int] | None = None,
+    boundary: Boundary = "fill",
+    fillvalue: complex = 0,
+    nan: NanPolicy = "propagate",
     dtype: object = None,
     memory_limit: int | None = None,
     measure: bool | Literal["disk"] = False,
@@ -191,6 +194,8 @@ def plan_correlate(
     {mode}
     {method}
     {axes}
+    {boundary}
+    {nan}
     dtype : dtype, optional
         Dtype of every input the plan will take. Default: the dtype of `in2`.
     {memory_limit}
@@ -215,7 +220,7 @@ def plan_correlate(
     >>> np.allclose(out, ac.correlate(frames[-1], psf, "same"), atol=1e-4)
     True
     """
-    return _plan(in2, in1_shape, mode, method, axes, dtype, memory_limit, measure, flip=False)
+    return _plan(in2, in1_shape, mode, method, axes, Edges(boundary, fillvalue, nan), dtype, memory_limit, measure, flip=False)
 
 
 @fill
@@ -226,6 +231,9 @@ def plan_convolve(
     method: MethodName = "auto",
     *,
     axes: int | Sequence[int] | None = None,
+    boundary: Boundary = "fill",
+    fillvalue: complex = 0,
+    nan: NanPolicy = "propagate",
     dtype: object = None,
     memory_limit: int | None = None,
     measure: bool | Literal["disk"] = False,
@@ -239,7 +247,7 @@ def plan_convolve(
     Plan
         Call it as ``plan(in1, out=None)``.
     """
-    return _plan(in2, in1_shape, mode, method, axes, dtype, memory_limit, measure, flip=True)
+    return _plan(in2, in1_shape, mode, method, axes, Edges(boundary, fillvalue, nan), dtype, memory_limit, measure, flip=True)
 
 
 def _plan(
@@ -248,6 +256,7 @@ def _plan(
     mode: str,
     method: str,
     axes: int | Sequence[int] | None,
+    edges: Edges,
     dtype: object,
     memory_limit: int | None,
     measure: bool | str,
@@ -257,7 +266,7 @@ def _plan(
     backend = get_backend(in2=in2)
     in2 = as_array(in2, "in2", backend)
     x = input_spec("in1_shape", in1_shape, in2.dtype if dtype is None else dtype)
-    spec, w = correlate_spec(x, in2, backend, mode, method, axes, flip=flip, x_bound=abs_bound(None, x.dtype))
+    spec, w = correlate_spec(x, in2, backend, mode, method, axes, flip=flip, x_bound=abs_bound(None, x.dtype), edges=edges)
     return Plan(spec, w, method, memory_limit=memory_limit, measure=measure)
 
 
@@ -278,28 +287,19 @@ def _correlate(
     backend = get_backend(in1=in1, in2=in2)
     in1, in2 = as_array(in1, "in1", backend), as_array(in2, "in2", backend)
     check_no_overlap(out, backend, in2=in2)
-    check_choice("boundary", boundary, BOUNDARIES)
-    check_choice("nan", nan, NAN_POLICIES)
-    check_choice("mode", mode, MODES)
-    # normalize counts samples past the edges as data (as astropy), so it extends explicitly
-    if mode != "valid" and in1.ndim and (boundary != "fill" or fillvalue != 0 or nan == "normalize"):
-        axes = normalize_axes(axes, in1.ndim)
-        check_same_ndim(in1, in2)
-        pads = [mode_padding(in1.shape[a], in2.shape[a], mode) for a in axes]
-        in1 = extend(backend.xp, in1, axes, pads, BOUNDARIES[boundary], fillvalue)
-        mode = "valid"
     x = ArraySpec(tuple(in1.shape), in1.dtype)
-    spec, w = correlate_spec(x, in2, backend, mode, method, axes, flip=flip, x_bound=abs_bound(in1, in1.dtype))
-    plan = Plan(spec, w, method, measure=measure, sample=in1)
+    edges = Edges(boundary, fillvalue, nan)
+    spec, w = correlate_spec(x, in2, backend, mode, method, axes, flip=flip, x_bound=abs_bound(in1, in1.dtype), edges=edges)
+    return Plan(spec, w, method, measure=measure, sample=in1)(in1, out)
 
-    def linear(a: Array, k: Array) -> Array:
-        return _correlate(a, k, mode, "auto", axes, "fill", 0, "ignore", False, None, flip=flip)
 
-    y = apply_nan_policy(nan, in1, in2, backend, plan.method, lambda a: plan(a, out), linear, fillvalue=fillvalue)
-    if out is not None and y is not out:
-        out[...] = y
-        return out
-    return y
+@dataclass(frozen=True, slots=True)
+class Edges:
+    """What happens past the edges and at NaNs: `boundary` (with `fillvalue`) and `nan`."""
+
+    boundary: str = "fill"
+    fillvalue: complex = 0
+    nan: str = "ignore"
 
 
 def correlate_spec(
@@ -312,15 +312,25 @@ def correlate_spec(
     *,
     flip: bool,
     x_bound: int,
+    edges: Edges = Edges(),
 ) -> tuple[Spec, Array]:
     """Check a correlation of an input like `x` with `in2`, and map it onto a Problem.
 
     Returns the spec and the kernel in the problem's layout ``(G*Og, 1, *kernel)``,
-    already flipped (convolution) or conjugated (complex correlation).
+    already flipped (convolution) or conjugated (complex correlation). With a boundary
+    rule other than zero fill (or nan='normalize', which counts samples past the edges
+    as data, as astropy), the input is extended by the rule and correlated in 'valid'.
     """
     check_choice("mode", mode, MODES)
     check_choice("method", method, ("auto", *METHODS))
+    check_choice("boundary", edges.boundary, BOUNDARIES)
+    check_choice("nan", edges.nan, NAN_POLICIES)
     check_same_ndim(x, in2)
+    check_kernel(edges.nan, in2, "in2", backend)
+    given, extension = x, None
+    if mode != "valid" and x.ndim and (edges.boundary != "fill" or edges.fillvalue != 0 or edges.nan == "normalize"):
+        x, extension = _extended(x, in2.shape, normalize_axes(axes, x.ndim), mode, edges, backend)
+        mode = "valid"
     scalar = x.ndim == 0  # SciPy accepts 0-d inputs: the product of two scalars
     if scalar:
         x, in2 = ArraySpec((1,), x.dtype), in2.reshape(1)
@@ -341,14 +351,45 @@ def correlate_spec(
     spec = Spec(
         problem=problem,
         backend=backend,
-        x=ArraySpec(() if scalar else x.shape, x.dtype),
+        x=given,
         y=ArraySpec(y_shape, result),
         to_problem=lambda a: a.reshape(x.shape).transpose(x_order).reshape(problem.x_shape),
         from_problem=lambda y: y.reshape(ordered).transpose(inverse).reshape(y_shape),
         excluded=int_guard(np.result_type(x.dtype, in2.dtype), x_bound, abs_bound(in2, in2.dtype), terms(problem)),
         same_layout=x_order == sorted(x_order),
+        extend=extension,
+        nan=IGNORE if scalar else _nan_rule(x, in2, backend, mode, axes, edges, flip=flip),
     )
     return spec, w
+
+
+def _extended(x: ArraySpec, kernel: Shape, axes: tuple[int, ...], mode: str, edges: Edges, backend: Backend):  # type: ignore[no-untyped-def]
+    """The input extended past its edges for `mode`, and the function that extends it."""
+    pads = [mode_padding(x.shape[a], kernel[a], mode) for a in axes]
+    shape = list(x.shape)
+    for a, (lo, hi) in zip(axes, pads):
+        shape[a] += lo + hi
+    pad_mode = BOUNDARIES[edges.boundary]
+    return ArraySpec(tuple(shape), x.dtype), lambda a: extend(backend.xp, a, axes, pads, pad_mode, edges.fillvalue)
+
+
+def _nan_rule(x: ArraySpec, in2: Array, backend: Backend, mode: str, axes: tuple[int, ...], edges: Edges, *, flip: bool) -> NanRule:
+    """The NaN policy with plans for its masks (made on first use), over the extended input."""
+    if edges.nan == "ignore":
+        return IGNORE
+
+    def mask_plan(kernel: Array, dtype: np.dtype, flipped: bool) -> Plan:
+        spec, w = correlate_spec(ArraySpec(x.shape, dtype), kernel, backend, mode, "auto", axes, flip=flipped, x_bound=1)
+        return Plan(spec, w, "auto")
+
+    support = backend.xp.ones(in2.shape, np.float32)
+    return NanRule(
+        edges.nan,
+        "in1",
+        weigh=once(lambda: mask_plan(in2, x.dtype, flip)),
+        reach=once(lambda: mask_plan(support, np.dtype(np.float32), False)),
+        fillvalue=edges.fillvalue,
+    )
 
 
 def _as_problem(

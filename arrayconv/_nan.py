@@ -8,8 +8,10 @@ the non-finite samples are zeroed, the transform runs, and the outputs of their 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
-from typing import Literal
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from ._backend import Array, Backend
 
@@ -19,62 +21,68 @@ NanPolicy = Literal["propagate", "raise", "fill", "normalize", "ignore"]
 # Methods whose sums are IEEE sums of the products (NaN * 0 is NaN, as SciPy's direct).
 _EXACT_METHODS = ("direct", "im2col")
 
-Linear = Callable[[Array, Array], Array]
+Operator = Callable[[Array], Array]
 
 
-def apply(
-    policy: str,
-    x: Array,
-    kernel: Array,
-    backend: Backend,
-    method: str,
-    run: Callable[[Array], Array],
-    linear: Linear,
-    *,
-    fillvalue: complex = 0,
-) -> Array:
-    """The result of `run` on `x` under the NaN `policy`.
+@dataclass(frozen=True, slots=True)
+class NanRule:
+    """A NaN policy with what it needs: the operator on masks.
 
-    Parameters
+    Attributes
     ----------
     policy : str
         One of :data:`NAN_POLICIES`.
-    x, kernel : ndarray
-        The input (already extended by its boundary rule) and the kernel.
-    backend : Backend
-        Where they live.
-    method : str
-        The method `run` uses.
-    run : callable
-        ``run(a)``: the operator applied to `a` by the chosen method.
-    linear : callable
-        ``linear(a, k)``: the same operator with kernel `k` (used on masks).
-    fillvalue : scalar, optional
+    name : str
+        The input's argument name, for error messages.
+    weigh : callable
+        ``weigh(mask)``: the operator with the user's kernel, on a mask in the input's dtype
+        (the normalization weights).
+    reach : callable
+        ``reach(mask)``: the operator with the kernel's support (ones), on a float32 mask:
+        positive where the mask's samples reach.
+    fillvalue : scalar
         What a NaN becomes under 'fill'.
     """
+
+    policy: str
+    name: str
+    weigh: Operator
+    reach: Operator
+    fillvalue: complex = 0
+
+
+IGNORE = NanRule("ignore", "x", lambda a: a, lambda a: a)
+
+
+def apply(rule: NanRule, x: Array, backend: Backend, method: str, run: Operator) -> Array:
+    """The result of ``run(x)`` under `rule` (`x` already extended by its boundary rule)."""
     xp = backend.xp
-    if policy == "ignore" or x.dtype.kind not in "fc":
+    if rule.policy == "ignore" or x.dtype.kind not in "fc":
         return run(x)
-    if policy == "raise":
-        for name, a in (("in1", x), ("in2", kernel)):
-            if a.dtype.kind in "fc" and bool(xp.isnan(a).any()):
-                msg = f"`{name}` contains NaN and nan='raise'; use nan='propagate', 'fill' or 'normalize'"
-                raise ValueError(msg)
-        return _propagate(x, kernel, xp, method, run, linear)
-    if policy == "fill":
-        return _propagate(xp.where(xp.isnan(x), xp.asarray(fillvalue, x.dtype), x), kernel, xp, method, run, linear)
-    if policy == "normalize":
-        missing = xp.isnan(x)
-        y = _propagate(xp.where(missing, xp.zeros((), x.dtype), x), kernel, xp, method, run, linear)
-        weight = linear((~missing).astype(x.dtype), kernel)
-        empty = weight == 0
-        y = y / xp.where(empty, xp.ones((), weight.dtype), weight)
-        y[empty] = xp.nan
-        return y
-    return _propagate(x, kernel, xp, method, run, linear)
+    if rule.policy == "raise" and bool(xp.isnan(x).any()):
+        msg = f"`{rule.name}` contains NaN and nan='raise'; use nan='propagate', 'fill' or 'normalize'"
+        raise ValueError(msg)
+    if rule.policy == "fill":
+        x = xp.where(xp.isnan(x), xp.asarray(rule.fillvalue, x.dtype), x)
+    if rule.policy != "normalize":
+        return _propagate(x, xp, method, run, rule.reach)
+    missing = xp.isnan(x)
+    y = _propagate(xp.where(missing, xp.zeros((), x.dtype), x), xp, method, run, rule.reach)
+    weight = rule.weigh((~missing).astype(x.dtype))
+    empty = weight == 0
+    y = y / xp.where(empty, xp.ones((), weight.dtype), weight)
+    y[empty] = xp.nan
+    return y
 
 
-def _propagate(x: Array, kernel: Array, xp, method: str, run, linear) -> Array:  # type: ignore[no-untyped-def]
+def check_kernel(policy: str, kernel: Array, name: str, backend: Backend) -> None:
+    """Under nan='raise', refuse a kernel holding NaN (checked once, when it is given)."""
+    if policy == "raise" and kernel.dtype.kind in "fc" and bool(backend.xp.isnan(kernel).any()):
+        msg = f"`{name}` contains NaN and nan='raise'; use nan='propagate', 'fill' or 'normalize'"
+        raise ValueError(msg)
+
+
+def _propagate(x: Array, xp: Any, method: str, run: Operator, reach: Operator) -> Array:
     """NaN (and inf) spread over their kernel footprint only, on every method."""
     if method in _EXACT_METHODS:
         return run(x)
@@ -82,7 +90,20 @@ def _propagate(x: Array, kernel: Array, xp, method: str, run, linear) -> Array: 
     if not bool(bad.any()):
         return run(x)
     y = run(xp.where(bad, xp.zeros((), x.dtype), x))
-    support = xp.ones(kernel.shape, dtype=xp.float32)
-    reached = linear(bad.astype(xp.float32), support) > 0.5
-    y[reached] = xp.nan
+    y[reach(bad.astype(xp.float32)) > 0.5] = xp.nan
     return y
+
+
+def once(make: Callable[[], Operator]) -> Operator:
+    """An operator made by ``make()`` on its first call (a plan for masks, made if needed)."""
+    made: list[Operator] = []
+    lock = threading.Lock()
+
+    def call(a: Array) -> Array:
+        if not made:
+            with lock:
+                if not made:
+                    made.append(make())
+        return made[0](a)
+
+    return call

@@ -19,6 +19,8 @@ from . import _config
 from ._backend import Array, Backend, is_cupy_array
 from ._choose import Choice, choose, measured_choice
 from ._methods import METHODS
+from ._nan import IGNORE, NanRule
+from ._nan import apply as apply_nan_rule
 from ._problem import ArraySpec, Problem
 
 # Integer results up to this bound are exact in float64 arithmetic, so FFT may compute them.
@@ -48,6 +50,12 @@ class Spec:
     same_layout : bool
         True when the result is the problem output reshaped (no axes moved), so a
         C-contiguous `out` can receive the method's result directly.
+    extend : callable or None
+        Input -> input extended past its edges by the boundary rule (before `to_problem`).
+    nan : NanRule
+        The NaN policy and the operators on masks it needs.
+    finish : callable or None
+        Applied to the result after the NaN policy (conv's bias under nan='normalize').
     """
 
     problem: Problem
@@ -58,6 +66,9 @@ class Spec:
     from_problem: Callable[[Array], Array]
     excluded: dict[str, str]
     same_layout: bool
+    extend: Callable[[Array], Array] | None = None
+    nan: NanRule = IGNORE
+    finish: Callable[[Array], Array] | None = None
 
 
 def int_guard(dtype: np.dtype[Any], x_bound: int, w_bound: int, terms: int) -> dict[str, str]:
@@ -163,15 +174,23 @@ class Plan:
         self._check_input(x)
         if out is not None:
             self._check_out(out, x)
+        spec = self._spec
         with self._settings():
-            if out is not None and self._fills(out):
-                self._run(self.method, self._kernel, x, out.reshape(self._spec.problem.y_shape))
-                return out
-            y = self._run(self.method, self._kernel, x)
-        if out is None:
+            work = spec.extend(x) if spec.extend else x
+            y = apply_nan_rule(spec.nan, work, spec.backend, self.method, lambda a: self._result(a, out))
+            if spec.finish:
+                y = spec.finish(y)
+        if out is None or y is out:
             return y
         out[...] = y
         return out
+
+    def _result(self, x: Array, out: Array | None) -> Array:
+        """The method's result for the (extended) input `x`, in `out` when it can write there."""
+        if out is not None and self._fills(out):
+            self._run(self.method, self._kernel, x, out.reshape(self._spec.problem.y_shape))
+            return out
+        return self._run(self.method, self._kernel, x)
 
     def _fills(self, out: Array) -> bool:
         """Whether the method can write straight into `out`: same layout and dtype."""
@@ -212,6 +231,8 @@ class Plan:
         return measured_choice(estimated, spec.problem, spec.backend, lambda name: self._time(name, sample), disk=measure == "disk")
 
     def _time(self, method: str, x: Array) -> float:
+        if self._spec.extend:
+            x = self._spec.extend(x)
         start = time.perf_counter()
         y = self._run(method, self._prepare(method), x)
         if self._spec.backend.name == "cupy":

@@ -189,3 +189,28 @@ def test_boundary_errors(rng):
         ac.correlate(x, k, boundary="periodic")
     with pytest.raises(ValueError, match="`padding_mode` must be one of"):
         ac.conv(x[None, None], k[None, None], padding_mode="symmetric")
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_plans_take_boundary_and_nan(xp, method, rng):
+    frames = [with_nans(rng, (30, 26), "float64") for _ in range(3)]
+    k = rng.random((5, 4)) + 0.1
+    plan = ac.plan_correlate(xp.asarray(k), (30, 26), "same", method, boundary="wrap", nan="normalize", dtype="float64")
+    for frame in frames:
+        expected = ac.correlate(frame, k, "same", "direct", boundary="wrap", nan="normalize")
+        assert_nan_matches(plan(xp.asarray(frame)), expected, "float64", xp.__name__)
+    x, w = with_nans(rng, (2, 4, 12, 11), "float64"), random(rng, (3, 4, 3, 3), "float64")
+    conv_plan = ac.plan_conv(xp.asarray(w), x.shape, "float64", padding=1, padding_mode="circular", method=method)
+    assert_nan_matches(conv_plan(xp.asarray(x)), ac.conv(x, w, padding=1, padding_mode="circular", method="direct"), "float64", xp.__name__)
+
+
+def test_plan_nan_raise_checks_the_kernel_once_and_each_input(rng):
+    k = random(rng, (3, 3), "float64")
+    plan = ac.plan_correlate(k, (10, 10), nan="raise")
+    with pytest.raises(ValueError, match="`in1` contains NaN"):
+        plan(with_nans(rng, (10, 10), "float64"))
+    k[1, 1] = np.nan
+    with pytest.raises(ValueError, match="`in2` contains NaN"):
+        ac.plan_correlate(k, (10, 10), nan="raise")
+    with pytest.raises(ValueError, match="`w` contains NaN"):
+        ac.plan_conv(k[None, None], (1, 1, 10, 10), nan="raise")

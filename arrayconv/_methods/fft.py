@@ -178,6 +178,14 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     the per-frequency GEMMs of small matrices run far below the GEMM rate, and placing and
     transposing kernel spectra costs more passes than the data's.
     """
+    kernel_seconds, data_seconds = split_cost(problem, backend, rates)
+    kernels, per_item = _spectrum_bytes(problem, backend)
+    return Cost(kernel_seconds + data_seconds, kernels + per_item * _batch_step(problem, backend, 1 << 62))
+
+
+def split_cost(problem: Problem, backend: Backend, rates: Rates) -> tuple[float, float]:
+    """Seconds of :func:`cost` spent on the kernel (its transforms and passes over its
+    spectra, paid once per plan or call) and on the data (everything else)."""
     p = problem
     size = math.prod(fft_shape(p, backend))
     transform = 2.5 * size * math.log2(max(size, 2)) / rates.fft_flops
@@ -192,10 +200,10 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     else:
         flops = 8 * p.batch * kernel_maps * size / 2
         contraction = _SMALL_GEMM_SLOWDOWN * (flops / rates.gemm_flops + 2 * kernels / rates.stream_bytes)
-    passes = 17 * kernels + 6 * p.batch * per_item
-    seconds = 0.5 * (kernel_maps + data_maps) * transform + contraction + passes / rates.stream_bytes
-    seconds += (_FIXED_GPU_CALLS if backend.name == "cupy" else _FIXED_CALLS) * rates.call_seconds
-    return Cost(seconds, kernels + per_item * _batch_step(p, backend, 1 << 62))
+    fixed = (_FIXED_GPU_CALLS if backend.name == "cupy" else _FIXED_CALLS) * rates.call_seconds
+    kernel_seconds = 0.5 * kernel_maps * transform + 17 * kernels / rates.stream_bytes
+    data_seconds = 0.5 * data_maps * transform + contraction + 6 * p.batch * per_item / rates.stream_bytes + fixed
+    return kernel_seconds, data_seconds
 
 
 METHOD = register(Method("fft", prepare, run, work_dtype, unsupported, cost))

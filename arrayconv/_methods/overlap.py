@@ -36,13 +36,16 @@ def slab_problem(problem: Problem, rows: int) -> Problem:
 
 
 def _slab_cost(problem: Problem, backend: Backend, rows: int, rates: Rates) -> Cost:
-    """Time of every slab, and the temporaries of one (its spectra, input and output)."""
+    """Time of the kernel's spectrum (once) and of every slab (its transforms, and copying
+    its input in and its result out), and the temporaries of one slab (its spectra,
+    input and output)."""
     slab = slab_problem(problem, rows)
     one = fft.cost(slab, backend, rates)
+    kernel_seconds, data_seconds = fft.split_cost(slab, backend, rates)  # the kernel once, the data per slab
     count = -(-problem.out_spatial[0] // rows)
     itemsize = fft.work_dtype(slab).itemsize
     data = (math.prod(slab.x_shape) + math.prod(slab.y_shape)) * itemsize
-    return Cost(count * one.seconds, one.temp_bytes + data)
+    return Cost(kernel_seconds + count * (data_seconds + 2 * data / rates.stream_bytes), one.temp_bytes + data)
 
 
 def _candidates(problem: Problem) -> list[int]:

@@ -181,6 +181,7 @@ def _plot(results: list[dict], stats: dict, path: Path) -> None:
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def main(argv: list[str] | None = None) -> int:
