@@ -84,7 +84,9 @@ def check_kernel(policy: str, kernel: Array, name: str, backend: Backend) -> Non
 
 def _propagate(x: Array, xp: Any, method: str, run: Operator, reach: Operator) -> Array:
     """NaN (and inf) spread over their kernel footprint only, on every method."""
-    if method in _EXACT_METHODS:
+    # A NaN or inf makes the sum non-finite: one pass with no temporary array. (A sum
+    # that overflows only sends finite data down the exact path below, which finds nothing.)
+    if method in _EXACT_METHODS or bool(xp.isfinite(xp.sum(x))):
         return run(x)
     bad = ~xp.isfinite(x)
     if not bool(bad.any()):
