@@ -1,8 +1,8 @@
 """Same kernel, many frames: a plan against the plain call, per frame.
 
 Usage: ``python -m arrayconv.bench.plans [--case c] [--frames 100] [--out bench/results]``.
-Each frame is filtered by every callable in turn (interleaved), so drifts of the machine
-hit all of them alike; the report gives per-frame medians and ratios. Writes
+Each frame is filtered by every callable in turn (interleaved, in a new random order for
+each frame), so drifts of the machine and the first touch of a frame hit all of them alike; the report gives per-frame medians and ratios. Writes
 ``plans-<date>.md`` and ``.json``.
 """
 
@@ -49,9 +49,11 @@ def run(case: Case, n_frames: int) -> dict:
     for fn in runs.values():  # warm-up
         fn(frames[0])
     times: dict[str, list[float]] = {name: [] for name in runs}
+    names = list(runs)
     for frame in frames:
-        for name, fn in runs.items():
-            times[name].append(time_call(lambda: fn(frame)))
+        rng.shuffle(names)  # no callable always first on a frame (the one that loads it into cache)
+        for name in names:
+            times[name].append(time_call(lambda: runs[name](frame)))
     medians = {name: statistics.median(t) for name, t in times.items()}
     plan_name = next(iter(runs))
     return {
@@ -78,7 +80,7 @@ def write(result: dict, folder: Path) -> Path:
         f"Command: `{result['command']}`  ",
         machine_line(result["versions"]),
         f"Case {result['case']['id']}: image {result['case']['x']}, kernel {result['case']['w']}, "
-        f"mode {result['case']['mode']!r}, float32, {result['frames']} frames, each filtered by every callable in turn.",
+        f"mode {result['case']['mode']!r}, float32, {result['frames']} frames, each filtered by every callable in turn, in a new random order per frame.",
         "",
         "| callable | median per frame (ms) | total (s) | plain auto call / this |",
         "|---|---|---|---|",
