@@ -13,6 +13,7 @@ _DEFAULT_FRACTION = 0.25
 _QUANTUM = 64 << 20
 _GPU_REFRESH_SECONDS = 1.0
 _gpu_free: dict[int, tuple[float, int]] = {}
+_gpu_total: dict[int, int] = {}
 
 
 def _available_memory() -> int:
@@ -50,7 +51,10 @@ def capacity(backend_name: str) -> int:
     if backend_name == "cupy":
         import cupy
 
-        return cupy.cuda.runtime.memGetInfo()[1]
+        device = cupy.cuda.runtime.getDevice()
+        if device not in _gpu_total:
+            _gpu_total[device] = cupy.cuda.runtime.memGetInfo()[1]
+        return _gpu_total[device]
     try:
         return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
