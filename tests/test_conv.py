@@ -80,7 +80,7 @@ def test_float32_stays_float32_inside_fft(monkeypatch, rng):
     "x_shape, w_shape, options",
     [
         ((3, 4, 10, 11), (6, 2, 3, 2), dict(groups=2, padding=(2, 1), dilation=(1, 2))),
-        ((2, 3, 9), (4, 3, 4), dict(padding=3, dilation=2)),
+        ((2, 3, 19), (4, 3, 4), dict(padding=3, dilation=2)),
         ((1, 2, 5, 6, 7), (3, 2, 2, 3, 2), dict(padding=1)),
     ],
 )
@@ -102,3 +102,13 @@ def test_im2col_one_gather_path(x_shape, w_shape, options):
     with ac.config(memory_limit=1 << 12):  # several chunks
         got = im2col.run(x, im2col.prepare(w, spec.problem, fake), spec.problem, fake)
     assert_matches(got, reference_conv(x, w, **options), dtype="float64")
+
+
+def test_im2col_runs_tiny_images_as_one_gemm_with_the_operator(rng):
+    from arrayconv._methods import im2col
+
+    x, w = random(rng, (50, 6, 4, 4), "float64"), random(rng, (8, 3, 3, 3), "float64")
+    options = dict(padding=1, groups=2)
+    problem = ac.plan_conv(w, x.shape, padding=1, groups=2, method="im2col")._spec.problem
+    assert isinstance(im2col.prepare(w, problem, ac._backend.NUMPY), im2col.Operator)
+    assert_matches(ac.conv(x, w, method="im2col", **options), reference_conv(x, w, **options), dtype="float64")

@@ -4,18 +4,25 @@ The column matrix of a chunk is ``(Bc, G, taps * Cg, samples)``, filled from vie
 padded input and multiplied by the kernel as ``(G, Og, taps * Cg)``. Chunks are sized so
 the column matrix stays under both a cache-friendly size and the memory budget: a 30x30
 kernel on a 1920x1920 image never asks for the whole 12.9 GB matrix.
+
+For tiny images (stacks of patches) the gather and the scatter of the result cost more
+than the GEMM. There the whole layer is one GEMM with its operator matrix,
+``(C * in_samples, O * out_samples)``, built once from the kernel: the input and the
+output keep their own layouts, at the price of multiplying by the operator's zeros (at
+most 2.5 times the direct work).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, replace
 
 from .. import _config
 from .._backend import Array, Backend
 from .._problem import Problem
 from .._rates import Rates
 from .._scratch import scratch
-from . import Cost, Method, exact_dtype, output, register
+from . import Cost, Method, direct, exact_dtype, output, register
 from ._taps import layout, pad_input, padded_bytes
 
 # Preferred size of one chunk's column matrix: large enough for an efficient GEMM.
@@ -23,15 +30,48 @@ _CHUNK_BYTES = 32 << 20
 # On a GPU, launches cost tens of microseconds: fewer, larger chunks.
 _GPU_CHUNK_BYTES = 1 << 30
 _GPU_CALLS_PER_CHUNK = 4
+# The operator matrix is used up to this size, and when the image has at most this many
+# times the kernel's taps (the share of the operator's zeros).
+_OPERATOR_BYTES = 16 << 20
+_OPERATOR_WASTE = 2.5
+
+
+@dataclass(frozen=True, slots=True)
+class Operator:
+    """The whole layer as one matrix ``(C * in_samples, O * out_samples)``."""
+
+    matrix: Array
+
+
+def _operator_fits(problem: Problem) -> bool:
+    """Whether `problem` runs as one GEMM with its operator matrix (tiny images)."""
+    p = problem
+    in_samples, out_samples = math.prod(p.spatial), math.prod(p.out_spatial)
+    channels, filters = p.groups * p.in_per_group, p.groups * p.out_per_group
+    size = channels * in_samples * filters * out_samples * p.dtype.itemsize
+    return size <= _OPERATOR_BYTES and in_samples <= _OPERATOR_WASTE * math.prod(p.kernel)
+
+
+def _operator(w: Array, problem: Problem, backend: Backend) -> Operator:
+    """The operator matrix: the layer applied (by the direct method) to every unit input."""
+    p = problem
+    rows = p.groups * p.in_per_group * math.prod(p.spatial)
+    units = replace(p, batch=rows)
+    eye = backend.xp.eye(rows, dtype=w.dtype).reshape(units.x_shape)
+    y = direct.run(eye, direct.prepare(w, units, backend), units, backend)
+    return Operator(y.reshape(rows, -1))
 
 
 def _bytes_per_sample(problem: Problem) -> int:
     return problem.groups * math.prod(problem.kernel) * problem.in_per_group * problem.dtype.itemsize
 
 
-def prepare(w: Array, problem: Problem, backend: Backend) -> Array:
-    """The kernel as ``(G, Og, taps * Cg)``, matching the order of the columns."""
+def prepare(w: Array, problem: Problem, backend: Backend) -> Array | Operator:
+    """The kernel as ``(G, Og, taps * Cg)``, matching the order of the columns (or the
+    operator matrix, for tiny images)."""
     p, xp = problem, backend.xp
+    if _operator_fits(p):
+        return _operator(w, p, backend)
     taps_last = w.reshape(p.groups, p.out_per_group, p.in_per_group, -1)
     return xp.ascontiguousarray(xp.moveaxis(taps_last, 2, 3)).reshape(p.groups, p.out_per_group, -1)
 
@@ -43,9 +83,12 @@ def run(x: Array, w_cols: Array, problem: Problem, backend: Backend, out: Array 
     so a batch of small images is one GEMM per group, not one per image.
     """
     p, xp = problem, backend.xp
+    out = output(out, p, backend, x.dtype)
+    if isinstance(w_cols, Operator):
+        xp.matmul(x.reshape(p.batch, -1), w_cols.matrix, out=out.reshape(p.batch, -1))
+        return out.reshape(p.y_shape)
     padded, lay = pad_input(x, p, backend), layout(p)
     depth = len(lay.taps) * p.in_per_group
-    out = output(out, p, backend, x.dtype)
     one_gather = backend.name == "cupy" and p.unit_stride
     budget = min(_chunk_bytes(backend), _config.budget(backend.name) // 2)
     nd = len(p.kernel)
@@ -96,6 +139,12 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     faster than it can read the columns (single-channel problems are memory-bound).
     """
     p = problem
+    if _operator_fits(p):
+        rows, columns = p.groups * p.in_per_group * math.prod(p.spatial), p.groups * p.out_per_group * math.prod(p.out_spatial)
+        efficiency = min(1.0, p.batch / 64) * min(1.0, columns / 64)
+        gemm = 2 * p.batch * rows * columns / (rates.gemm_flops * max(efficiency, 0.05))
+        data = (p.batch * (rows + columns) + rows * columns) * p.dtype.itemsize
+        return Cost(gemm + data / rates.stream_bytes + rates.call_seconds, 0)
     samples = p.batch * p.groups * math.prod(layout(p).row_shape) * p.out_spatial[0]
     depth = math.prod(p.kernel) * p.in_per_group
     cols_bytes = samples * _bytes_per_sample(p)
