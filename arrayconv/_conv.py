@@ -201,8 +201,9 @@ def conv_spec(
 ) -> Spec:
     """Check a conv layer of an input like `x` with `w` and `bias`, and map it onto a Problem.
 
-    With a `padding_mode` other than zeros (or nan='normalize', which counts the padding as
-    data), the input is extended by the mode and the problem has no padding.
+    'circular' makes a circular problem (periodic padding, native to the FFT). With another
+    `padding_mode` than zeros (or nan='normalize', which counts the padding as data), the
+    input is extended by the mode and the problem has no padding.
     """
     check_choice("method", method, ("auto", *METHODS))
     check_choice("padding_mode", padding_mode, PADDING_MODES)
@@ -215,7 +216,8 @@ def conv_spec(
     dilation = int_tuple("dilation", dilation, nd, 1)
     pad_lo, pad_hi = conv_padding(padding, kernel, stride, dilation)
     given, extension = x, None
-    if padding_mode != "zeros" or nan == "normalize":
+    circular = padding_mode == "circular"
+    if not circular and (padding_mode != "zeros" or nan == "normalize"):
         pads, pad_mode = list(zip(pad_lo, pad_hi)), PADDING_MODES[padding_mode]
         x = ArraySpec((*x.shape[:2], *(n + lo + hi for n, (lo, hi) in zip(x.shape[2:], pads))), x.dtype)
         extension = lambda a: extend(backend.xp, a, range(2, 2 + nd), pads, pad_mode)  # noqa: E731
@@ -233,6 +235,7 @@ def conv_spec(
         stride=stride,
         dilation=dilation,
         dtype=compute,
+        circular=circular,
     )
     check_fits(problem, given.shape, w.shape)
     shift = None if bias is None else bias.reshape(-1, *(1,) * nd)
@@ -245,7 +248,7 @@ def conv_spec(
     late = nan == "normalize" and shift is not None  # normalized first, then shifted
 
     def mask_plan(kernel_: Array, dtype: np.dtype[Any]) -> Plan:
-        options = dict(stride=stride, padding=padding if extension is None else 0, dilation=dilation, groups=groups)
+        options = dict(stride=stride, padding=padding if extension is None else 0, dilation=dilation, groups=groups, padding_mode="circular" if circular else "zeros")
         return Plan(conv_spec(ArraySpec(x.shape, dtype), kernel_, None, backend, "auto", x_bound=1, **options), kernel_, "auto")
 
     support = backend.xp.ones(w.shape, np.float32)

@@ -317,9 +317,10 @@ def correlate_spec(
     """Check a correlation of an input like `x` with `in2`, and map it onto a Problem.
 
     Returns the spec and the kernel in the problem's layout ``(G*Og, 1, *kernel)``,
-    already flipped (convolution) or conjugated (complex correlation). With a boundary
-    rule other than zero fill (or nan='normalize', which counts samples past the edges
-    as data, as astropy), the input is extended by the rule and correlated in 'valid'.
+    already flipped (convolution) or conjugated (complex correlation). 'wrap' makes a
+    circular problem (periodic padding, native to the FFT). With another boundary rule than
+    zero fill (or nan='normalize', which counts samples past the edges as data, as
+    astropy), the input is extended by the rule and correlated in 'valid'.
     """
     check_choice("mode", mode, MODES)
     check_choice("method", method, ("auto", *METHODS))
@@ -328,7 +329,8 @@ def correlate_spec(
     check_same_ndim(x, in2)
     check_kernel(edges.nan, in2, "in2", backend)
     given, extension = x, None
-    if mode != "valid" and x.ndim and (edges.boundary != "fill" or edges.fillvalue != 0 or edges.nan == "normalize"):
+    circular = edges.boundary == "wrap" and x.ndim > 0
+    if mode != "valid" and x.ndim and not circular and (edges.boundary != "fill" or edges.fillvalue != 0 or edges.nan == "normalize"):
         x, extension = _extended(x, in2.shape, normalize_axes(axes, x.ndim), mode, edges, backend)
         mode = "valid"
     scalar = x.ndim == 0  # SciPy accepts 0-d inputs: the product of two scalars
@@ -339,7 +341,7 @@ def correlate_spec(
     if mode == "valid":
         check_valid_sizes(tuple(x.shape[a] for a in axes), tuple(in2.shape[a] for a in axes))
     compute, result = result_dtype(x, in2)
-    problem, x_order, w_order, lead = _as_problem(x.shape, in2.shape, mode, axes, compute)
+    problem, x_order, w_order, lead = _as_problem(x.shape, in2.shape, mode, axes, compute, circular)
     w = in2.transpose(w_order).reshape(problem.w_shape)
     if flip:
         w = w[(..., *(slice(None, None, -1),) * len(axes))]
@@ -358,7 +360,7 @@ def correlate_spec(
         excluded=int_guard(np.result_type(x.dtype, in2.dtype), x_bound, abs_bound(in2, in2.dtype), terms(problem)),
         same_layout=x_order == sorted(x_order),
         extend=extension,
-        nan=IGNORE if scalar else _nan_rule(x, in2, backend, mode, axes, edges, flip=flip),
+        nan=IGNORE if scalar else _nan_rule(x, in2, backend, mode, axes, edges, flip=flip, circular=circular),
     )
     return spec, w
 
@@ -373,13 +375,17 @@ def _extended(x: ArraySpec, kernel: Shape, axes: tuple[int, ...], mode: str, edg
     return ArraySpec(tuple(shape), x.dtype), lambda a: extend(backend.xp, a, axes, pads, pad_mode, edges.fillvalue)
 
 
-def _nan_rule(x: ArraySpec, in2: Array, backend: Backend, mode: str, axes: tuple[int, ...], edges: Edges, *, flip: bool) -> NanRule:
-    """The NaN policy with plans for its masks (made on first use), over the extended input."""
+def _nan_rule(
+    x: ArraySpec, in2: Array, backend: Backend, mode: str, axes: tuple[int, ...], edges: Edges, *, flip: bool, circular: bool
+) -> NanRule:
+    """The NaN policy with plans for its masks (made on first use), over the extended input
+    (or around the period of a circular one)."""
     if edges.nan == "ignore":
         return IGNORE
+    mask_edges = Edges("wrap" if circular else "fill")
 
     def mask_plan(kernel: Array, dtype: np.dtype, flipped: bool) -> Plan:
-        spec, w = correlate_spec(ArraySpec(x.shape, dtype), kernel, backend, mode, "auto", axes, flip=flipped, x_bound=1)
+        spec, w = correlate_spec(ArraySpec(x.shape, dtype), kernel, backend, mode, "auto", axes, flip=flipped, x_bound=1, edges=mask_edges)
         return Plan(spec, w, "auto")
 
     support = backend.xp.ones(in2.shape, np.float32)
@@ -393,7 +399,7 @@ def _nan_rule(x: ArraySpec, in2: Array, backend: Backend, mode: str, axes: tuple
 
 
 def _as_problem(
-    s1: Shape, s2: Shape, mode: str, axes: tuple[int, ...], dtype: np.dtype
+    s1: Shape, s2: Shape, mode: str, axes: tuple[int, ...], dtype: np.dtype, circular: bool = False
 ) -> tuple[Problem, list[int], list[int], tuple[int, ...]]:
     """Map a batched correlation of shapes `s1` and `s2` onto a grouped one.
 
@@ -421,6 +427,7 @@ def _as_problem(
         stride=(1,) * len(axes),
         dilation=(1,) * len(axes),
         dtype=dtype,
+        circular=circular,
     )
     lead = tuple(max(s1[a], s2[a]) for a in (*batch, *groups, *outs))
     return problem, [*batch, *groups, *outs, *axes], [*groups, *outs, *batch, *axes], lead

@@ -27,8 +27,9 @@ class Problem:
     ``x (B, G*Cg, *spatial)`` correlated with ``w (G*Og, Cg, *kernel)`` gives
     ``y (B, G*Og, *out_spatial)``, where, for output channel ``o`` of group ``g``,
     ``y[b, o, n] = sum_{c, m} x_pad[b, g*Cg + c, n*stride + m*dilation] * w[o, c, m]``
-    and ``x_pad`` is `x` zero-padded by `pad_lo` before and `pad_hi` after each
-    spatial axis. No conjugation: callers conjugate `w` where they need it.
+    and ``x_pad`` is `x` padded by `pad_lo` before and `pad_hi` after each spatial axis:
+    with zeros, or periodically (``x_pad[j] = x[(j - pad_lo) mod n]``) when `circular`.
+    No conjugation: callers conjugate `w` where they need it.
 
     Every public function reduces to this one problem; every method solves it.
     """
@@ -44,10 +45,11 @@ class Problem:
     stride: Shape
     dilation: Shape
     dtype: np.dtype[Any]
+    circular: bool = False
 
     @property
     def padded(self) -> Shape:
-        """Spatial shape of the zero-padded input."""
+        """Spatial shape of the padded input."""
         return tuple(n + lo + hi for n, lo, hi in zip(self.spatial, self.pad_lo, self.pad_hi))
 
     @property

@@ -66,3 +66,17 @@ def test_sweep_points_are_reproducible_and_within_the_limits():
 def test_sweep_summary():
     results = [{"ratio": r} for r in (1.0, 1.1, 1.3, 2.5)]
     assert sweep.summary(results) == {"points": 4, "within_1.2x": 0.5, "worst_ratio": 2.5, "over_2x": 1}
+
+
+def test_boundary_bench_callables_agree():
+    """Every callable of the periodic-boundary bench gives the same 'same'-sized result."""
+    import numpy as np
+
+    from arrayconv.bench import boundary
+
+    rng = np.random.default_rng(0)
+    x, k = rng.standard_normal((40, 37)), rng.standard_normal((7, 5))
+    results = [np.asarray(fn()) for fn in boundary.callables(x, k).values()]
+    assert len(results) == 6
+    for r in results:
+        np.testing.assert_allclose(r, results[0], rtol=0, atol=1e-12 * np.abs(results[0]).max())

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import arrayconv as ac
-from _reference import assert_matches, random, reference_conv, to_numpy
+from _reference import assert_matches, random, reference_conv, reference_correlate, to_numpy
 
 METHODS = ["auto", *ac.METHODS]
 NDIMAGE_MODES = {"symm": "reflect", "reflect": "reflect", "mirror": "mirror", "nearest": "nearest", "wrap": "wrap", "fill": "constant"}
@@ -89,6 +89,89 @@ def test_conv_padding_modes_match_torch(rng):
         layer.weight.data = torch.tensor(w)
         ref = layer(torch.tensor(x)).detach().numpy()
         assert_matches(ac.conv(x, w, padding=(2, 1), padding_mode=mode), ref, dtype="float64")
+
+
+# Lengths where the FFT wraps natively (fast lengths) and where it extends first (primes).
+PERIODS = [8, 12, 15, 16, 11, 13, 17]
+
+
+def wrapped(x, axes, pads):
+    """`x` extended periodically by `pads` along `axes` (the reference's padding)."""
+    widths = [(0, 0)] * x.ndim
+    for ax, pad in zip(axes, pads):
+        widths[ax] = pad
+    return np.pad(x, widths, mode="wrap")
+
+
+@pytest.mark.parametrize("method", METHODS)
+@settings(max_examples=25)
+@given(
+    shape=st.lists(st.sampled_from(PERIODS), min_size=1, max_size=2),
+    kernel=st.lists(st.integers(1, 20), min_size=2, max_size=2),
+    mode=st.sampled_from(["full", "same", "valid"]),
+    dtype=st.sampled_from(["float32", "float64", "complex128"]),
+    flip=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_wrap_every_mode_matches_periodic_extension(xp, method, shape, kernel, mode, dtype, flip, seed):
+    """boundary='wrap' is the input extended periodically, then 'valid': also for kernels
+    longer than a period (wrapping more than once) and 'full' outputs longer than one."""
+    rng = np.random.default_rng(seed)
+    x, k = random(rng, shape, dtype), random(rng, kernel[: len(shape)], dtype)
+    if mode == "valid" and any(m > n for n, m in zip(x.shape, k.shape)):
+        return
+    lo = [{"full": m - 1, "same": m // 2, "valid": 0}[mode] for m in k.shape]
+    hi = [{"full": m - 1, "same": m - 1 - low, "valid": 0}[mode] for m, low in zip(k.shape, lo)]
+    extended = wrapped(x, range(x.ndim), list(zip(lo, hi)))
+    func = ac.convolve if flip else ac.correlate
+    got = func(xp.asarray(x), xp.asarray(k), mode, method, boundary="wrap")
+    assert_matches(got, reference_correlate(extended, k, "valid", flip=flip), dtype=dtype, backend=xp.__name__)
+
+
+@pytest.mark.parametrize("method", METHODS)
+@settings(max_examples=20)
+@given(
+    spatial=st.lists(st.sampled_from(PERIODS), min_size=2, max_size=2),
+    kernel=st.lists(st.integers(1, 6), min_size=2, max_size=2),
+    padding=st.lists(st.integers(0, 14), min_size=2, max_size=2),
+    stride=st.integers(1, 3),
+    dilation=st.integers(1, 2),
+    seed=st.integers(0, 2**16),
+)
+def test_conv_circular_matches_periodic_extension(xp, method, spatial, kernel, padding, stride, dilation, seed):
+    """padding_mode='circular' with stride, dilation and padding up to about a period."""
+    rng = np.random.default_rng(seed)
+    x, w = random(rng, (2, 3, *spatial), "float64"), random(rng, (4, 3, *kernel), "float64")
+    extended = wrapped(x, (2, 3), [(p, p) for p in padding])
+    if any((k - 1) * dilation >= n for n, k in zip(extended.shape[2:], kernel)):
+        return
+    got = ac.conv(xp.asarray(x), xp.asarray(w), padding=tuple(padding), stride=stride, dilation=dilation, padding_mode="circular", method=method)
+    assert_matches(got, reference_conv(extended, w, stride=stride, dilation=dilation), dtype="float64", backend=xp.__name__)
+
+
+def test_wrap_is_native_to_the_fft():
+    """At a fast length the FFT runs at the input's own length (no padding); at a prime
+    length it runs on the periodically extended input, rounded up to a fast length."""
+    from arrayconv._backend import get_backend
+    from arrayconv._correlate import Edges, correlate_spec
+    from arrayconv._methods.fft import fft_shape
+    from arrayconv._problem import ArraySpec
+
+    k = np.ones((7, 5))
+    for shape, expected in [((64, 60), (64, 60)), ((61, 60), (72, 60))]:
+        spec, _ = correlate_spec(ArraySpec(shape, np.dtype(np.float64)), k, get_backend(), "same", "fft", None, flip=False, x_bound=1, edges=Edges("wrap"))
+        assert spec.problem.circular and spec.extend is None
+        assert fft_shape(spec.problem, get_backend()) == expected
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_wrap_nan_propagates_around_the_period(xp, method, rng):
+    x, k = random(rng, (16, 15), "float64"), random(rng, (5, 4), "float64")
+    x[0, 14] = np.nan  # a corner: its footprint wraps to the three other corners
+    ref = reference_correlate(wrapped(x, (0, 1), [(2, 2), (2, 1)]), k, "valid")
+    got = ac.correlate(xp.asarray(x), xp.asarray(k), "same", method, boundary="wrap")
+    assert_nan_matches(got, ref, "float64", xp.__name__)
+    assert np.isnan(ref[-1, 0]) and np.isnan(ref[0, 0])
 
 
 def with_nans(rng, shape, dtype, count=3):

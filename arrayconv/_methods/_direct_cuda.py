@@ -166,10 +166,10 @@ def run(x: Array, w_prepared: Array, problem: Problem, backend: Backend, out: Ar
 
 
 def takes(problem: Problem) -> bool:
-    """Whether the kernel takes `problem`: 1 to 3 spatial dims, 32-bit indices."""
+    """Whether the kernel takes `problem`: zero padding, 1 to 3 spatial dims, 32-bit indices."""
     p = problem
     maps = p.batch * p.groups * channel_blocks(p)
-    return len(p.spatial) <= 3 and max(math.prod(p.spatial), math.prod(p.out_spatial), maps) < 2**31
+    return not p.circular and len(p.spatial) <= 3 and max(math.prod(p.spatial), math.prod(p.out_spatial), maps) < 2**31
 
 
 def cost(problem: Problem, rates: Rates) -> tuple[float, int]:

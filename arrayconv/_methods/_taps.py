@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from .._backend import Array, Backend
+from .._boundary import extend
 from .._cache import LRUCache
 from .._problem import Problem
 
@@ -136,8 +137,9 @@ def _layout(problem: Problem) -> Layout:
 
 
 def pad_input(x: Array, problem: Problem, backend: Backend) -> Array:
-    """`x` zero-padded into a new array: ``(B, G, Cg, *padded)``, or when wide
-    ``(B, G, Cg, prod(padded) + row)`` with the grid flattened and one zero row after it."""
+    """`x` padded (with zeros, or periodically) into a new array: ``(B, G, Cg, *padded)``,
+    or when wide ``(B, G, Cg, prod(padded) + row)`` with the grid flattened and one zero
+    row after it."""
     p = problem
     lead = (p.batch, p.groups, p.in_per_group)
     if p.unit_stride:
@@ -145,8 +147,18 @@ def pad_input(x: Array, problem: Problem, backend: Backend) -> Array:
         grid = flat[..., : math.prod(p.padded)].reshape(*lead, *p.padded)
     else:
         flat = grid = backend.xp.zeros((*lead, *p.padded), dtype=x.dtype)
-    inner = tuple(slice(lo, lo + n) for lo, n in zip(p.pad_lo, p.spatial))
-    grid[(..., *inner)] = x.reshape(*lead, *p.spatial)
+    x = x.reshape(*lead, *p.spatial)
+    if p.circular and any(max(lo, hi) > n for n, lo, hi in zip(p.spatial, p.pad_lo, p.pad_hi)):
+        grid[...] = extend(backend.xp, x, range(3, 3 + len(p.spatial)), list(zip(p.pad_lo, p.pad_hi)), "wrap")
+        return flat
+    grid[(..., *(slice(lo, lo + n) for lo, n in zip(p.pad_lo, p.spatial)))] = x
+    if p.circular:  # each halo is a copy of the grid one period away, axis after axis
+        for ax, (n, lo, hi) in enumerate(zip(p.spatial, p.pad_lo, p.pad_hi), start=3):
+            before, after = [slice(None)] * grid.ndim, [slice(None)] * grid.ndim
+            before[ax], after[ax] = slice(0, lo), slice(n, n + lo)
+            grid[tuple(before)] = grid[tuple(after)]
+            before[ax], after[ax] = slice(lo + n, lo + n + hi), slice(lo, lo + hi)
+            grid[tuple(before)] = grid[tuple(after)]
     return flat
 
 

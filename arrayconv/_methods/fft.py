@@ -6,18 +6,25 @@ offset that the zero padding would have produced, so the FFT length is the padde
 and keep their precision (float32 -> complex64). With several input channels per group, the
 channel sum is one batched complex GEMM over frequencies, ``(B, Cg) x (Cg, Og)``, so only
 ``B * O`` inverse transforms are needed. Integer inputs are computed in float64.
+
+Periodic padding (``boundary='wrap'``, ``padding_mode='circular'``) is the transform's own
+periodicity: along each axis whose length is itself a fast length and holds the kernel,
+the transform runs at the input's length with nothing padded, and outputs past one period
+are read around it. Along other axes the input is first extended periodically.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from .. import _config
 from .._backend import Array, Backend
+from .._boundary import extend
 from .._problem import Problem
 from .._rates import Rates
 from . import Cost, Method, output, register
@@ -44,9 +51,40 @@ def work_dtype(problem: Problem) -> np.dtype[Any]:
 
 
 def fft_shape(problem: Problem, backend: Backend) -> tuple[int, ...]:
-    """FFT lengths: the padded input length of each axis, rounded up to a fast size."""
-    real = work_dtype(problem).kind != "c"
-    return tuple(backend.fft.next_fast_len(n, real=real) for n in problem.padded)
+    """FFT lengths: the padded input length of each axis, rounded up to a fast size; the
+    input's own length along the axes where periodic padding is native (:func:`_periodic`)."""
+    p = _periodic(problem, backend)
+    real = work_dtype(p).kind != "c"
+    return tuple(
+        n if p.circular and (lo or hi) else backend.fft.next_fast_len(n + lo + hi, real=real)
+        for n, lo, hi in zip(p.spatial, p.pad_lo, p.pad_hi)
+    )
+
+
+def _periodic(problem: Problem, backend: Backend) -> Problem:
+    """`problem` as the transforms solve it.
+
+    A circular problem keeps its padding along the axes whose length is a fast length and
+    holds the dilated kernel: a transform at that length wraps around by itself. Along its
+    other padded axes the input is extended periodically first (see :func:`run`), so the
+    problem returned has a longer input and no padding there.
+    """
+    p = problem
+    if not p.circular:
+        return p
+    real = work_dtype(p).kind != "c"
+    native = [
+        not (lo or hi) or ((k - 1) * d < n and backend.fft.next_fast_len(n, real=real) == n)
+        for n, k, d, lo, hi in zip(p.spatial, p.kernel, p.dilation, p.pad_lo, p.pad_hi)
+    ]
+    if all(native):
+        return p
+    return replace(
+        p,
+        spatial=tuple(n if keep else q for n, q, keep in zip(p.spatial, p.padded, native)),
+        pad_lo=tuple(lo if keep else 0 for lo, keep in zip(p.pad_lo, native)),
+        pad_hi=tuple(hi if keep else 0 for hi, keep in zip(p.pad_hi, native)),
+    )
 
 
 def _transforms(backend: Backend, real: bool):  # type: ignore[no-untyped-def]
@@ -65,15 +103,16 @@ def prepare(w: Array, problem: Problem, backend: Backend) -> Array:
 
     The padded correlation ``y[n] = sum_m x[n + m*d - lo] w[m]`` is the circular convolution
     of `x` with ``u``, where ``u[(lo - m*d) mod L] = w[m]``: one indexed assignment places
-    the kernel flipped, dilated and shifted by the padding, and no padded input is needed.
+    the kernel flipped, dilated and shifted by the padding, and no padded input is needed
+    (with ``L`` the input length, the padding is periodic).
     The result is ``(G, Og, Cg, *freq)``, or frequency-major ``(G, F, Cg, Og)`` when the
     channel sum is a batched GEMM.
     """
-    p, xp = problem, backend.xp
+    p, xp = _periodic(problem, backend), backend.xp
     shape = fft_shape(p, backend)
     nd = len(shape)
     placed = xp.zeros((p.groups * p.out_per_group, p.in_per_group, *shape), dtype=w.dtype)
-    pieces = [_placement(lo, k, d, n) for lo, k, d, n in zip(p.pad_lo, p.kernel, p.dilation, shape)]
+    pieces = [_placement(lo % n, k, d, n) for lo, k, d, n in zip(p.pad_lo, p.kernel, p.dilation, shape)]
     for combo in itertools.product(*pieces):
         placed[(Ellipsis, *(dest for _, dest in combo))] = w[(Ellipsis, *(src for src, _ in combo))]
     forward, _ = _transforms(backend, real=w.dtype.kind != "c")
@@ -124,21 +163,35 @@ def _channel_sum(x_hat: Array, w_hat: Array, problem: Problem, xp: Any) -> Array
 def run(x: Array, w_hat: Array, problem: Problem, backend: Backend, out: Array | None = None) -> Array:
     """Solve `problem` by FFT (`w_hat` from :func:`prepare`), in batch chunks that fit the
     memory budget."""
-    p, xp = problem, backend.xp
+    p, xp = _periodic(problem, backend), backend.xp
     shape = fft_shape(p, backend)
     nd = len(shape)
     axes = tuple(range(3, 3 + nd))
     forward, inverse = _transforms(backend, real=x.dtype.kind != "c")
-    crop = tuple(slice(0, (n - 1) * s + 1, s) for n, s in zip(p.out_spatial, p.stride))
     out = output(out, p, backend, x.dtype)
-    x_groups = x.reshape(p.batch, p.groups, p.in_per_group, *p.spatial)
+    x_groups = x.reshape(p.batch, p.groups, p.in_per_group, *problem.spatial)
+    if p is not problem:  # extend periodically where the padding is not native
+        pads = [(lo, hi) if n != q else (0, 0) for n, q, lo, hi in zip(problem.spatial, p.spatial, problem.pad_lo, problem.pad_hi)]
+        x_groups = extend(xp, x_groups, axes, pads, "wrap")
     step = _batch_step(p, backend, _config.budget(backend.name))
     for b0 in range(0, p.batch, step):
         x_hat = forward(x_groups[b0 : b0 + step], shape, axes)
         y_hat = _channel_sum(x_hat, w_hat, p, xp)
         del x_hat
-        out[b0 : b0 + step] = inverse(y_hat, shape, axes)[(..., *crop)]
+        out[b0 : b0 + step] = _samples(inverse(y_hat, shape, axes), p, shape, xp)
     return out.reshape(p.y_shape)
+
+
+def _samples(y: Array, problem: Problem, shape: tuple[int, ...], xp: Any) -> Array:
+    """The output samples ``n * stride`` of the circular result `y`, read around its period
+    where they pass it (periodic padding of more than one period's worth of output)."""
+    p = problem
+    around = [(n - 1) * s >= length for n, s, length in zip(p.out_spatial, p.stride, shape)]
+    y = y[(..., *(slice(None) if a else slice(0, (n - 1) * s + 1, s) for n, s, a in zip(p.out_spatial, p.stride, around)))]
+    for ax, (n, s, length, a) in enumerate(zip(p.out_spatial, p.stride, shape, around)):
+        if a:
+            y = xp.take(y, xp.arange(n) * s % length, axis=ax - len(shape))
+    return y
 
 
 def _spectrum_bytes(problem: Problem, backend: Backend) -> tuple[int, int]:

@@ -3,7 +3,8 @@ spectra do not fit the memory budget.
 
 The output is cut along its first spatial axis into slabs of `rows` rows. Each slab needs
 ``(rows - 1) * stride + dilation * (kernel - 1) + 1`` input rows (its halo overlaps the
-next slab's); those are cut from the input (zero-filled past the padding), transformed,
+next slab's); those are cut from the input (zero-filled past the padding, or read around the input's
+period when the padding is periodic), transformed,
 multiplied by the kernel spectrum (computed once, at the slab's FFT size) and transformed
 back. Every slab has the same shape, so one kernel spectrum serves them all. The number of
 rows per slab is the one of least estimated time whose temporaries fit the budget.
@@ -79,7 +80,10 @@ def run(x: Array, kernel: tuple[int, Problem, Array], problem: Problem, backend:
     total = p.out_spatial[0]
     for first in range(0, total, rows):
         start = first * p.stride[0] - p.pad_lo[0]
-        piece = window(backend.xp, x, [2], [start], [slab.spatial[0]])
+        if p.circular and not 0 <= start <= p.spatial[0] - slab.spatial[0]:  # rows read around the period
+            piece = backend.xp.take(x, (backend.xp.arange(slab.spatial[0]) + start) % p.spatial[0], axis=2)
+        else:
+            piece = window(backend.xp, x, [2], [start], [slab.spatial[0]])
         y = fft.run(piece, w_hat, slab, backend)
         take = min(rows, total - first)
         y = y.reshape(p.batch, p.groups, p.out_per_group, rows, *p.out_spatial[1:])
