@@ -360,7 +360,7 @@ def correlate_spec(
         excluded=int_guard(np.result_type(x.dtype, in2.dtype), x_bound, abs_bound(in2, in2.dtype), terms(problem)),
         same_layout=x_order == sorted(x_order),
         extend=extension,
-        nan=IGNORE if scalar else _nan_rule(x, in2, backend, mode, axes, edges, flip=flip, circular=circular),
+        nan=IGNORE if scalar else _nan_rule(x, in2, backend, mode, axes, edges, flip=flip),
     )
     return spec, w
 
@@ -375,14 +375,12 @@ def _extended(x: ArraySpec, kernel: Shape, axes: tuple[int, ...], mode: str, edg
     return ArraySpec(tuple(shape), x.dtype), lambda a: extend(backend.xp, a, axes, pads, pad_mode, edges.fillvalue)
 
 
-def _nan_rule(
-    x: ArraySpec, in2: Array, backend: Backend, mode: str, axes: tuple[int, ...], edges: Edges, *, flip: bool, circular: bool
-) -> NanRule:
+def _nan_rule(x: ArraySpec, in2: Array, backend: Backend, mode: str, axes: tuple[int, ...], edges: Edges, *, flip: bool) -> NanRule:
     """The NaN policy with plans for its masks (made on first use), over the extended input
-    (or around the period of a circular one)."""
+    (or around the period of a circular one, for 'wrap')."""
     if edges.nan == "ignore":
         return IGNORE
-    mask_edges = Edges("wrap" if circular else "fill")
+    mask_edges = Edges("wrap" if edges.boundary == "wrap" else "fill")
 
     def mask_plan(kernel: Array, dtype: np.dtype, flipped: bool) -> Plan:
         spec, w = correlate_spec(ArraySpec(x.shape, dtype), kernel, backend, mode, "auto", axes, flip=flipped, x_bound=1, edges=mask_edges)

@@ -1,4 +1,4 @@
-"""Windows of arrays: crop or zero-extend along some axes, and scatter onto a strided grid."""
+"""Windows of arrays: crop, zero-extend or read around the period along some axes, and scatter onto a strided grid."""
 
 from __future__ import annotations
 
@@ -34,6 +34,22 @@ def window(xp: ModuleType, a: Array, axes: Sequence[int], starts: Sequence[int],
     out = xp.zeros(tuple(shape), a.dtype)
     out[tuple(dst)] = a[tuple(src)]
     return out
+
+
+def periodic_window(xp: ModuleType, a: Array, axis: int, start: int, length: int) -> Array:
+    """``a[start : start + length]`` along `axis`, read around `a`'s period where it leaves `a`.
+
+    A view when the window lies inside `a`; otherwise a new array.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> periodic_window(np, np.arange(1, 5), 0, -2, 7)
+    array([3, 4, 1, 2, 3, 4, 1])
+    """
+    if 0 <= start <= a.shape[axis] - length:
+        return window(xp, a, [axis], [start], [length])
+    return xp.take(a, (xp.arange(length) + start) % a.shape[axis], axis=axis)
 
 
 def scatter_strided(

@@ -20,7 +20,7 @@ from .. import _config
 from .._backend import Array, Backend
 from .._problem import Problem
 from .._rates import Rates, rates_for
-from .._window import window
+from .._window import periodic_window, window
 from . import Cost, Method, fft, output, register
 
 
@@ -80,8 +80,8 @@ def run(x: Array, kernel: tuple[int, Problem, Array], problem: Problem, backend:
     total = p.out_spatial[0]
     for first in range(0, total, rows):
         start = first * p.stride[0] - p.pad_lo[0]
-        if p.circular and not 0 <= start <= p.spatial[0] - slab.spatial[0]:  # rows read around the period
-            piece = backend.xp.take(x, (backend.xp.arange(slab.spatial[0]) + start) % p.spatial[0], axis=2)
+        if p.circular:
+            piece = periodic_window(backend.xp, x, 2, start, slab.spatial[0])
         else:
             piece = window(backend.xp, x, [2], [start], [slab.spatial[0]])
         y = fft.run(piece, w_hat, slab, backend)
