@@ -112,3 +112,41 @@ def test_im2col_runs_tiny_images_as_one_gemm_with_the_operator(rng):
     problem = ac.plan_conv(w, x.shape, padding=1, groups=2, method="im2col")._spec.problem
     assert isinstance(im2col.prepare(w, problem, ac._backend.NUMPY), im2col.Operator)
     assert_matches(ac.conv(x, w, method="im2col", **options), reference_conv(x, w, **options), dtype="float64")
+
+
+@settings(max_examples=150)
+@given(case=conv_cases(), dtype=st.sampled_from(["float32", "float64", "complex128"]), seed=st.integers(0, 2**16), chunks=st.booleans())
+def test_im2col_gathering_only_the_last_axis(case, dtype, seed, chunks):
+    # Deep column matrices gather only the last axis's taps; force that path on every case.
+    from arrayconv._methods import im2col
+
+    rng = np.random.default_rng(seed)
+    x, w = random(rng, case["x_shape"], dtype), random(rng, case["w_shape"], dtype)
+    options = {k: case[k] for k in OPTIONS}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(im2col, "_FULL_DEPTH", 0)
+        if chunks:  # one batch item and output row per chunk
+            patch.setattr(im2col, "_CHUNK_BYTES", 1)
+        problem = ac.plan_conv(w, x.shape, dtype=dtype, method="im2col", **options)._spec.problem
+        kernel = im2col.prepare(w, problem, ac._backend.NUMPY)
+        got = ac.conv(x, w, method="im2col", **options)
+    assert isinstance(kernel, im2col.LastAxisColumns) == (len(problem.kernel) > 1 and problem.kernel[-1] > 1 and not im2col._operator_fits(problem))
+    assert_matches(got, reference_conv(x, w, **options), dtype=dtype)
+
+
+@pytest.mark.parametrize("padding_mode, numpy_mode", [("circular", "wrap"), ("reflect", "reflect"), ("replicate", "edge")])
+@pytest.mark.parametrize("options", [dict(padding=2), dict(padding=(1, 3), stride=(2, 1), dilation=(1, 2))])
+@pytest.mark.parametrize("chunk_bytes", [None, 1])
+def test_im2col_last_axis_path_on_deep_kernels(padding_mode, numpy_mode, options, chunk_bytes, rng, monkeypatch):
+    # 64 channels x 12 taps: deep enough for the last-axis path without forcing it.
+    from arrayconv._methods import im2col
+
+    x, w = random(rng, (2, 64, 11, 13), "float64"), random(rng, (5, 64, 3, 4), "float64")
+    problem = ac.plan_conv(w, x.shape, method="im2col", padding_mode=padding_mode, **options)._spec.problem
+    assert isinstance(im2col.prepare(w, problem, ac._backend.NUMPY), im2col.LastAxisColumns)
+    if chunk_bytes:  # one batch item and output row per chunk
+        monkeypatch.setattr(im2col, "_CHUNK_BYTES", chunk_bytes)
+    pad = options["padding"] if isinstance(options["padding"], tuple) else (options["padding"],) * 2
+    extended = np.pad(x, ((0, 0), (0, 0), (pad[0], pad[0]), (pad[1], pad[1])), mode=numpy_mode)
+    expected = reference_conv(extended, w, **{k: v for k, v in options.items() if k != "padding"})
+    assert_matches(ac.conv(x, w, method="im2col", padding_mode=padding_mode, **options), expected, dtype="float64")

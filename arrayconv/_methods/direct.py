@@ -10,6 +10,7 @@ On CuPy, one CUDA kernel does all taps at once (:mod:`._direct_cuda`).
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from .. import _config
 from .._backend import Array, Backend
@@ -17,7 +18,7 @@ from .._cuda import C_TYPES
 from .._problem import Problem
 from .._rates import Rates
 from . import Cost, Method, _direct_cuda, exact_dtype, output, register
-from ._taps import layout, pad_input, padded_bytes, run_chunks
+from ._taps import Chunk, Layout, layout, pad_input, padded_bytes, run_chunks
 
 # Bytes of one chunk's working set (measured best on the benchmark cases: 256 KiB chunks
 # were 1.5-2x slower, from per-call overhead and small GEMMs).
@@ -25,7 +26,7 @@ _CHUNK_BYTES = 4 << 20
 # Elementwise taps on cached chunks, on all cores, ran about 6x the stream bandwidth.
 _CACHE_SPEEDUP = 6
 # GEMM taps on cached chunks moved their bytes at about three times the stream bandwidth.
-_GEMM_CACHE_SPEEDUP = 3
+GEMM_CACHE_SPEEDUP = 3
 
 
 def _bytes_per_sample(problem: Problem) -> int:
@@ -39,11 +40,12 @@ def _on_gpu(problem: Problem, backend: Backend) -> bool:
 
 
 def prepare(w: Array, problem: Problem, backend: Backend) -> Array:
-    """The kernel as ``(G, Og, Cg, taps)`` (on the GPU, as :func:`._direct_cuda.prepare`)."""
-    p = problem
+    """The kernel as ``(taps, G, Og, Cg)``, each tap's matrix contiguous for BLAS (on the
+    GPU, as :func:`._direct_cuda.prepare`)."""
+    p, xp = problem, backend.xp
     if _on_gpu(p, backend):
         return _direct_cuda.prepare(w, p, backend)
-    return backend.xp.ascontiguousarray(w.reshape(p.groups, p.out_per_group, p.in_per_group, -1))
+    return xp.ascontiguousarray(xp.moveaxis(w.reshape(p.groups, p.out_per_group, p.in_per_group, -1), 3, 0))
 
 
 def run(x: Array, w_taps: Array, problem: Problem, backend: Backend, out: Array | None = None) -> Array:
@@ -55,20 +57,29 @@ def run(x: Array, w_taps: Array, problem: Problem, backend: Backend, out: Array 
     padded, lay = pad_input(x, p, backend), layout(p)
 
     def job(chunk):  # type: ignore[no-untyped-def]
-        shape = (chunk.b1 - chunk.b0, p.groups, p.out_per_group, lay.chunk_length(chunk))
-        acc = xp.zeros(shape, dtype=x.dtype)
-        for t in range(len(lay.taps)):
-            x_tap, w_tap = lay.tap_block(padded, t, chunk), w_taps[..., t]
-            if p.in_per_group == 1:
-                acc += w_tap * x_tap
-            else:
-                acc += xp.matmul(w_tap, x_tap)
-        lay.store_block(out, acc, chunk)
+        lay.store_block(out, accumulate(padded, w_taps, lay, chunk, xp), chunk)
 
     work = lay.chunks(_bytes_per_sample(p), _CHUNK_BYTES)
     threads = _config.workers() if backend.name == "numpy" and p.in_per_group == 1 else 1
     run_chunks(work, job, threads)
     return out.reshape(p.y_shape)
+
+
+def accumulate(padded: Array, w_taps: Array, lay: Layout, chunk: Chunk, xp: Any) -> Array:
+    """The sum over taps of kernel times input for `chunk` of `padded` (laid out by
+    :func:`._taps.pad_input`): ``(Bc, G, Og, chunk_length)``, junk columns included.
+
+    Each tap is a GEMM over input channels, or a multiply-add with one channel per group.
+    """
+    p = lay.problem
+    acc = xp.zeros((chunk.b1 - chunk.b0, p.groups, p.out_per_group, lay.chunk_length(chunk)), dtype=padded.dtype)
+    for t in range(len(lay.taps)):
+        x_tap, w_tap = lay.tap_block(padded, t, chunk), w_taps[t]
+        if p.in_per_group == 1:
+            acc += w_tap * x_tap
+        else:
+            acc += xp.matmul(w_tap, x_tap)
+    return acc
 
 
 def unsupported(problem: Problem, backend: Backend, memory_limit: int) -> str | None:
@@ -104,7 +115,7 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
         calls = n_taps * n_chunks
     else:
         per_tap = samples * size * (p.in_per_group + 3 * p.out_per_group)
-        seconds = 2 * p.macs / rates.gemm_flops + n_taps * per_tap / (_GEMM_CACHE_SPEEDUP * rates.stream_bytes)
+        seconds = 2 * p.macs / rates.gemm_flops + n_taps * per_tap / (GEMM_CACHE_SPEEDUP * rates.stream_bytes)
         calls = n_taps * max(n_chunks, p.batch * p.groups)
     return Cost(seconds + once + calls * rates.call_seconds, padded_bytes(p) + _CHUNK_BYTES)
 
