@@ -150,3 +150,19 @@ def test_im2col_last_axis_path_on_deep_kernels(padding_mode, numpy_mode, options
     extended = np.pad(x, ((0, 0), (0, 0), (pad[0], pad[0]), (pad[1], pad[1])), mode=numpy_mode)
     expected = reference_conv(extended, w, **{k: v for k, v in options.items() if k != "padding"})
     assert_matches(ac.conv(x, w, method="im2col", padding_mode=padding_mode, **options), expected, dtype="float64")
+
+
+@pytest.mark.parametrize("method", ["direct", "im2col"])
+@pytest.mark.parametrize("w_shape, options", [((6, 8, 1, 1), dict()), ((6, 4, 3, 1), dict(groups=2, dilation=2)), ((5, 8, 2, 1, 1), dict())])
+def test_taps_read_the_input_in_place_without_padding(method, w_shape, options, rng):
+    # Unit stride, no padding and taps along the first axis only: no padded copy is made.
+    from arrayconv._methods import _taps
+
+    x = random(rng, (3, 8, 9, 7, 5)[: len(w_shape)], "float32")
+    x.flags.writeable = False
+    problem = ac.plan_conv(random(rng, w_shape, "float32"), x.shape, dtype="float32", method=method, **options)._spec.problem
+    assert _taps.reads_in_place(problem) and np.shares_memory(_taps.pad_input(x, problem, ac._backend.NUMPY), x)
+    w = random(rng, w_shape, "float32")
+    with ac.config(memory_limit=1 << 16):  # several chunks
+        got = ac.conv(x, w, method=method, **options)
+    assert_matches(got, reference_conv(x, w, **options), dtype="float32")

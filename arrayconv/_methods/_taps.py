@@ -136,12 +136,21 @@ def _layout(problem: Problem) -> Layout:
     return Layout(p, taps, p.padded[1:], strides[0], offsets)
 
 
+def reads_in_place(problem: Problem) -> bool:
+    """Whether the taps read the input itself: unit stride, no padding, and taps along the
+    first axis only (1x1 kernels, say), so that no junk column reads past the grid."""
+    p = problem
+    return p.unit_stride and not any(p.pad_lo) and not any(p.pad_hi) and all(k == 1 for k in p.kernel[1:])
+
+
 def pad_input(x: Array, problem: Problem, backend: Backend) -> Array:
     """`x` padded (with zeros, or periodically) into a new array: ``(B, G, Cg, *padded)``,
     or when wide ``(B, G, Cg, prod(padded) + row)`` with the grid flattened and one zero
-    row after it."""
+    row after it; `x` itself, as ``(B, G, Cg, prod(spatial))``, where it :func:`reads_in_place`."""
     p = problem
     lead = (p.batch, p.groups, p.in_per_group)
+    if reads_in_place(p):
+        return backend.xp.ascontiguousarray(x).reshape(*lead, -1)
     if p.unit_stride:
         flat = backend.xp.zeros((*lead, math.prod(p.padded) + math.prod(p.padded[1:])), x.dtype)
         grid = flat[..., : math.prod(p.padded)].reshape(*lead, *p.padded)
@@ -163,8 +172,10 @@ def pad_input(x: Array, problem: Problem, backend: Backend) -> Array:
 
 
 def padded_bytes(problem: Problem) -> int:
-    """Bytes of the padded input copy."""
+    """Bytes of the padded input copy (none where the taps read the input in place)."""
     p = problem
+    if reads_in_place(p):
+        return 0
     flat = math.prod(p.padded) + (math.prod(p.padded[1:]) if p.unit_stride else 0)
     return p.batch * p.groups * p.in_per_group * flat * p.dtype.itemsize
 

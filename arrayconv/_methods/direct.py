@@ -18,7 +18,7 @@ from .._cuda import C_TYPES
 from .._problem import Problem
 from .._rates import Rates
 from . import Cost, Method, _direct_cuda, exact_dtype, output, register
-from ._taps import Chunk, Layout, layout, pad_input, padded_bytes, run_chunks
+from ._taps import Chunk, Layout, layout, pad_input, padded_bytes, reads_in_place, run_chunks
 
 # Bytes of one chunk's working set (measured best on the benchmark cases: 256 KiB chunks
 # were 1.5-2x slower, from per-call overhead and small GEMMs).
@@ -98,8 +98,9 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     input through cache-sized chunks on all cores. GEMM taps add their FLOPs at the GEMM
     rate to the bytes they move per tap (the input channels once, the output channels
     three times: product, accumulator read and write) at cache speed. Both pay zeroing the
-    accumulator, storing it and padding the input at the stream rate. Refitted to the
-    method-choice sweep (bench/results/sweep-*). On the GPU: :func:`._direct_cuda.cost`.
+    accumulator, storing it and padding the input (unless read in place) at the stream
+    rate. Refitted to the method-choice sweep (bench/results/sweep-*). On the GPU:
+    :func:`._direct_cuda.cost`.
     """
     p = problem
     if _on_gpu(p, backend):
@@ -108,7 +109,8 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     samples = p.batch * p.groups * math.prod(layout(p).row_shape) * p.out_spatial[0]
     size = p.dtype.itemsize
     n_chunks = max(1, samples * _bytes_per_sample(p) // _CHUNK_BYTES)
-    once = samples * size * (3 * p.out_per_group + 2 * p.in_per_group) / rates.stream_bytes
+    copied = 0 if reads_in_place(p) else 2 * p.in_per_group  # the padded input, written and read
+    once = samples * size * (3 * p.out_per_group + copied) / rates.stream_bytes
     if p.in_per_group == 1:
         traffic = n_taps * samples * 5 * p.out_per_group * size
         seconds = traffic / (_CACHE_SPEEDUP * rates.stream_bytes)
