@@ -124,7 +124,7 @@ def test_im2col_gathering_only_the_last_axis(case, dtype, seed, chunks):
     x, w = random(rng, case["x_shape"], dtype), random(rng, case["w_shape"], dtype)
     options = {k: case[k] for k in OPTIONS}
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(im2col, "_FULL_DEPTH", 0)
+        patch.setattr(im2col, "_LAST_AXIS_DEPTH", 0)
         if chunks:  # one batch item and output row per chunk
             patch.setattr(im2col, "_CHUNK_BYTES", 1)
         problem = ac.plan_conv(w, x.shape, dtype=dtype, method="im2col", **options)._spec.problem
@@ -138,10 +138,10 @@ def test_im2col_gathering_only_the_last_axis(case, dtype, seed, chunks):
 @pytest.mark.parametrize("options", [dict(padding=2), dict(padding=(1, 3), stride=(2, 1), dilation=(1, 2))])
 @pytest.mark.parametrize("chunk_bytes", [None, 1])
 def test_im2col_last_axis_path_on_deep_kernels(padding_mode, numpy_mode, options, chunk_bytes, rng, monkeypatch):
-    # 64 channels x 12 taps: deep enough for the last-axis path without forcing it.
+    # 128 channels x 4 taps along the last axis: deep enough for the last-axis path.
     from arrayconv._methods import im2col
 
-    x, w = random(rng, (2, 64, 11, 13), "float64"), random(rng, (5, 64, 3, 4), "float64")
+    x, w = random(rng, (2, 128, 11, 13), "float64"), random(rng, (5, 128, 3, 4), "float64")
     problem = ac.plan_conv(w, x.shape, method="im2col", padding_mode=padding_mode, **options)._spec.problem
     assert isinstance(im2col.prepare(w, problem, ac._backend.NUMPY), im2col.LastAxisColumns)
     if chunk_bytes:  # one batch item and output row per chunk

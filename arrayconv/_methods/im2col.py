@@ -34,10 +34,11 @@ _GPU_CALLS_PER_CHUNK = 4
 # times the kernel's taps (the share of the operator's zeros).
 _OPERATOR_BYTES = 16 << 20
 _OPERATOR_WASTE = 2.5
-# Columns deeper than this (taps x input channels) gather only the last axis's taps.
-# Measured on the benchmark cases: case b (depth 144) ran 75 ms gathering all taps and
-# 88 ms gathering the last axis's; e3 (2304) 5.8 vs 4.5 ms; e16 (65536) 121 vs 65 ms.
-_FULL_DEPTH = 512
+# When the last axis's taps alone make columns this deep (taps x input channels), only
+# they are gathered. Measured: case b (3 x 16 = 48 deep) ran 75 ms gathering all taps and
+# 88 ms gathering the last axis's; e3 (3 x 256) 5.8 vs 4.5 ms; e16 (16 x 256) 121 vs 65
+# ms; a sweep point with 4 channels and a 15x15 kernel (15 x 4) 234 vs 542 ms.
+_LAST_AXIS_DEPTH = 512
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,10 +58,11 @@ class LastAxisColumns:
 
 
 def _gathers_last_axis(problem: Problem, backend: Backend) -> bool:
-    """Whether `problem` gathers only its last axis's taps (deep columns, on the CPU; on a
-    GPU, where copies are cheap and launches are not, every tap is gathered)."""
+    """Whether `problem` gathers only its last axis's taps (on the CPU, when they alone make
+    deep columns; on a GPU, where copies are cheap and launches are not, every tap is
+    gathered)."""
     p = problem
-    deep = math.prod(p.kernel) * p.in_per_group > _FULL_DEPTH
+    deep = p.kernel[-1] * p.in_per_group >= _LAST_AXIS_DEPTH
     return backend.name == "numpy" and len(p.kernel) > 1 and p.kernel[-1] > 1 and deep
 
 
