@@ -151,15 +151,13 @@ def pad_input(x: Array, problem: Problem, backend: Backend) -> Array:
     lead = (p.batch, p.groups, p.in_per_group)
     if reads_in_place(p):
         return backend.xp.ascontiguousarray(x).reshape(*lead, -1)
-    if p.unit_stride:
-        flat = backend.xp.zeros((*lead, math.prod(p.padded) + math.prod(p.padded[1:])), x.dtype)
-        grid = flat[..., : math.prod(p.padded)].reshape(*lead, *p.padded)
-    else:
-        flat = grid = backend.xp.zeros((*lead, *p.padded), dtype=x.dtype)
+    flat = backend.xp.zeros((*lead, flat_length(p)), x.dtype)
+    grid = padded_grid(flat, p)
+    padded = flat if p.unit_stride else grid
     x = x.reshape(*lead, *p.spatial)
     if p.circular and any(max(lo, hi) > n for n, lo, hi in zip(p.spatial, p.pad_lo, p.pad_hi)):
         grid[...] = extend(backend.xp, x, range(3, 3 + len(p.spatial)), list(zip(p.pad_lo, p.pad_hi)), "wrap")
-        return flat
+        return padded
     grid[(..., *(slice(lo, lo + n) for lo, n in zip(p.pad_lo, p.spatial)))] = x
     if p.circular:  # each halo is a copy of the grid one period away, axis after axis
         for ax, (n, lo, hi) in enumerate(zip(p.spatial, p.pad_lo, p.pad_hi), start=3):
@@ -168,7 +166,20 @@ def pad_input(x: Array, problem: Problem, backend: Backend) -> Array:
             grid[tuple(before)] = grid[tuple(after)]
             before[ax], after[ax] = slice(lo + n, lo + n + hi), slice(lo, lo + hi)
             grid[tuple(before)] = grid[tuple(after)]
-    return flat
+    return padded
+
+
+def flat_length(problem: Problem) -> int:
+    """Samples per map of :func:`pad_input`'s padded input: the padded grid, and when
+    wide the zero row after it."""
+    p = problem
+    return math.prod(p.padded) + (math.prod(p.padded[1:]) if p.unit_stride else 0)
+
+
+def padded_grid(padded: Array, problem: Problem) -> Array:
+    """A padded input laid out as by :func:`pad_input`, as ``(B, G, Cg, *padded)`` (a view)."""
+    lead = padded.shape[:3]
+    return padded.reshape(*lead, -1)[..., : math.prod(problem.padded)].reshape(*lead, *problem.padded)
 
 
 def padded_bytes(problem: Problem) -> int:
@@ -176,8 +187,7 @@ def padded_bytes(problem: Problem) -> int:
     p = problem
     if reads_in_place(p):
         return 0
-    flat = math.prod(p.padded) + (math.prod(p.padded[1:]) if p.unit_stride else 0)
-    return p.batch * p.groups * p.in_per_group * flat * p.dtype.itemsize
+    return p.batch * p.groups * p.in_per_group * flat_length(p) * p.dtype.itemsize
 
 
 def _flat_strides(shape: tuple[int, ...]) -> tuple[int, ...]:

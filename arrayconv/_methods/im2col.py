@@ -23,7 +23,7 @@ from .._problem import Problem
 from .._rates import Rates
 from .._scratch import scratch
 from . import Cost, Method, direct, exact_dtype, output, register
-from ._taps import Chunk, layout, pad_input, padded_bytes
+from ._taps import Chunk, flat_length, layout, pad_input, padded_bytes, padded_grid
 
 # Preferred size of one chunk's column matrix: large enough for an efficient GEMM.
 _CHUNK_BYTES = 32 << 20
@@ -143,21 +143,16 @@ def _run_last_axis(x: Array, w_taps: Array, problem: Problem, backend: Backend, 
     """Fill `out` ``(B, G, Og, *out_spatial)`` chunk by chunk: gather the last axis's taps
     of the chunk's rows into a slab, then sum the other taps over it (:func:`direct.accumulate`)."""
     p = problem
-    grid = _grid(pad_input(x, p, backend), p)
+    grid = padded_grid(pad_input(x, p, backend), p)
     budget = min(_CHUNK_BYTES, _config.budget(backend.name) // 2)
-    for chunk in layout(p).chunks(_bytes_per_sample(p) // math.prod(p.kernel[:-1]), budget):
+    gathered_bytes = p.groups * p.in_per_group * p.kernel[-1] * p.dtype.itemsize  # per output sample
+    for chunk in layout(p).chunks(gathered_bytes, budget):
         items, rows = chunk.b1 - chunk.b0, chunk.r1 - chunk.r0
         slab_problem = _slab_problem(p, items, rows)
         slab = _gather_last_axis(grid, chunk, p, slab_problem, backend)
         lay, whole = layout(slab_problem), Chunk(0, items, 0, rows)
         block = direct.accumulate(slab, w_taps, lay, whole, backend.xp)
         lay.store_block(out[chunk.b0 : chunk.b1, :, :, chunk.r0 : chunk.r1], block, whole)
-
-
-def _grid(padded: Array, problem: Problem) -> Array:
-    """The padded input of :func:`pad_input` as ``(B, G, Cg, *padded)`` (a view)."""
-    lead = padded.shape[:3]
-    return padded.reshape(*lead, -1)[..., : math.prod(problem.padded)].reshape(*lead, *problem.padded)
 
 
 def _slab_problem(problem: Problem, items: int, rows: int) -> Problem:
@@ -193,14 +188,13 @@ def _gather_last_axis(grid: Array, chunk: Chunk, problem: Problem, slab_problem:
         shape=(*base.shape[:3], p.kernel[-1], *base.shape[3:-1], p.out_spatial[-1]),
         strides=(*base.strides[:3], p.dilation[-1] * step, *base.strides[3:-1], p.stride[-1] * step),
     )
-    size = math.prod(s.spatial)
-    extra = math.prod(s.spatial[1:]) if s.unit_stride else 0  # the zero row after the grid
+    size, length = math.prod(s.spatial), flat_length(s)
     lead = (s.batch, s.groups, p.in_per_group, p.kernel[-1])
-    slab = scratch("im2col.slab", (*lead, size + extra), grid.dtype, backend)
-    slab[..., size:] = 0
+    slab = scratch("im2col.slab", (*lead, length), grid.dtype, backend)
+    slab[..., size:] = 0  # the zero row after the grid, when wide
     slab[..., :size].reshape(*lead, *s.spatial)[...] = windows
-    slab = slab.reshape(s.batch, s.groups, s.in_per_group, size + extra)
-    return slab if s.unit_stride else slab[..., :size].reshape(*slab.shape[:3], *s.spatial)
+    slab = slab.reshape(s.batch, s.groups, s.in_per_group, length)
+    return slab if s.unit_stride else padded_grid(slab, s)
 
 
 def _chunk_bytes(backend: Backend) -> int:
@@ -247,14 +241,19 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     out_bytes = samples * p.out_per_group * p.dtype.itemsize
     n_chunks = max(1, cols_bytes // _CHUNK_BYTES)
     chunk_columns = min(samples, _CHUNK_BYTES // (depth * p.dtype.itemsize))
-    efficiency = min(1.0, p.out_per_group / 16) * min(1.0, depth / 64) * min(1.0, chunk_columns / 512)
-    gemm = max(2 * p.macs / (rates.gemm_flops * max(efficiency, 0.05)), cols_bytes / rates.stream_bytes)
+    gemm = max(2 * p.macs / (rates.gemm_flops * _gemm_efficiency(p.out_per_group, depth, chunk_columns)), cols_bytes / rates.stream_bytes)
     if backend.name == "cupy":  # larger chunks, one gather and one GEMM launch per chunk
         calls = max(1, cols_bytes // _chunk_bytes(backend)) * _GPU_CALLS_PER_CHUNK
     else:
         calls = n_chunks * math.prod(p.kernel)
     seconds = (2 * cols_bytes + 3 * out_bytes) / rates.stream_bytes + gemm + calls * rates.call_seconds
     return Cost(seconds, padded_bytes(p) + min(cols_bytes, _CHUNK_BYTES) + min(out_bytes, _CHUNK_BYTES))
+
+
+def _gemm_efficiency(filters: int, depth: int, columns: int) -> float:
+    """Share of the GEMM rate reached with `filters` output channels, columns `depth` deep
+    and `columns` wide per chunk (at least 5%)."""
+    return max(0.05, min(1.0, filters / 16) * min(1.0, depth / 64) * min(1.0, columns / 512))
 
 
 def _last_axis_cost(problem: Problem, rates: Rates) -> Cost:
@@ -268,8 +267,8 @@ def _last_axis_cost(problem: Problem, rates: Rates) -> Cost:
     slab_bytes = p.batch * p.groups * depth * math.prod(whole.spatial) * size
     out_bytes = samples * p.out_per_group * size
     chunk_columns = min(samples, _CHUNK_BYTES // (depth * size))
-    efficiency = min(1.0, p.out_per_group / 16) * min(1.0, depth / 64) * min(1.0, chunk_columns / 512)
-    gemm = 2 * samples * p.out_per_group * depth * lead_taps / (rates.gemm_flops * max(efficiency, 0.05))
+    efficiency = _gemm_efficiency(p.out_per_group, depth, chunk_columns)
+    gemm = 2 * samples * p.out_per_group * depth * lead_taps / (rates.gemm_flops * efficiency)
     per_tap = samples * size * (depth + 3 * p.out_per_group)
     taps = lead_taps * per_tap / (direct.GEMM_CACHE_SPEEDUP * rates.stream_bytes)
     calls = max(1, slab_bytes // _CHUNK_BYTES) * lead_taps
