@@ -5,8 +5,12 @@ import math
 
 import pytest
 
+import arrayconv as ac
+
 from arrayconv.__main__ import main
-from arrayconv.bench import readme, sweep
+from arrayconv.bench import plans, readme, sweep
+from arrayconv.bench.cases import Case
+from arrayconv.bench.devices import device
 
 
 def test_bench_command_rejects_unknown_cases(capsys):
@@ -80,3 +84,34 @@ def test_boundary_bench_callables_agree():
     assert len(results) == 6
     for r in results:
         np.testing.assert_allclose(r, results[0], rtol=0, atol=1e-12 * np.abs(results[0]).max())
+
+
+@pytest.fixture(params=["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
+def where(request):
+    if request.param == "gpu":
+        cupy = pytest.importorskip("cupy", reason="CuPy is not installed")
+        if not cupy.cuda.is_available():
+            pytest.skip("no CUDA device available")
+    return request.param
+
+
+def test_plans_bench_reports_every_callable(where, tmp_path):
+    case = Case("small", "image", (64, 48), (5, 4), mode="valid")
+    result = plans.run(case, 2, device(where))
+    assert result["device"] == where and len(result["median_s"]) == 6
+    assert all(t > 0 for t in result["median_s"].values())
+    text = plans.write(result, tmp_path).read_text()
+    assert f"plan vs plain call, {where.upper()}" in text and "signal.oaconvolve" in text
+
+
+def test_sweep_times_every_method_of_a_point(where, tmp_path):
+    point = {"id": "p0", "op": "conv", "x": (2, 3, 20, 20), "w": (4, 3, 3, 3), "padding": 1}
+    result = sweep.time_point(point, device(where))
+    assert set(result["median_s"]) == set(ac.METHODS) and result["ratio"] >= 1
+    text = sweep.write([result], tmp_path, ["--device", where], device(where)).read_text()
+    assert f"Method choice sweep, {where.upper()}" in text and "| p0 | conv |" in text
+
+
+def test_devices_are_cpu_or_gpu():
+    with pytest.raises(ValueError, match="`name` must be 'cpu' or 'gpu', got 'tpu'"):
+        device("tpu")

@@ -1,9 +1,11 @@
 """Same kernel, many frames: a plan against the plain call, per frame.
 
-Usage: ``python -m arrayconv.bench.plans [--case c] [--frames 100] [--out bench/results]``.
+Usage: ``python -m arrayconv.bench.plans [--case c] [--frames 100] [--device cpu|gpu] [--out bench/results]``.
 Each frame is filtered by every callable in turn (interleaved, in a new random order for
-each frame), so drifts of the machine and the first touch of a frame hit all of them alike; the report gives per-frame medians and ratios. Writes
-``plans-<date>.md`` and ``.json``.
+each frame), so drifts of the machine and the first touch of a frame hit all of them alike;
+the report gives per-frame medians and ratios. On the GPU the frames live on the device,
+the peers are cupyx.scipy.signal's and each call is timed with CUDA events. Writes
+``plans-<date>.md`` and ``.json`` (``plans-gpu-<date>.*`` on the GPU).
 """
 
 from __future__ import annotations
@@ -15,37 +17,39 @@ import statistics
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
-import scipy.signal
 
 import arrayconv as ac
 
 from .cases import CASES, Case
-from .run import machine_line, time_call, versions
+from .devices import Device, device
+from .run import machine_line
 
 
-def callables(case: Case, kernel: np.ndarray) -> dict[str, Callable[[np.ndarray], object]]:
-    """Per-frame callables for a single-image case: plan, plain calls, SciPy peers."""
+def callables(case: Case, kernel: Any, where: Device) -> dict[str, Callable[[Any], object]]:
+    """Per-frame callables for a single-image case: plan, plain calls, SciPy-like peers."""
     plan = ac.plan_correlate(kernel, case.x, case.mode, dtype=kernel.dtype)
-    out = np.empty(plan.y_shape, dtype=plan.y_dtype)
+    out = where.xp.empty(plan.y_shape, dtype=plan.y_dtype)
     flipped = kernel[::-1, ::-1]
+    peers = where.signal_name
     return {
         f"arrayconv plan ({plan.method}, out=)": lambda f: plan(f, out=out),
         "arrayconv plan (new result)": plan,
         "arrayconv correlate auto": lambda f: ac.correlate(f, kernel, case.mode),
         f"arrayconv correlate {plan.method}": lambda f: ac.correlate(f, kernel, case.mode, plan.method),
-        "scipy.signal.fftconvolve": lambda f: scipy.signal.fftconvolve(f, flipped, case.mode),
-        "scipy.signal.oaconvolve": lambda f: scipy.signal.oaconvolve(f, flipped, case.mode),
+        f"{peers}.fftconvolve": lambda f: where.signal.fftconvolve(f, flipped, case.mode),
+        f"{peers}.oaconvolve": lambda f: where.signal.oaconvolve(f, flipped, case.mode),
     }
 
 
-def run(case: Case, n_frames: int) -> dict:
+def run(case: Case, n_frames: int, where: Device) -> dict:
     """Time every callable on each of `n_frames` random frames, interleaved."""
     rng = np.random.default_rng(0)
-    kernel = rng.standard_normal(case.w, dtype=np.float32)
-    frames = rng.standard_normal((n_frames, *case.x), dtype=np.float32)
-    runs = callables(case, kernel)
+    kernel = where.xp.asarray(rng.standard_normal(case.w, dtype=np.float32))
+    frames = where.xp.asarray(rng.standard_normal((n_frames, *case.x), dtype=np.float32))
+    runs = callables(case, kernel, where)
     for fn in runs.values():  # warm-up
         fn(frames[0])
     times: dict[str, list[float]] = {name: [] for name in runs}
@@ -53,10 +57,12 @@ def run(case: Case, n_frames: int) -> dict:
     for frame in frames:
         rng.shuffle(names)  # no callable always first on a frame (the one that loads it into cache)
         for name in names:
-            times[name].append(time_call(lambda: runs[name](frame)))
+            times[name].append(where.time_call(lambda: runs[name](frame)))
     medians = {name: statistics.median(t) for name, t in times.items()}
     plan_name = next(iter(runs))
     return {
+        "device": where.name,
+        "versions": where.versions(),
         "case": case.__dict__,
         "frames": n_frames,
         "median_s": medians,
@@ -70,12 +76,12 @@ def write(result: dict, folder: Path) -> Path:
     """Markdown and JSON reports; returns the Markdown path."""
     date = datetime.date.today().isoformat()
     folder.mkdir(parents=True, exist_ok=True)
-    stem = folder / f"plans-{date}"
-    result = {"date": date, "command": "python -m arrayconv.bench.plans " + " ".join(sys.argv[1:]), "versions": versions(), **result}
+    stem = folder / f"plans-{'gpu-' if result['device'] == 'gpu' else ''}{date}"
+    result = {"date": date, "command": "python -m arrayconv.bench.plans " + " ".join(sys.argv[1:]), **result}
     stem.with_suffix(".json").write_text(json.dumps(result, indent=1))
     plain = result["median_s"]["arrayconv correlate auto"]
     lines = [
-        f"# Same kernel, many frames: plan vs plain call ({date})",
+        f"# Same kernel, many frames: plan vs plain call, {result['device'].upper()} ({date})",
         "",
         f"Command: `{result['command']}`  ",
         machine_line(result["versions"]),
@@ -85,8 +91,9 @@ def write(result: dict, folder: Path) -> Path:
         "| callable | median per frame (ms) | total (s) | plain auto call / this |",
         "|---|---|---|---|",
     ]
+    digits = 3 if result["device"] == "gpu" else 1  # GPU frames take a fraction of a millisecond
     for name, t in sorted(result["median_s"].items(), key=lambda kv: kv[1]):
-        lines.append(f"| {name} | {t * 1e3:.1f} | {result['total_s'][name]:.2f} | {plain / t:.2f} |")
+        lines.append(f"| {name} | {t * 1e3:.{digits}f} | {result['total_s'][name]:.2f} | {plain / t:.2f} |")
     lines += ["", f"Plan speed-up per frame over the plain `correlate` call: **{result['speedup_plan_over_plain_auto']:.2f}x**."]
     stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
     return stem.with_suffix(".md")
@@ -98,9 +105,10 @@ def main(argv: list[str] | None = None) -> int:
     images = [c.id for c in CASES if c.kind == "image"]
     parser.add_argument("--case", default="c", choices=images)
     parser.add_argument("--frames", type=int, default=100)
+    parser.add_argument("--device", default="cpu", choices=["cpu", "gpu"])
     parser.add_argument("--out", default="bench/results")
     args = parser.parse_args(argv)
-    result = run(next(c for c in CASES if c.id == args.case), args.frames)
+    result = run(next(c for c in CASES if c.id == args.case), args.frames, device(args.device))
     path = write(result, Path(args.out))
     print(path.read_text())
     return 0

@@ -1,6 +1,6 @@
 """How good is ``method='auto'``? Time every method over a sweep of problem sizes.
 
-Usage: ``python -m arrayconv.bench.sweep [--points 60] [--seed 0] [--out bench/results]``.
+Usage: ``python -m arrayconv.bench.sweep [--points 60] [--seed 0] [--device cpu|gpu] [--out bench/results]``.
 Points are drawn at random (seeded) from image sides 64..4096, kernels 1..63, input and
 output channels 1..256 and batches 1..256 (``conv``, padding 'same'), plus
 single-image ``correlate`` points and the DESIGN.md cases, keeping those whose inputs
@@ -9,11 +9,16 @@ and outputs fit in 256 MiB and whose best estimate is under 2 s. Each method is 
 timings each; calls over 3 s are timed once); a method estimated over 20 times slower
 than the best estimate and over 3 s is not run. Writes ``sweep-<date>.json``, ``.md``
 and ``.png``: for each point, time(auto's method) / time(best method).
+
+With ``--device gpu`` the same points (drawn by the CPU's size filters, so both sweeps
+cover the same problems) are timed on CuPy arrays with CUDA events, and 'auto' is asked
+with those arrays, so it uses the GPU's cost model; reports are ``sweep-gpu-<date>.*``.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import json
 import math
@@ -24,9 +29,12 @@ from pathlib import Path
 import numpy as np
 
 import arrayconv as ac
+from arrayconv._backend import get_backend
+from arrayconv._rates import DEFAULT_GPU_RATES, DEFAULT_RATES, rates_for
 
 from .cases import CASES
-from .run import machine_line, time_call, versions
+from .devices import Device, device
+from .run import machine_line
 
 SIDES = (64, 128, 256, 512, 1024, 2048, 4096)
 KERNELS = (1, 3, 5, 7, 11, 15, 31, 63)
@@ -71,17 +79,20 @@ def _fits(point: dict) -> bool:
     return 4 * math.prod(point["x"]) <= MAX_BYTES and out_bytes <= MAX_BYTES and best <= MAX_BEST_ESTIMATE
 
 
-def _choice(point: dict) -> ac.Choice:
+def _choice(point: dict, x: object = None, w: object = None) -> ac.Choice:
+    """'auto's choice for `point`: from its shapes on the CPU, or for arrays `x` and `w`."""
     options = {"mode": point["mode"]} if point["op"] == "correlate" else {"padding": point["padding"]}
-    return ac.choose_method(tuple(point["x"]), tuple(point["w"]), op=point["op"], dtype="float32", **options)
+    if x is None:
+        return ac.choose_method(tuple(point["x"]), tuple(point["w"]), op=point["op"], dtype="float32", **options)
+    return ac.choose_method(x, w, op=point["op"], **options)
 
 
-def time_point(point: dict) -> dict:
+def time_point(point: dict, where: Device) -> dict:
     """Time each method on `point` (interleaved) and compare auto's pick with the best."""
     rng = np.random.default_rng(0)
-    x = rng.standard_normal(point["x"], dtype=np.float32)
-    w = rng.standard_normal(point["w"], dtype=np.float32)
-    choice = _choice(point)
+    x = where.xp.asarray(rng.standard_normal(point["x"], dtype=np.float32))
+    w = where.xp.asarray(rng.standard_normal(point["w"], dtype=np.float32))
+    choice = _choice(point, x, w)
     estimates = {n: c.seconds for n, c in choice.estimates.items() if n not in choice.rejected}
     best_estimate = min(estimates.values())
     run = {
@@ -93,13 +104,13 @@ def time_point(point: dict) -> dict:
     }
     times: dict[str, list[float]] = {name: [] for name in run}
     for name, fn in run.items():  # warm-up, which is also the only timing of slow calls
-        times[name].append(time_call(fn))
+        times[name].append(where.time_call(fn))
     for round_ in range(MAX_REPEATS):
         again = [n for n in run if times[n][0] < ONCE_SECONDS and (round_ < 2 or (times[n][0] < 1.0 and sum(times[n][1:]) < MIN_SECONDS))]
         if not again:
             break
         for name in again:
-            times[name].append(time_call(run[name]))
+            times[name].append(where.time_call(run[name]))
     medians = {name: statistics.median(t[1:] or t) for name, t in times.items()}
     best = min(medians, key=medians.__getitem__)
     picked = medians.get(choice.method, math.inf)
@@ -125,20 +136,30 @@ def summary(results: list[dict]) -> dict:
     }
 
 
-def write(results: list[dict], folder: Path, argv: list[str]) -> Path:
+def write(results: list[dict], folder: Path, argv: list[str], where: Device) -> Path:
     """JSON, Markdown and PNG reports; returns the Markdown path."""
     date = datetime.date.today().isoformat()
     folder.mkdir(parents=True, exist_ok=True)
-    stem = folder / f"sweep-{date}"
+    stem = folder / f"sweep-{'gpu-' if where.name == 'gpu' else ''}{date}"
     stats = summary(results)
-    report = {"date": date, "command": "python -m arrayconv.bench.sweep " + " ".join(argv), "versions": versions(), "summary": stats, "points": results}
+    rates = rates_for(get_backend(probe=where.xp.empty(1)))
+    default = rates in (DEFAULT_RATES, DEFAULT_GPU_RATES)
+    report = {
+        "date": date,
+        "command": "python -m arrayconv.bench.sweep " + " ".join(argv),
+        "device": where.name,
+        "versions": where.versions(),
+        "rates": {"default": default, **dataclasses.asdict(rates)},
+        "summary": stats,
+        "points": results,
+    }
     stem.with_suffix(".json").write_text(json.dumps(report, indent=1))
     lines = [
-        f"# Method choice sweep, {date}",
+        f"# Method choice sweep, {where.name.upper()}, {date}",
         "",
         f"Command: `{report['command']}`  ",
         machine_line(report["versions"]),
-        "float32, default rates (no calibration file). Ratio = time of auto's method / time of the fastest method.",
+        f"float32, {'default' if default else 'calibrated'} rates ({rates}). Ratio = time of auto's method / time of the fastest method.",
         "",
         f"**{stats['within_1.2x']:.0%} of {stats['points']} points within {WITHIN}x of the best method; "
         f"worst ratio {stats['worst_ratio']:.2f}; {stats['over_2x']} points over {NEVER}x.**",
@@ -148,7 +169,7 @@ def write(results: list[dict], folder: Path, argv: list[str]) -> Path:
     ]
     for r in results:
         cells = [
-            f"{r['median_s'][m] * 1e3:.1f}" if m in r["median_s"] else ("not run" if m in r["not_run"] else "cannot")
+            f"{r['median_s'][m] * 1e3:.{3 if where.name == 'gpu' else 1}f}" if m in r["median_s"] else ("not run" if m in r["not_run"] else "cannot")
             for m in ac.METHODS
         ]
         lines.append(
@@ -191,14 +212,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--points", type=int, default=60, help="random points besides the DESIGN.md cases")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default="cpu", choices=["cpu", "gpu"])
     parser.add_argument("--out", default="bench/results")
     args = parser.parse_args(argv)
     from tqdm import tqdm
 
+    where = device(args.device)
     results = []
     for point in tqdm(draw_points(args.points, args.seed), unit="point", dynamic_ncols=True):
-        results.append(time_point(point))
-        path = write(results, Path(args.out), argv)
+        results.append(time_point(point, where))
+        path = write(results, Path(args.out), argv, where)
     print(path.read_text().split("\n\n")[2])
     return 0
 

@@ -1,0 +1,50 @@
+"""Where a benchmark runs: NumPy on the CPU, or CuPy on the current GPU.
+
+A :class:`Device` bundles what a benchmark needs to run the same code on either: the array
+module, the SciPy-like signal module of the peers, the timer of one call (wall clock, or
+CUDA events on the GPU) and the versions to report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.signal
+
+from .peers import time_call
+from .run import versions
+
+
+@dataclass(frozen=True)
+class Device:
+    """The array module, peers' signal module, one-call timer and versions of a device."""
+
+    name: str
+    xp: Any
+    signal: Any
+    time_call: Callable[[Callable[[], object]], float]
+    versions: Callable[[], dict[str, str]]
+
+    @property
+    def signal_name(self) -> str:
+        """The peers' module as users import it."""
+        return "cupyx.scipy.signal" if self.name == "gpu" else "scipy.signal"
+
+
+def device(name: str) -> Device:
+    """The CPU (NumPy, scipy.signal, wall clock) or the current GPU (CuPy, cupyx.scipy.signal,
+    CUDA events); `name` is 'cpu' or 'gpu'."""
+    if name == "cpu":
+        return Device("cpu", np, scipy.signal, time_call, versions)
+    if name != "gpu":
+        msg = f"`name` must be 'cpu' or 'gpu', got {name!r}"
+        raise ValueError(msg)
+    import cupy
+    import cupyx.scipy.signal
+
+    from .gpu import _timer, gpu_versions
+
+    return Device("gpu", cupy, cupyx.scipy.signal, _timer(cupy), lambda: gpu_versions(cupy))
