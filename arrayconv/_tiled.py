@@ -2,14 +2,19 @@
 
 `in1` is anything that slices along its first axis into a NumPy array: ``numpy.memmap``,
 a zarr array, a TIFF opened with tifffile as a memmap or zarr store, an h5py dataset.
-`out` is anything that takes slab assignments (the same kinds, or a NumPy array). Only
-one slab of input rows (with its halo) and one slab of results are in memory at a time.
+`out` is anything that takes slab assignments (the same kinds, or a NumPy array).
+
+One I/O thread reads the next slab of input rows (with its halo) and writes the previous
+slab of results while the current one is filtered, so the disk (or a zarr codec) and the
+filter work at once; writes go in order, one at a time (slabs may share a zarr chunk).
+At most two input slabs and two result slabs are in memory at a time.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
 
@@ -24,9 +29,12 @@ from ._nan import NanPolicy
 from ._problem import check_choice, check_valid_sizes, result_dtype
 from ._shapes import mode_padding
 
-# Bytes of temporaries per byte of a slab: its extended copy, the FFT's spectra and the
-# slab of results, with room to spare; the rest of the budget goes to the filter itself.
+# Bytes of temporaries per byte of a slab: the slabs in flight, the FFT's spectra, with room
+# to spare. In flight while a slab is filtered: the next slab being read, this one and its
+# extended copy, its result, and the previous result being written. What they leave of
+# the budget goes to the filter itself.
 _SLAB_SHARE = 8
+_IN_FLIGHT_SLABS = 5
 
 
 @fill
@@ -145,15 +153,31 @@ def _filter_into(in1, in2, out, mode, method, boundary, fillvalue, nan, memory_l
     rows = max(1, limit // (_SLAB_SHARE * row_bytes) - kernel[0] + 1)
     func = convolve if flip else correlate
     source = _RowReader(in1, BOUNDARIES[boundary], fillvalue)
-    with _config.config(memory_limit=max(1, limit - 2 * (rows + kernel[0] - 1) * row_bytes)), _bar(y_shape[0], progress) as bar:
-        for first in range(0, y_shape[0], rows):
-            last = min(first + rows, y_shape[0])
-            slab = source.rows(first - pads[0][0], last + kernel[0] - 1 - pads[0][0])
+    slabs = [(first, min(first + rows, y_shape[0])) for first in range(0, y_shape[0], rows)]
+
+    def read(first: int, last: int) -> np.ndarray:
+        return source.rows(first - pads[0][0], last + kernel[0] - 1 - pads[0][0])
+
+    def write(first: int, last: int, y: np.ndarray) -> None:
+        out[first:last] = y
+
+    filter_limit = max(1, limit - _IN_FLIGHT_SLABS * (rows + kernel[0] - 1) * row_bytes)
+    with _config.config(memory_limit=filter_limit), _bar(y_shape[0], progress) as bar, ThreadPoolExecutor(1) as io:
+        reading, writing = io.submit(read, *slabs[0]), None
+        for i, (first, last) in enumerate(slabs):
+            slab = reading.result()
+            if i + 1 < len(slabs):
+                reading = io.submit(read, *slabs[i + 1])
             slab = extend(backend.xp, backend.xp.asarray(slab), range(1, len(shape)), pads[1:], BOUNDARIES[boundary], fillvalue)
             y = func(slab, in2, "valid", method, nan=nan)
-            out[first:last] = y.get() if backend.name == "cupy" else y
-            del slab, y
+            y = y.get() if backend.name == "cupy" else y
+            del slab
+            if writing is not None:
+                writing.result()  # one result waiting at a time, and its error raised here
+            writing = io.submit(write, first, last, y)
+            del y
             bar.update(last - first)
+        writing.result()
     return out
 
 
@@ -173,8 +197,11 @@ class _RowReader:
         if wanted.size:
             for lo, hi in _runs(np.unique(wanted)):
                 block = np.asarray(self.source[lo:hi])
-                hits = inside & (index >= lo) & (index < hi)
-                slab[hits] = block[index[hits] - lo]
+                at = np.flatnonzero(inside & (index >= lo) & (index < hi))
+                if at[-1] - at[0] == hi - lo - 1 and np.array_equal(index[at], np.arange(lo, hi)):
+                    slab[at[0] : at[-1] + 1] = block  # the rows in order: a plain copy
+                else:
+                    slab[at] = block[index[at] - lo]
         return slab
 
 

@@ -1,5 +1,6 @@
 """Overlap-save ('oa') and out-of-core filtering into memmaps, zarr and TIFF files."""
 
+import time
 import tracemalloc
 
 import numpy as np
@@ -85,6 +86,46 @@ def test_tiff_in_and_out(tmp_path, rng):
     ac.convolve_into(source, k, target, memory_limit=256 << 10, progress=False)
     target.flush()
     assert_matches(tifffile.imread(tmp_path / "out.tif"), ac.convolve(data, k, "same").astype(np.float64), dtype="float32")
+
+
+class _FailingSource:
+    """An image whose rows from `bad` on cannot be read (a disk error, say)."""
+
+    def __init__(self, data, bad):
+        self.data, self.bad, self.shape, self.dtype = data, bad, data.shape, data.dtype
+
+    def __getitem__(self, rows):
+        if rows.stop > self.bad:
+            raise OSError(f"cannot read rows {rows.start}:{rows.stop}")
+        return self.data[rows]
+
+
+def test_a_read_error_in_the_io_thread_reaches_the_caller(rng):
+    x, k = random(rng, (60, 20), "float64"), random(rng, (5, 5), "float64")
+    out = np.zeros((60, 20))
+    with pytest.raises(OSError, match="cannot read rows"):
+        ac.correlate_into(_FailingSource(x, bad=40), k, out, memory_limit=20_000, progress=False)
+    done = np.flatnonzero(out.any(axis=1))
+    assert done.size and done.max() < 40  # the slabs before the bad rows were written
+
+
+def test_slabs_are_written_one_at_a_time_in_order(rng):
+    x, k = random(rng, (60, 20), "float64"), random(rng, (5, 5), "float64")
+    writes, busy = [], []
+
+    class Recorder(np.ndarray):
+        def __setitem__(self, rows, value):
+            assert not busy, "two slab writes at once"
+            busy.append(rows)
+            time.sleep(0.005)  # a slow disk: a second writer would arrive meanwhile
+            writes.append(rows)
+            super().__setitem__(rows, value)
+            busy.pop()
+
+    out = np.zeros((60, 20)).view(Recorder)
+    ac.correlate_into(x, k, out, memory_limit=20_000, progress=False)
+    assert len(writes) > 3 and [w.start for w in writes] == sorted(w.start for w in writes)
+    assert_matches(np.asarray(out), ac.correlate(x, k, "same"), dtype="float64")
 
 
 def test_progress_bar_reports_every_row(capsys, rng):
