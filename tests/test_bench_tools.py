@@ -43,6 +43,8 @@ def test_readme_section_uses_the_newest_full_results(tmp_path):
     (tmp_path / "cpu-2026-01-03-quick.json").write_text("not read")
     summary = {"points": 10, "within_1.2x": 0.9, "worst_ratio": 1.7}
     (tmp_path / "sweep-2026-01-02.json").write_text(json.dumps({"command": "sweep", "summary": summary}))
+    (tmp_path / "sweep-gpu-2026-01-02.json").write_text("the GPU's: not in the CPU section")
+    (tmp_path / "plans-gpu-2026-01-02.json").write_text("the GPU's: not in the CPU section")
     text = readme.section(tmp_path)
     assert "on 2026-01-02 (CPU X, 2 cores" in text
     assert "| a | 2.0 | im2col | torch conv2d (CPU) | 1.0 | **0.50** | 0.5 | 1.0e-07 | 3.00 |" in text

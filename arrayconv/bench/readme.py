@@ -2,7 +2,7 @@
 
 Usage: ``python -m arrayconv.bench.readme [--results bench/results] [--readme README.md]``.
 Reads the newest full ``cpu-*.json`` (not ``-quick``), ``plans-*.json`` and
-``sweep-*.json`` and rewrites the text between ``<!-- bench:start -->`` and
+``sweep-*.json`` (not the ``-gpu-`` ones) and rewrites the text between ``<!-- bench:start -->`` and
 ``<!-- bench:end -->``.
 """
 
@@ -20,7 +20,7 @@ START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 
 def _latest(folder: Path, pattern: str) -> tuple[Path, dict] | None:
     """The newest report matching `pattern`: a complete one, else a stopped ('partial') one."""
-    skip = ("quick", "fit")  # quick runs, the cost model's fit data
+    skip = ("quick", "fit", "gpu")  # quick runs, the cost model's fit data, GPU runs
     paths = sorted(p for p in folder.glob(pattern) if not any(word in p.name for word in skip))
     complete = [p for p in paths if "partial" not in p.name]
     chosen = complete or paths
