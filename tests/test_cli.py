@@ -27,6 +27,32 @@ def test_filter_npy_to_npy_gaussian_symm(tmp_path, image):
     assert_matches(np.load(tmp_path / "out.npy"), expected, dtype="float32")
 
 
+@pytest.mark.parametrize("device", ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
+def test_filter_on_each_device(device, tmp_path, image, capsys):
+    if device == "gpu":
+        cupy = pytest.importorskip("cupy", reason="CuPy is not installed")
+        if not cupy.cuda.is_available():
+            pytest.skip("no CUDA device available")
+    args = ["filter", str(tmp_path / "in.npy"), str(tmp_path / "out.npy"), "--kernel", "gaussian:2", "--device", device]
+    assert main([*args, "--memory-limit", "128K", "--no-progress"]) == 0
+    expected = scipy.ndimage.gaussian_filter(image.astype(np.float64), 2, mode="constant", truncate=4.0)
+    assert_matches(np.load(tmp_path / "out.npy"), expected, dtype="float32")
+
+
+def test_filter_on_the_gpu_without_cupy_is_one_line_and_exit_2(tmp_path, image, capsys):
+    try:
+        import cupy
+
+        if cupy.cuda.is_available():
+            pytest.skip("this machine has a usable GPU")
+    except ImportError:
+        pass
+    code = main(["filter", str(tmp_path / "in.npy"), str(tmp_path / "out.npy"), "--kernel", "box:3", "--device", "gpu", "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--device gpu needs CuPy and a CUDA device" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out.npy").exists()
+
+
 def test_filter_npy_to_tiff_box_with_a_small_budget(tmp_path, image):
     tifffile = pytest.importorskip("tifffile")
     code = main(["filter", str(tmp_path / "in.npy"), str(tmp_path / "out.tif"), "--kernel", "box:5", "--memory-limit", "64K", "--no-progress"])
