@@ -8,18 +8,18 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 import arrayconv as ac
-from _reference import random
+from _reference import random, to_numpy
 
 
-def mixed_workload(rng):
+def mixed_workload(rng, xp=np):
     """Calls of every public kind, with plans shared between them: name -> zero-argument call."""
-    image, psf = random(rng, (96, 80), "float32"), random(rng, (9, 7), "float32")
-    x, w = random(rng, (2, 8, 24, 24), "float64"), random(rng, (6, 8, 3, 3), "float64")
-    frames = random(rng, (4, 64, 64), "float64")
+    image, psf = xp.asarray(random(rng, (96, 80), "float32")), xp.asarray(random(rng, (9, 7), "float32"))
+    x, w = xp.asarray(random(rng, (2, 8, 24, 24), "float64")), xp.asarray(random(rng, (6, 8, 3, 3), "float64"))
+    frames = xp.asarray(random(rng, (4, 64, 64), "float64"))
     plan = ac.plan_correlate(psf.astype(np.float64), frames.shape[1:], "same", "fft")
     conv_plan = ac.plan_conv(w, x.shape, padding=1, method="im2col")
     calls = {
-        "plan fft": lambda: np.stack([plan(f) for f in frames]),
+        "plan fft": lambda: xp.stack([plan(f) for f in frames]),
         "conv plan": lambda: conv_plan(x),
         "adjoint": lambda: ac.conv_transpose(conv_plan(x), w, padding=1),
         "patches": lambda: ac.patch_conv(x[None, :, :, :4, :4], w, padding=1),
@@ -30,14 +30,14 @@ def mixed_workload(rng):
     return calls
 
 
-def test_eight_threads_give_bit_identical_results(rng):
-    calls = mixed_workload(rng)
-    serial = {name: call() for name, call in calls.items()}
+def test_eight_threads_give_bit_identical_results(xp, rng):
+    calls = mixed_workload(rng, xp)
+    serial = {name: to_numpy(call()) for name, call in calls.items()}
     ac.clear_caches()  # the threads race to fill them again
     jobs = [name for _ in range(6) for name in calls]
     np.random.default_rng(0).shuffle(jobs)
     with ThreadPoolExecutor(max_workers=8) as pool:
-        results = list(pool.map(lambda name: (name, calls[name]()), jobs))
+        results = list(pool.map(lambda name: (name, to_numpy(calls[name]())), jobs))
     for name, result in results:
         np.testing.assert_array_equal(result, serial[name], err_msg=name)
 
