@@ -8,7 +8,7 @@ import pytest
 import arrayconv as ac
 
 from arrayconv.__main__ import main
-from arrayconv.bench import plans, readme, sweep
+from arrayconv.bench import accuracy, plans, readme, sweep
 from arrayconv.bench.cases import Case
 from arrayconv.bench.devices import device
 
@@ -117,3 +117,11 @@ def test_sweep_times_every_method_of_a_point(where, tmp_path):
 def test_devices_are_cpu_or_gpu():
     with pytest.raises(ValueError, match="`name` must be 'cpu' or 'gpu', got 'tpu'"):
         device("tpu")
+
+
+def test_accuracy_bench_measures_every_method_and_dtype(where):
+    worst = accuracy.worst_errors(3, device(where))
+    assert set(worst) == set(ac.METHODS)
+    for method, row in worst.items():
+        assert 0 < row["float32"] < 1e-5 and 0 < row["complex64"] < 1e-5, (method, row)
+        assert 0 <= row["float64"] < 1e-12 and 0 <= row["complex128"] < 1e-12, (method, row)

@@ -1,9 +1,11 @@
 """Measured accuracy: worst error of every method and dtype against a float64 SciPy reference.
 
-Usage: ``python -m arrayconv.bench.accuracy [--cases 60] [--out bench/results]``. Writes
-``accuracy-<date>.md`` and ``.json``: the worst error relative to max|reference| per
-method and dtype over random correlations (1-D to 3-D, every mode, odd and even kernels),
-and the error's growth with kernel size for float32 (direct accumulation vs FFT).
+Usage: ``python -m arrayconv.bench.accuracy [--cases 60] [--device cpu|gpu] [--out bench/results]``.
+Writes ``accuracy-<date>.md`` and ``.json`` (``accuracy-gpu-<date>.*`` for CuPy arrays on
+the GPU): the worst error relative to max|reference| per method and dtype over random
+correlations (1-D to 3-D, every mode, odd and even kernels), and the error's growth with
+kernel size for float32 (direct accumulation vs FFT). The reference is always SciPy in
+float64 on the CPU.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ import scipy.signal
 
 import arrayconv as ac
 
-from .run import machine_line, versions
+from .devices import Device, device
+from .run import machine_line
 
 DTYPES = ("float32", "float64", "complex64", "complex128")
 KERNEL_SIDES = (3, 7, 15, 31, 63)
@@ -37,7 +40,12 @@ def relative_error(got: np.ndarray, reference: np.ndarray) -> float:
     return float(np.max(np.abs(got - reference)) / np.max(np.abs(reference)))
 
 
-def worst_errors(n_cases: int, seed: int = 0) -> dict[str, dict[str, float]]:
+def _correlate(where: Device, x: np.ndarray, k: np.ndarray, mode: str, method: str) -> np.ndarray:
+    """arrayconv's correlation of `x` and `k` on `where`, back on the host."""
+    return where.to_host(ac.correlate(where.xp.asarray(x), where.xp.asarray(k), mode, method))
+
+
+def worst_errors(n_cases: int, where: Device, seed: int = 0) -> dict[str, dict[str, float]]:
     """Worst relative error per method and dtype over `n_cases` random correlations."""
     rng = np.random.default_rng(seed)
     worst = {m: dict.fromkeys(DTYPES, 0.0) for m in ac.METHODS}
@@ -51,12 +59,12 @@ def worst_errors(n_cases: int, seed: int = 0) -> dict[str, dict[str, float]]:
             wide = "complex128" if dtype.startswith("complex") else "float64"
             reference = scipy.signal.correlate(x.astype(wide), k.astype(wide), mode, method="direct")
             for method in ac.METHODS:
-                error = relative_error(ac.correlate(x, k, mode, method), reference)
+                error = relative_error(_correlate(where, x, k, mode, method), reference)
                 worst[method][dtype] = max(worst[method][dtype], error)
     return worst
 
 
-def growth_with_kernel(side: int = 512, seed: int = 1) -> dict[str, dict[int, float]]:
+def growth_with_kernel(where: Device, side: int = 512, seed: int = 1) -> dict[str, dict[int, float]]:
     """float32 error of each method on a side x side image, by kernel side."""
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((side, side)).astype(np.float32)
@@ -65,14 +73,14 @@ def growth_with_kernel(side: int = 512, seed: int = 1) -> dict[str, dict[int, fl
         kernel = rng.standard_normal((k, k)).astype(np.float32)
         reference = scipy.signal.correlate(x.astype(np.float64), kernel.astype(np.float64), "same", method="fft")
         for method in ac.METHODS:
-            errors[method][k] = relative_error(ac.correlate(x, kernel, "same", method), reference)
+            errors[method][k] = relative_error(_correlate(where, x, kernel, "same", method), reference)
     return errors
 
 
 def markdown(report: dict) -> str:
     """The report as Markdown tables."""
     lines = [
-        f"# Accuracy of arrayconv {report['versions']['arrayconv']}, {report['date']}",
+        f"# Accuracy of arrayconv {report['versions']['arrayconv']}, {report.get('device', 'cpu').upper()}, {report['date']}",
         "",
         report["machine"].strip(),
         "",
@@ -102,20 +110,23 @@ def main(argv: list[str] | None = None) -> int:
     """Measure and write ``accuracy-<date>.md`` and ``.json``."""
     parser = argparse.ArgumentParser(prog="python -m arrayconv.bench.accuracy", description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=60)
+    parser.add_argument("--device", default="cpu", choices=["cpu", "gpu"])
     parser.add_argument("--out", type=Path, default=Path("bench/results"))
     args = parser.parse_args(argv)
-    found = versions()
+    where = device(args.device)
+    found = where.versions()
     report = {
         "date": datetime.date.today().isoformat(),
+        "device": where.name,
         "machine": machine_line(found),
         "versions": found,
         "cases": args.cases,
-        "worst": worst_errors(args.cases),
+        "worst": worst_errors(args.cases, where),
         "growth_side": 512,
-        "growth": growth_with_kernel(512),
+        "growth": growth_with_kernel(where, 512),
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    stem = args.out / f"accuracy-{report['date']}"
+    stem = args.out / f"accuracy-{'gpu-' if where.name == 'gpu' else ''}{report['date']}"
     stem.with_suffix(".json").write_text(json.dumps(report, indent=1))
     text = markdown(report)
     stem.with_suffix(".md").write_text(text)

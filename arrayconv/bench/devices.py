@@ -28,6 +28,10 @@ class Device:
     time_call: Callable[[Callable[[], object]], float]
     versions: Callable[[], dict[str, str]]
 
+    def to_host(self, a: Any) -> np.ndarray:
+        """`a` as a NumPy array (copied from the device on the GPU)."""
+        return a.get() if self.name == "gpu" else np.asarray(a)
+
     @property
     def signal_name(self) -> str:
         """The peers' module as users import it."""
