@@ -99,8 +99,10 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     rate to the bytes they move per tap (the input channels once, the output channels
     three times: product, accumulator read and write) at cache speed. Both pay zeroing the
     accumulator, storing it and padding the input (unless read in place) at the stream
-    rate. Refitted to the method-choice sweep (bench/results/sweep-*). On the GPU:
-    :func:`._direct_cuda.cost`.
+    rate, and one array call per tap and chunk: numpy's batched matmul runs a chunk's
+    batch items and groups in one call (about 0.15 us per GEMM inside it, against 3 us per
+    call from Python). Refitted to the method-choice sweep (bench/results/sweep-*). On the
+    GPU: :func:`._direct_cuda.cost`.
     """
     p = problem
     if _on_gpu(p, backend):
@@ -114,11 +116,10 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     if p.in_per_group == 1:
         traffic = n_taps * samples * 5 * p.out_per_group * size
         seconds = traffic / (_CACHE_SPEEDUP * rates.stream_bytes)
-        calls = n_taps * n_chunks
     else:
         per_tap = samples * size * (p.in_per_group + 3 * p.out_per_group)
         seconds = 2 * p.macs / rates.gemm_flops + n_taps * per_tap / (GEMM_CACHE_SPEEDUP * rates.stream_bytes)
-        calls = n_taps * max(n_chunks, p.batch * p.groups)
+    calls = n_taps * n_chunks  # the batch items and groups of a chunk are one batched matmul
     return Cost(seconds + once + calls * rates.call_seconds, padded_bytes(p) + _CHUNK_BYTES)
 
 

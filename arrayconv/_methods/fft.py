@@ -36,9 +36,13 @@ _GEMM_MIN_CHANNELS = 8
 _FIXED_CALLS = 130
 # On a GPU the same steps are about 20 launches (call_seconds there is a launch's cost).
 _FIXED_GPU_CALLS = 20
-# The per-frequency GEMMs of small (B, Cg) x (Cg, Og) matrices ran about 10x slower
-# than a large GEMM in the sweep.
-_SMALL_GEMM_SLOWDOWN = 10
+# The channel sum's per-frequency GEMMs of small (B, Cg) x (Cg, Og) complex matrices
+# (numpy.matmul, OpenBLAS, 2 cores; B 1-64, Cg 16-256, Og 1-256, 2048 frequencies) reached
+# 0.018 * B^0.23 * Og^0.26 * Cg^0.30 of the large-GEMM rate (4-125 GFLOP/s), or read the
+# kernel spectra at about 0.9 of the stream rate (B = 1): within x1.26 on average. Its
+# weight in the FFT's cost (5; 3 to 10 gave the same picks) was fitted to the sweep.
+_SMALL_GEMM_EFFICIENCY = (0.018, 0.23, 0.26, 0.30)
+_CONTRACTION_WEIGHT = 5
 # On the CPU a transform whose spectrum outgrows the cache runs slower per n log n:
 # measured on this 2-core machine, 1.0x up to 2 MiB, 1.2x at 4, 1.45x at 8, 1.75x at 14.
 _CACHE_BYTES = 2 << 20
@@ -228,8 +232,9 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
 
     The weights of the terms were fitted (non-negative least squares on relative error)
     to the FFT timings of the method-choice sweep with seed 0 (bench/results/sweep-*):
-    the per-frequency GEMMs of small matrices run far below the GEMM rate, and placing and
-    transposing kernel spectra costs more passes than the data's.
+    placing and transposing kernel spectra costs more passes than the data's. The
+    per-frequency GEMMs of small matrices run far below the GEMM rate, by their shape
+    (:func:`_contraction_seconds`).
     """
     kernel_seconds, data_seconds = split_cost(problem, backend, rates)
     kernels, per_item = _spectrum_bytes(problem, backend)
@@ -251,12 +256,23 @@ def split_cost(problem: Problem, backend: Backend, rates: Rates) -> tuple[float,
     if p.in_per_group < _GEMM_MIN_CHANNELS:
         contraction = 8 * p.batch * kernels / rates.stream_bytes
     else:
-        flops = 8 * p.batch * kernel_maps * size / 2
-        contraction = _SMALL_GEMM_SLOWDOWN * (flops / rates.gemm_flops + 2 * kernels / rates.stream_bytes)
+        contraction = _contraction_seconds(p, size, kernels, backend, rates)
     fixed = (_FIXED_GPU_CALLS if backend.name == "cupy" else _FIXED_CALLS) * rates.call_seconds
     kernel_seconds = 0.5 * kernel_maps * transform + 17 * kernels / rates.stream_bytes
     data_seconds = 0.5 * data_maps * transform + contraction + 6 * p.batch * per_item / rates.stream_bytes + fixed
     return kernel_seconds, data_seconds
+
+
+def _contraction_seconds(problem: Problem, size: int, kernels: int, backend: Backend, rates: Rates) -> float:
+    """Seconds of the channel sum as per-frequency GEMMs over ``size / 2`` frequencies,
+    reading `kernels` bytes of kernel spectra."""
+    p = problem
+    flops = 8 * p.batch * p.groups * p.in_per_group * p.out_per_group * size / 2
+    if backend.name == "cupy":  # the earlier CPU fit, with which the GPU's picks were measured
+        return 10 * (flops / rates.gemm_flops + 2 * kernels / rates.stream_bytes)
+    scale, batch, filters, channels = _SMALL_GEMM_EFFICIENCY
+    efficiency = min(1.0, scale * p.batch**batch * p.out_per_group**filters * p.in_per_group**channels)
+    return _CONTRACTION_WEIGHT * max(flops / (rates.gemm_flops * efficiency), 1.1 * kernels / rates.stream_bytes)
 
 
 METHOD = register(Method("fft", prepare, run, work_dtype, unsupported, cost))
