@@ -13,6 +13,9 @@ and ``.png``: for each point, time(auto's method) / time(best method).
 With ``--device gpu`` the same points (drawn by the CPU's size filters, so both sweeps
 cover the same problems) are timed on CuPy arrays with CUDA events, and 'auto' is asked
 with those arrays, so it uses the GPU's cost model; reports are ``sweep-gpu-<date>.*``.
+
+``--rescore FILE...`` times nothing: it judges committed CPU sweeps' timings by the current
+cost model (what 'auto' would pick now, and how far that is from the fastest).
 """
 
 from __future__ import annotations
@@ -125,6 +128,26 @@ def time_point(point: dict, where: Device) -> dict:
     }
 
 
+def rescore(report: dict) -> tuple[dict, list[str]]:
+    """A CPU sweep's timings judged by the current cost model: its summary had 'auto' made
+    today's picks, and one line per point whose pick changed. A pick whose method was not
+    timed counts as infinitely slow. No timing is run: cost-model changes are checked on
+    the committed sweeps in seconds."""
+    if report.get("device", "cpu") != "cpu":
+        msg = f"only CPU sweeps can be rescored here, got a {report['device']!r} sweep"
+        raise ValueError(msg)
+    results, changed = [], []
+    for point in report["points"]:
+        pick = _choice(point).method
+        times = point["median_s"]
+        ratio = times.get(pick, math.inf) / min(times.values())
+        results.append({**point, "chosen": pick, "ratio": ratio})
+        if pick != point["chosen"]:
+            now = f"{ratio:.2f}" if pick in times else "not timed in this sweep"
+            changed.append(f"{point['id']} {tuple(point['x'])} x {tuple(point['w'])}: {point['chosen']} ({point['ratio']:.2f}) -> {pick} ({now})")
+    return summary(results), changed
+
+
 def summary(results: list[dict]) -> dict:
     """Share of points within 1.2x of the best, and the worst ratio."""
     ratios = [r["ratio"] for r in results]
@@ -214,7 +237,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="cpu", choices=["cpu", "gpu"])
     parser.add_argument("--out", default="bench/results")
+    parser.add_argument("--rescore", nargs="+", metavar="JSON", help="judge committed sweeps' timings by the current cost model; time nothing")
     args = parser.parse_args(argv)
+    if args.rescore:
+        for path in args.rescore:
+            stats, changed = rescore(json.loads(Path(path).read_text()))
+            print(f"{path}: {stats['within_1.2x']:.0%} of {stats['points']} within {WITHIN}x, worst {stats['worst_ratio']:.2f}, {stats['over_2x']} over {NEVER}x")
+            print("".join(f"  {line}\n" for line in changed), end="")
+        return 0
     from tqdm import tqdm
 
     where = device(args.device)
