@@ -127,15 +127,14 @@ def test_accuracy_bench_measures_every_method_and_dtype(where):
         assert 0 <= row["float64"] < 1e-12 and 0 <= row["complex128"] < 1e-12, (method, row)
 
 
-def test_rescore_judges_recorded_timings_by_todays_picks():
+def test_rescore_judges_recorded_timings_by_todays_picks(where):
     point = {"id": "p0", "op": "conv", "x": (2, 3, 20, 20), "w": (4, 3, 3, 3), "padding": 1}
-    pick = sweep._choice(point).method
+    xp = device(where).xp
+    pick = sweep._choice(point, xp.empty(point["x"], dtype="float32"), xp.empty(point["w"], dtype="float32")).method
     other = next(m for m in ac.METHODS if m != pick)
     slow = {**point, "chosen": other, "ratio": 1.0, "median_s": {pick: 0.003, other: 0.001}}
     untimed = {**point, "id": "p1", "chosen": other, "ratio": 1.0, "median_s": {other: 0.001}}
-    stats, changed = sweep.rescore({"points": [slow, untimed]})
+    stats, changed = sweep.rescore({"device": where, "points": [slow, untimed]})
     assert stats == {"points": 2, "within_1.2x": 0.0, "worst_ratio": math.inf, "over_2x": 2}
     assert changed == [f"p0 (2, 3, 20, 20) x (4, 3, 3, 3): {other} (1.00) -> {pick} (3.00)",
                        f"p1 (2, 3, 20, 20) x (4, 3, 3, 3): {other} (1.00) -> {pick} (not timed in this sweep)"]
-    with pytest.raises(ValueError, match="only CPU sweeps can be rescored here, got a 'gpu' sweep"):
-        sweep.rescore({"device": "gpu", "points": []})

@@ -14,8 +14,8 @@ With ``--device gpu`` the same points (drawn by the CPU's size filters, so both 
 cover the same problems) are timed on CuPy arrays with CUDA events, and 'auto' is asked
 with those arrays, so it uses the GPU's cost model; reports are ``sweep-gpu-<date>.*``.
 
-``--rescore FILE...`` times nothing: it judges committed CPU sweeps' timings by the current
-cost model (what 'auto' would pick now, and how far that is from the fastest).
+``--rescore FILE...`` times nothing: it judges committed sweeps' timings by the current cost
+model (what 'auto' would pick now, and how far that is from the fastest).
 """
 
 from __future__ import annotations
@@ -129,16 +129,15 @@ def time_point(point: dict, where: Device) -> dict:
 
 
 def rescore(report: dict) -> tuple[dict, list[str]]:
-    """A CPU sweep's timings judged by the current cost model: its summary had 'auto' made
+    """A sweep's timings judged by the current cost model: its summary had 'auto' made
     today's picks, and one line per point whose pick changed. A pick whose method was not
     timed counts as infinitely slow. No timing is run: cost-model changes are checked on
-    the committed sweeps in seconds."""
-    if report.get("device", "cpu") != "cpu":
-        msg = f"only CPU sweeps can be rescored here, got a {report['device']!r} sweep"
-        raise ValueError(msg)
+    the committed sweeps in seconds (a GPU sweep's on a machine with CuPy and a GPU)."""
+    where = device(report.get("device", "cpu"))
     results, changed = [], []
     for point in report["points"]:
-        pick = _choice(point).method
+        x, w = (where.xp.empty(tuple(point[key]), dtype=np.float32) for key in ("x", "w"))  # never filled
+        pick = _choice(point, x, w).method
         times = point["median_s"]
         ratio = times.get(pick, math.inf) / min(times.values())
         results.append({**point, "chosen": pick, "ratio": ratio})
