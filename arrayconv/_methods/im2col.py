@@ -220,12 +220,11 @@ def unsupported(problem: Problem, backend: Backend, memory_limit: int) -> str | 
 
 
 def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
-    """Columns written and read at stream speed, a GEMM, the output's copies.
-
-    The GEMM runs at the GEMM rate scaled down for few output channels, a shallow column
-    matrix or narrow chunks (a deep column matrix leaves few columns per chunk), and no
-    faster than it can read the columns and write its products (single-channel problems
-    and 1x1 kernels are memory-bound).
+    """Columns written and read at stream speed, the products written and copied into the
+    output (four passes), and the GEMM's arithmetic at the GEMM rate scaled down for few
+    output channels, a shallow column matrix or narrow chunks (a deep column matrix leaves
+    few columns per chunk). The passes are not counted twice: the GEMM's reads of the
+    columns and writes of the products are the passes above.
     """
     p = problem
     if _operator_fits(p):
@@ -242,12 +241,12 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     out_bytes = samples * p.out_per_group * p.dtype.itemsize
     n_chunks = max(1, cols_bytes // _CHUNK_BYTES)
     chunk_columns = min(samples, _CHUNK_BYTES // (depth * p.dtype.itemsize))
-    gemm = max(2 * p.macs / (rates.gemm_flops * _gemm_efficiency(p.out_per_group, depth, chunk_columns, backend)), (cols_bytes + 2 * out_bytes) / rates.stream_bytes)
+    gemm = 2 * p.macs / (rates.gemm_flops * _gemm_efficiency(p.out_per_group, depth, chunk_columns, backend))
     if backend.name == "cupy":  # larger chunks, one gather and one GEMM launch per chunk
         calls = max(1, cols_bytes // _chunk_bytes(backend)) * _GPU_CALLS_PER_CHUNK
     else:
         calls = n_chunks * math.prod(p.kernel)
-    seconds = (2 * cols_bytes + 3 * out_bytes) / rates.stream_bytes + gemm + calls * rates.call_seconds
+    seconds = (2 * cols_bytes + 4 * out_bytes) / rates.stream_bytes + gemm + calls * rates.call_seconds
     return Cost(seconds, padded_bytes(p) + min(cols_bytes, _CHUNK_BYTES) + min(out_bytes, _CHUNK_BYTES))
 
 
