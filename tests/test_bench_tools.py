@@ -3,10 +3,10 @@
 import json
 import math
 
+import numpy as np
 import pytest
 
 import arrayconv as ac
-
 from arrayconv.__main__ import main
 from arrayconv.bench import accuracy, plans, readme, sweep
 from arrayconv.bench.cases import Case
@@ -88,13 +88,10 @@ def test_boundary_bench_callables_agree():
         np.testing.assert_allclose(r, results[0], rtol=0, atol=1e-12 * np.abs(results[0]).max())
 
 
-@pytest.fixture(params=["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
-def where(request):
-    if request.param == "gpu":
-        cupy = pytest.importorskip("cupy", reason="CuPy is not installed")
-        if not cupy.cuda.is_available():
-            pytest.skip("no CUDA device available")
-    return request.param
+@pytest.fixture
+def where(xp):
+    """The bench device of conftest's array library: 'cpu' for NumPy, 'gpu' for CuPy."""
+    return "cpu" if xp is np else "gpu"
 
 
 def test_plans_bench_reports_every_callable(where, tmp_path):

@@ -27,12 +27,8 @@ def test_filter_npy_to_npy_gaussian_symm(tmp_path, image):
     assert_matches(np.load(tmp_path / "out.npy"), expected, dtype="float32")
 
 
-@pytest.mark.parametrize("device", ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)])
-def test_filter_on_each_device(device, tmp_path, image, capsys):
-    if device == "gpu":
-        cupy = pytest.importorskip("cupy", reason="CuPy is not installed")
-        if not cupy.cuda.is_available():
-            pytest.skip("no CUDA device available")
+def test_filter_on_each_device(xp, tmp_path, image):
+    device = "cpu" if xp is np else "gpu"
     args = ["filter", str(tmp_path / "in.npy"), str(tmp_path / "out.npy"), "--kernel", "gaussian:2", "--device", device]
     assert main([*args, "--memory-limit", "128K", "--no-progress"]) == 0
     expected = scipy.ndimage.gaussian_filter(image.astype(np.float64), 2, mode="constant", truncate=4.0)

@@ -21,7 +21,7 @@ import scipy.signal
 
 import arrayconv as ac
 
-from .devices import Device, device
+from .devices import Device, device, report_stem
 from .run import machine_line
 
 DTYPES = ("float32", "float64", "complex64", "complex128")
@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         "growth": growth_with_kernel(where, 512),
     }
     args.out.mkdir(parents=True, exist_ok=True)
-    stem = args.out / f"accuracy-{'gpu-' if where.name == 'gpu' else ''}{report['date']}"
+    stem = args.out / report_stem("accuracy", where.name, report["date"])
     stem.with_suffix(".json").write_text(json.dumps(report, indent=1))
     text = markdown(report)
     stem.with_suffix(".md").write_text(text)

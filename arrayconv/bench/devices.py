@@ -52,3 +52,14 @@ def device(name: str) -> Device:
     from .gpu import _timer, gpu_versions
 
     return Device("gpu", cupy, cupyx.scipy.signal, _timer(cupy), lambda: gpu_versions(cupy))
+
+
+def report_stem(kind: str, device_name: str, date: str) -> str:
+    """File stem of a report: ``<kind>-<date>`` on the CPU, ``<kind>-gpu-<date>`` on the GPU
+    (so the README's CPU section never picks up a GPU report)."""
+    return f"{kind}-gpu-{date}" if device_name == "gpu" else f"{kind}-{date}"
+
+
+def ms_digits(device_name: str) -> int:
+    """Decimals of milliseconds in reports: GPU calls take a fraction of a millisecond."""
+    return 3 if device_name == "gpu" else 1

@@ -24,7 +24,7 @@ import numpy as np
 import arrayconv as ac
 
 from .cases import CASES, Case
-from .devices import Device, device
+from .devices import Device, device, ms_digits, report_stem
 from .run import machine_line
 
 
@@ -76,7 +76,7 @@ def write(result: dict, folder: Path) -> Path:
     """Markdown and JSON reports; returns the Markdown path."""
     date = datetime.date.today().isoformat()
     folder.mkdir(parents=True, exist_ok=True)
-    stem = folder / f"plans-{'gpu-' if result['device'] == 'gpu' else ''}{date}"
+    stem = folder / report_stem("plans", result["device"], date)
     result = {"date": date, "command": "python -m arrayconv.bench.plans " + " ".join(sys.argv[1:]), **result}
     stem.with_suffix(".json").write_text(json.dumps(result, indent=1))
     plain = result["median_s"]["arrayconv correlate auto"]
@@ -91,7 +91,7 @@ def write(result: dict, folder: Path) -> Path:
         "| callable | median per frame (ms) | total (s) | plain auto call / this |",
         "|---|---|---|---|",
     ]
-    digits = 3 if result["device"] == "gpu" else 1  # GPU frames take a fraction of a millisecond
+    digits = ms_digits(result["device"])
     for name, t in sorted(result["median_s"].items(), key=lambda kv: kv[1]):
         lines.append(f"| {name} | {t * 1e3:.{digits}f} | {result['total_s'][name]:.2f} | {plain / t:.2f} |")
     lines += ["", f"Plan speed-up per frame over the plain `correlate` call: **{result['speedup_plan_over_plain_auto']:.2f}x**."]

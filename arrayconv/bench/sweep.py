@@ -36,7 +36,7 @@ from arrayconv._backend import get_backend
 from arrayconv._rates import DEFAULT_GPU_RATES, DEFAULT_RATES, rates_for
 
 from .cases import CASES
-from .devices import Device, device
+from .devices import Device, device, ms_digits, report_stem
 from .run import machine_line
 
 SIDES = (64, 128, 256, 512, 1024, 2048, 4096)
@@ -162,7 +162,7 @@ def write(results: list[dict], folder: Path, argv: list[str], where: Device) -> 
     """JSON, Markdown and PNG reports; returns the Markdown path."""
     date = datetime.date.today().isoformat()
     folder.mkdir(parents=True, exist_ok=True)
-    stem = folder / f"sweep-{'gpu-' if where.name == 'gpu' else ''}{date}"
+    stem = folder / report_stem("sweep", where.name, date)
     stats = summary(results)
     rates = rates_for(get_backend(probe=where.xp.empty(1)))
     default = rates in (DEFAULT_RATES, DEFAULT_GPU_RATES)
@@ -191,7 +191,7 @@ def write(results: list[dict], folder: Path, argv: list[str], where: Device) -> 
     ]
     for r in results:
         cells = [
-            f"{r['median_s'][m] * 1e3:.{3 if where.name == 'gpu' else 1}f}" if m in r["median_s"] else ("not run" if m in r["not_run"] else "cannot")
+            f"{r['median_s'][m] * 1e3:.{ms_digits(where.name)}f}" if m in r["median_s"] else ("not run" if m in r["not_run"] else "cannot")
             for m in ac.METHODS
         ]
         lines.append(
