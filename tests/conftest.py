@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 
+from _strategies import DEV_EXAMPLES
+
 settings.register_profile(
     "deterministic",
     derandomize=True,
@@ -11,7 +13,7 @@ settings.register_profile(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
-settings.register_profile("dev", deadline=None, max_examples=500)
+settings.register_profile("dev", deadline=None, max_examples=DEV_EXAMPLES)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
 
 

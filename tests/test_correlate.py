@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 import arrayconv as ac
 from _reference import assert_matches, random, reference_correlate
-from _strategies import FLOAT_DTYPES, MODES, correlate_shapes
+from _strategies import FLOAT_DTYPES, MODES, correlate_shapes, examples
 
 METHODS = ["auto", *ac.METHODS]
 FUNCS = {"correlate": (ac.correlate, False), "convolve": (ac.convolve, True)}
@@ -15,7 +15,7 @@ FUNCS = {"correlate": (ac.correlate, False), "convolve": (ac.convolve, True)}
 
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("func", FUNCS)
-@settings(max_examples=25)
+@settings(max_examples=examples(25))
 @given(case=correlate_shapes(), dtype=st.sampled_from(FLOAT_DTYPES), seed=st.integers(0, 2**16))
 def test_matches_scipy(xp, func, method, case, dtype, seed):
     s1, s2, mode = case

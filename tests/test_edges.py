@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 import arrayconv as ac
 from _reference import assert_matches, random, reference_conv, reference_correlate, to_numpy
+from _strategies import examples
 
 METHODS = ["auto", *ac.METHODS]
 NDIMAGE_MODES = {"symm": "reflect", "reflect": "reflect", "mirror": "mirror", "nearest": "nearest", "wrap": "wrap", "fill": "constant"}
@@ -17,7 +18,7 @@ SIGNAL_BOUNDARIES = {"fill": "fill", "wrap": "wrap", "symm": "symm"}
 
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("boundary", list(NDIMAGE_MODES))
-@settings(max_examples=15)
+@settings(max_examples=examples(15))
 @given(
     shape=st.lists(st.integers(1, 12), min_size=1, max_size=3),
     kernel=st.lists(st.integers(1, 7), min_size=3, max_size=3),
@@ -104,7 +105,7 @@ def wrapped(x, axes, pads):
 
 
 @pytest.mark.parametrize("method", METHODS)
-@settings(max_examples=25)
+@settings(max_examples=examples(25))
 @given(
     shape=st.lists(st.sampled_from(PERIODS), min_size=1, max_size=2),
     kernel=st.lists(st.integers(1, 20), min_size=2, max_size=2),
@@ -129,7 +130,7 @@ def test_wrap_every_mode_matches_periodic_extension(xp, method, shape, kernel, m
 
 
 @pytest.mark.parametrize("method", METHODS)
-@settings(max_examples=20)
+@settings(max_examples=examples(20))
 @given(
     spatial=st.lists(st.sampled_from(PERIODS), min_size=2, max_size=2),
     kernel=st.lists(st.integers(1, 6), min_size=2, max_size=2),
