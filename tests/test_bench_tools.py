@@ -42,13 +42,18 @@ def test_readme_section_uses_the_newest_full_results(tmp_path):
     (tmp_path / "cpu-2026-01-02.json").write_text(json.dumps(_cpu_report()))
     (tmp_path / "cpu-2026-01-03-quick.json").write_text("not read")
     summary = {"points": 10, "within_1.2x": 0.9, "worst_ratio": 1.7}
-    (tmp_path / "sweep-2026-01-02.json").write_text(json.dumps({"command": "sweep", "summary": summary}))
+    (tmp_path / "sweep-2026-01-02.json").write_text(json.dumps({"command": "sweep", "date": "2026-01-02", "summary": summary}))
+    other = {"command": "sweep --seed 3", "date": "2026-01-02", "summary": {**summary, "worst_ratio": 1.9}}
+    (tmp_path / "sweep-2026-01-02-seed3.json").write_text(json.dumps(other))
+    (tmp_path / "sweep-2026-01-01.json").write_text(json.dumps({"command": "old sweep", "date": "2026-01-01", "summary": summary}))
     (tmp_path / "sweep-gpu-2026-01-02.json").write_text("the GPU's: not in the CPU section")
     (tmp_path / "plans-gpu-2026-01-02.json").write_text("the GPU's: not in the CPU section")
     text = readme.section(tmp_path)
     assert "on 2026-01-02 (CPU X, 2 cores" in text
     assert "| a | 2.0 | im2col | torch conv2d (CPU) | 1.0 | **0.50** | 0.5 | 1.0e-07 | 3.00 |" in text
-    assert "`auto` within 1.2x of the fastest method on 90%, worst 1.70x" in text
+    assert "- `sweep`: 10 problems, within 1.2x on 90%, worst 1.70x" in text
+    assert "- `sweep --seed 3`: 10 problems, within 1.2x on 90%, worst 1.90x" in text
+    assert "old sweep" not in text
 
 
 def test_readme_main_rewrites_only_between_markers(tmp_path):
@@ -67,6 +72,9 @@ def test_sweep_points_are_reproducible_and_within_the_limits():
     for p in points[-8:]:
         assert 4 * math.prod(p["x"]) <= sweep.MAX_BYTES
         assert p["w"][-1] <= p["x"][-1]
+    corners = [p for p in points if p["id"].startswith("k")]
+    assert corners == sweep.corner_points()
+    assert {"id": "k5", "op": "correlate", "x": (64, 64), "w": (63, 63), "mode": "valid"} in corners
 
 
 def test_sweep_summary():

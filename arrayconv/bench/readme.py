@@ -1,8 +1,8 @@
 """Put the latest benchmark results into README.md, between its ``bench`` markers.
 
 Usage: ``python -m arrayconv.bench.readme [--results bench/results] [--readme README.md]``.
-Reads the newest full ``cpu-*.json`` (not ``-quick``), ``plans-*.json`` and
-``sweep-*.json`` (not the ``-gpu-`` ones) and rewrites the text between ``<!-- bench:start -->`` and
+Reads the newest full ``cpu-*.json`` (not ``-quick``) and ``plans-*.json``, and every
+``sweep-*.json`` of the newest one's date (not the ``-gpu-`` or ``-fit`` ones), and rewrites the text between ``<!-- bench:start -->`` and
 ``<!-- bench:end -->``.
 """
 
@@ -18,13 +18,17 @@ from .run import summary_table
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 
 
-def _latest(folder: Path, pattern: str) -> tuple[Path, dict] | None:
-    """The newest report matching `pattern`: a complete one, else a stopped ('partial') one."""
+def _reports(folder: Path, pattern: str) -> list[Path]:
+    """Reports matching `pattern`, by name: the complete ones, else the stopped ('partial') ones."""
     skip = ("quick", "fit", "gpu")  # quick runs, the cost model's fit data, GPU runs
     paths = sorted(p for p in folder.glob(pattern) if not any(word in p.name for word in skip))
-    complete = [p for p in paths if "partial" not in p.name]
-    chosen = complete or paths
-    return (chosen[-1], json.loads(chosen[-1].read_text())) if chosen else None
+    return [p for p in paths if "partial" not in p.name] or paths
+
+
+def _latest(folder: Path, pattern: str) -> tuple[Path, dict] | None:
+    """The newest report matching `pattern` (see :func:`_reports`), with its contents."""
+    paths = _reports(folder, pattern)
+    return (paths[-1], json.loads(paths[-1].read_text())) if paths else None
 
 
 def _link(report: Path) -> str:
@@ -60,14 +64,16 @@ def section(folder: Path) -> str:
         ]
     if found := _latest(folder, "sweep-*.json"):
         path, report = found
-        s = report["summary"]
-        lines += [
-            f"Method choice over {s['points']} problems (`{report['command']}`): `auto` within 1.2x of the "
-            f"fastest method on {s['within_1.2x']:.0%}, worst {s['worst_ratio']:.2f}x "
-            f"({_link(path)}).",
-            "",
-            f"![method choice sweep]({path.with_suffix('.png')})",
-        ]
+        day = [(p, json.loads(p.read_text())) for p in _reports(folder, "sweep-*.json")]
+        day = [(p, r) for p, r in day if r.get("date") == report.get("date")]
+        lines += [f"Method choice, every sweep of {report.get('date')} (time of `auto`'s method / the fastest method's):", ""]
+        for p, r in day:
+            s = r["summary"]
+            lines.append(
+                f"- `{r['command']}`: {s['points']} problems, within 1.2x on {s['within_1.2x']:.0%}, "
+                f"worst {s['worst_ratio']:.2f}x ({_link(p)})"
+            )
+        lines += ["", f"![method choice sweep]({path.with_suffix('.png')})"]
     return "\n".join(lines).strip()
 
 

@@ -3,8 +3,8 @@
 Usage: ``python -m arrayconv.bench.sweep [--points 60] [--seed 0] [--device cpu|gpu] [--out bench/results]``.
 Points are drawn at random (seeded) from image sides 64..4096, kernels 1..63, input and
 output channels 1..256 and batches 1..256 (``conv``, padding 'same'), plus
-single-image ``correlate`` points and the DESIGN.md cases, keeping those whose inputs
-and outputs fit in 256 MiB and whose best estimate is under 2 s. Each method is timed
+single-image ``correlate`` points, the corners of those ranges and the DESIGN.md cases,
+keeping those whose inputs and outputs fit in 256 MiB and whose best estimate is under 2 s. Each method is timed
 (one warm-up, then the median of 2 to 15 interleaved repeats, at least 0.2 s of
 timings each; calls over 3 s are timed once); a method estimated over 20 times slower
 than the best estimate and over 3 s is not run. Writes ``sweep-<date>.json``, ``.md``
@@ -52,16 +52,42 @@ WITHIN, NEVER = 1.2, 2.0
 MIN_SECONDS, MAX_REPEATS, ONCE_SECONDS = 0.2, 15, 3.0
 
 
+def corner_points() -> list[dict]:
+    """The corners of the sweep's ranges that pass the size filters: the smallest and largest
+    image, kernel, channels and batch (where cost models are least tried; a 64x64 image with
+    a 63x63 kernel once ran 1700x slower than the fastest method)."""
+    sides, kernels, counts = (SIDES[0], SIDES[-1]), (KERNELS[0], KERNELS[-1]), (1, CHANNELS[-1])
+    candidates = [
+        {"op": "correlate", "x": (side, side), "w": (k, k), "mode": mode}
+        for side in sides
+        for k in kernels
+        for mode in ("full", "same", "valid")
+    ]
+    candidates += [
+        {"op": "conv", "x": (b, c, side, side), "w": (o, c, k, k), "padding": k // 2}
+        for side in sides
+        for k in kernels
+        for b in (1, BATCHES[-1])
+        for c in counts
+        for o in counts
+    ]
+    kept = [point for point in candidates if _fits(point)]
+    return [{"id": f"k{i}", **point} for i, point in enumerate(kept)]
+
+
 def draw_points(n: int, seed: int) -> list[dict]:
-    """DESIGN.md cases, then random conv and correlate points that pass the size filters."""
+    """DESIGN.md cases, the corners of the ranges, then random conv and correlate points
+    that pass the size filters."""
     points = [
         {"id": c.id, "op": "correlate", "x": c.x, "w": c.w, "mode": c.mode}
         if c.kind == "image"
         else {"id": c.id, "op": "conv", "x": c.x, "w": c.w, "padding": c.padding}
         for c in CASES
     ]
+    points += corner_points()
+    fixed = len(points)
     rng = np.random.default_rng(seed)
-    while len(points) < n + len(CASES):
+    while len(points) < n + fixed:
         side, k = int(rng.choice(SIDES)), int(rng.choice(KERNELS))
         if k > side:
             continue
@@ -71,7 +97,7 @@ def draw_points(n: int, seed: int) -> list[dict]:
             b, c, o = (int(rng.choice(v)) for v in (BATCHES, CHANNELS, CHANNELS))
             point = {"op": "conv", "x": (b, c, side, side), "w": (o, c, k, k), "padding": k // 2}
         if _fits(point):
-            points.append({"id": f"p{len(points) - len(CASES)}", **point})
+            points.append({"id": f"p{len(points) - fixed}", **point})
     return points
 
 
