@@ -39,6 +39,7 @@ def test_matches_reference(xp, method, case, dtype, seed, with_bias):
         ((1, 2, 6, 7, 5), (2, 2, 2, 3, 2), dict(padding=(1, 0, 1), stride=(1, 2, 1))),  # 3-D
         ((3, 5, 8, 8), (7, 5, 8, 8), dict()),  # kernel = image, 1x1 output
         ((2, 32, 5, 6), (33, 32, 1, 1), dict()),  # 1x1 conv, many channels
+        ((2, 16, 9, 9), (4, 8, 3, 3), dict(groups=2, padding=1)),  # many channels, few outputs per group
     ],
 )
 @pytest.mark.parametrize("dtype", ["float32", "float64", "complex128", "int32"])

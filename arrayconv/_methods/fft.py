@@ -4,7 +4,8 @@ The padded input is never built: the kernel is placed, flipped and dilated, at t
 offset that the zero padding would have produced, so the FFT length is the padded length
 (for 'valid', just the input length) rounded up to a fast size. Real inputs use ``rfftn``
 and keep their precision (float32 -> complex64). With several input channels per group, the
-channel sum is one batched complex GEMM over frequencies, ``(B, Cg) x (Cg, Og)``, so only
+channel sum is one batched complex GEMM over frequencies, ``(B, Cg) x (Cg, Og)`` (on the CPU
+with more than a few outputs per group; else a multiply-add per channel), so only
 ``B * O`` inverse transforms are needed. Integer inputs are computed in float64.
 
 Periodic padding (``boundary='wrap'``, ``padding_mode='circular'``) is the transform's own
@@ -31,6 +32,14 @@ from . import Cost, Method, output, register
 
 # Below this many input channels per group, multiply-accumulate beats a batched GEMM.
 _GEMM_MIN_CHANNELS = 8
+# On the CPU, up to this many output maps per group it beats it with any number of input
+# channels: making the spectra frequency-major costs more than the GEMM saves (complex64,
+# 2 cores, B 1-64, Cg 16-256, 2k-131k frequencies: 1.1-9x faster for Og 1-4, 0.9x at 8).
+_MAC_MAX_OUTPUTS = 4
+# The multiply-add ran at 1.2-3.8 (median 1.5) times the kernel spectra's bytes per batch
+# item over the stream rate (B 1-256, Cg 1-256, Og 1-64); 8 before that measurement. The
+# committed sweeps' picks hold at 4 and get worse at 2 (the FFT's other terms run low).
+_MAC_PASSES = 4
 # Array calls made whatever the size (placement, three transforms, contraction, crop),
 # fitted: about 0.65 ms at the default call cost.
 _FIXED_CALLS = 130
@@ -122,7 +131,7 @@ def prepare(w: Array, problem: Problem, backend: Backend) -> Array:
     forward, _ = _transforms(backend, real=w.dtype.kind != "c")
     spectrum = forward(placed, shape, tuple(range(2, 2 + nd)))
     spectrum = spectrum.reshape(p.groups, p.out_per_group, p.in_per_group, *spectrum.shape[2:])
-    if p.in_per_group < _GEMM_MIN_CHANNELS:
+    if not _sums_by_gemm(p, backend):
         return spectrum
     n_freq = math.prod(spectrum.shape[3:])
     flat = spectrum.reshape(p.groups, p.out_per_group, p.in_per_group, n_freq)
@@ -146,13 +155,21 @@ def _placement(lo: int, k: int, d: int, n: int) -> list[tuple[slice, slice]]:
     return pairs
 
 
-def _channel_sum(x_hat: Array, w_hat: Array, problem: Problem, xp: Any) -> Array:
-    """``y_hat[b, g, o] = sum_c x_hat[b, g, c] * w_hat[g, o, c]`` over all frequencies."""
+def _sums_by_gemm(problem: Problem, backend: Backend) -> bool:
+    """Whether the channel sum is a batched GEMM over frequencies (else a multiply-add
+    per input channel): with many input channels, and on the CPU more than a few outputs."""
     p = problem
+    many_outputs = backend.name != "numpy" or p.out_per_group > _MAC_MAX_OUTPUTS
+    return p.in_per_group >= _GEMM_MIN_CHANNELS and many_outputs
+
+
+def _channel_sum(x_hat: Array, w_hat: Array, problem: Problem, backend: Backend) -> Array:
+    """``y_hat[b, g, o] = sum_c x_hat[b, g, c] * w_hat[g, o, c]`` over all frequencies."""
+    p, xp = problem, backend.xp
     if p.in_per_group == p.out_per_group == 1:  # one map per group: multiply in place
         x_hat *= w_hat[:, 0]
         return x_hat
-    if p.in_per_group < _GEMM_MIN_CHANNELS:
+    if not _sums_by_gemm(p, backend):
         y_hat = x_hat[:, :, None, 0] * w_hat[:, :, 0]
         for c in range(1, p.in_per_group):
             y_hat += x_hat[:, :, None, c] * w_hat[:, :, c]
@@ -180,7 +197,7 @@ def run(x: Array, w_hat: Array, problem: Problem, backend: Backend, out: Array |
     step = _batch_step(p, backend, _config.budget(backend.name))
     for b0 in range(0, p.batch, step):
         x_hat = forward(x_groups[b0 : b0 + step], shape, axes)
-        y_hat = _channel_sum(x_hat, w_hat, p, xp)
+        y_hat = _channel_sum(x_hat, w_hat, p, backend)
         del x_hat
         out[b0 : b0 + step] = _samples(inverse(y_hat, shape, axes), p, shape, xp)
     return out.reshape(p.y_shape)
@@ -253,8 +270,8 @@ def split_cost(problem: Problem, backend: Backend, rates: Rates) -> tuple[float,
     kernel_maps = p.groups * p.out_per_group * p.in_per_group
     data_maps = p.batch * p.groups * (p.in_per_group + p.out_per_group)
     kernels, per_item = _spectrum_bytes(p, backend)
-    if p.in_per_group < _GEMM_MIN_CHANNELS:
-        contraction = 8 * p.batch * kernels / rates.stream_bytes
+    if not _sums_by_gemm(p, backend):  # one pass of the kernel spectra per batch item, a few times over
+        contraction = _MAC_PASSES * p.batch * kernels / rates.stream_bytes
     else:
         contraction = _contraction_seconds(p, size, kernels, backend, rates)
     fixed = (_FIXED_GPU_CALLS if backend.name == "cupy" else _FIXED_CALLS) * rates.call_seconds
