@@ -8,14 +8,16 @@ from hypothesis import strategies as st
 
 MODES = ("full", "same", "valid")
 FLOAT_DTYPES = ("float32", "float64", "complex64", "complex128")
-# Examples per test in the local 'dev' profile (HYPOTHESIS_PROFILE=dev), for every test.
+# The Hypothesis profile of this run (conftest loads it): 'deterministic' in CI, or
+# 'dev' for local runs (HYPOTHESIS_PROFILE=dev), with DEV_EXAMPLES examples in every test.
+PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "deterministic")
 DEV_EXAMPLES = 500
 
 
 def examples(n: int) -> int:
     """`n` examples in CI's deterministic profile; :data:`DEV_EXAMPLES` in the 'dev' profile
     (a test's own ``max_examples`` overrides the profile's, so it must ask here)."""
-    return DEV_EXAMPLES if os.environ.get("HYPOTHESIS_PROFILE") == "dev" else n
+    return DEV_EXAMPLES if PROFILE == "dev" else n
 
 
 @st.composite

@@ -1,10 +1,8 @@
-import os
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 
-from _strategies import DEV_EXAMPLES
+from _strategies import DEV_EXAMPLES, PROFILE
 
 settings.register_profile(
     "deterministic",
@@ -14,7 +12,7 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.register_profile("dev", deadline=None, max_examples=DEV_EXAMPLES)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
+settings.load_profile(PROFILE)
 
 
 @pytest.fixture(scope="session", params=["numpy", pytest.param("cupy", marks=pytest.mark.gpu)])

@@ -62,10 +62,9 @@ def section(folder: Path) -> str:
             f"({_link(path)}).",
             "",
         ]
-    if found := _latest(folder, "sweep-*.json"):
-        path, report = found
-        day = [(p, json.loads(p.read_text())) for p in _reports(folder, "sweep-*.json")]
-        day = [(p, r) for p, r in day if r.get("date") == report.get("date")]
+    if sweeps := [(p, json.loads(p.read_text())) for p in _reports(folder, "sweep-*.json")]:
+        path, report = sweeps[-1]
+        day = [(p, r) for p, r in sweeps if r.get("date") == report.get("date")]
         lines += [f"Method choice, every sweep of {report.get('date')} (time of `auto`'s method / the fastest method's):", ""]
         for p, r in day:
             s = r["summary"]
