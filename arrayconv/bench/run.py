@@ -21,6 +21,7 @@ import json
 import math
 import multiprocessing
 import platform
+import random
 import statistics
 import sys
 import time
@@ -93,7 +94,7 @@ def _floor(case: Case, x: np.ndarray, w: np.ndarray, out_size: int, rates: dict[
 
 
 def run_case(case: Case, repeats: int, rates: dict[str, float]) -> dict:
-    """Time every callable of `case`, interleaved, after one warm-up each."""
+    """Time every callable of `case`, interleaved in a new order each repeat, after one warm-up each."""
     x, w = _data(case)
     ref = _reference(case, x, w)
     mine = arrayconv_callables(case, x, w)
@@ -112,9 +113,12 @@ def run_case(case: Case, repeats: int, rates: dict[str, float]) -> dict:
         start = time.perf_counter()
         errors[name] = _error(fn(), ref)
         times[name] = [time.perf_counter() - start]
-    repeat = [n for n in runs if times[n][0] < SLOW_SECONDS]
-    for _ in range(repeats):
-        for name in repeat:
+    order = [n for n in runs if times[n][0] < SLOW_SECONDS]
+    for repeat in range(repeats):
+        # A new order each repeat: whatever runs first, or right after torch, runs slower on
+        # this 2-core machine (auto, always first, measured 10-20% over its own method).
+        random.Random(repeat).shuffle(order)
+        for name in order:
             times[name].append(time_call(runs[name]))
     medians = {n: statistics.median(t[1:] if len(t) > 1 else t) for n, t in times.items()}
     peaks = {n: _peak_bytes(runs[n]) for n in mine}
@@ -178,7 +182,7 @@ def write_markdown(report: dict, path: Path) -> None:
         machine_line(report["versions"]),
         f"Measured floors' basis: GEMM {report['rates']['gemm_flops'] / 1e9:.0f} GFLOP/s, "
         f"copy {report['rates']['stream_bytes'] / 1e9:.1f} GB/s.  ",
-        f"Median of {report['repeats']} interleaved repeats after one warm-up "
+        f"Median of {report['repeats']} interleaved repeats (order shuffled each repeat) after one warm-up "
         f"(calls over {SLOW_SECONDS:.0f} s: timed once). float32. Error: max |y - ref| / max |ref| "
         "against float64.",
         "",
