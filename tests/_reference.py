@@ -77,12 +77,15 @@ def reference_conv(x, w, bias=None, *, stride=1, padding=0, dilation=1, groups=1
 TOLERANCE = {np.dtype(np.float32): 1e-5, np.dtype(np.complex64): 1e-5, np.dtype(np.float16): 2e-3}
 
 
-def assert_matches(actual, ref, *, dtype, backend="numpy", bound=0.0):
+def assert_matches(actual, ref, *, dtype, backend="numpy", bound=0.0, terms=0.0):
     """Assert dtype, shape, backend and the error relative to max|ref| (exact for integers).
 
-    Where every reference output is exactly zero (each reads only zero padding), the error
-    is relative to `bound` instead: the largest an output could be from the inputs'
-    magnitudes (``max|x| sum|w|``), the scale of an FFT's rounding.
+    `terms` is the largest output's terms' 2-norm, ``sqrt(max(|x|^2 (*) |w|^2))``: where the
+    outputs cancel far below it (a single output of a short kernel), rounding scales with
+    the terms, not with the result, and the error is relative to `terms` instead. Where
+    every reference output is exactly zero (each reads only zero padding), the error is
+    relative to `bound`: the largest an output could be from the inputs' magnitudes
+    (``max|x| sum|w|``), the scale of an FFT's rounding.
     """
     dtype = np.dtype(dtype)
     assert type(actual).__module__.split(".")[0] == backend, type(actual)
@@ -93,7 +96,7 @@ def assert_matches(actual, ref, *, dtype, backend="numpy", bound=0.0):
         np.testing.assert_array_equal(actual, ref.astype(dtype))
         return
     tol = TOLERANCE.get(dtype, 1e-12)
-    scale = float(np.max(np.abs(ref), initial=0.0)) or bound or np.finfo(np.float64).tiny
+    scale = max(float(np.max(np.abs(ref), initial=0.0)), terms) or bound or np.finfo(np.float64).tiny
     err = float(np.max(np.abs(actual.astype(ref.dtype) - ref))) / scale
     assert err <= tol, f"max relative error {err:.2e} > {tol:.1e}"
 
