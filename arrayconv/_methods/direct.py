@@ -27,6 +27,10 @@ _CHUNK_BYTES = 4 << 20
 _CACHE_SPEEDUP = 6
 # GEMM taps on cached chunks moved their bytes at about three times the stream bandwidth.
 GEMM_CACHE_SPEEDUP = 3
+# One-output taps, which BLAS runs as matrix-vector products without packing the input,
+# read it at 44-70 GB/s (16-256 channels; 4-6x the default stream rate), against 13-32 GB/s
+# for 2-4 outputs (bench/results/direct-one-output-2026-11-23.md).
+_MATVEC_SPEEDUP = 5
 
 
 def _bytes_per_sample(problem: Problem) -> int:
@@ -97,7 +101,9 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     Elementwise taps (one channel per group) stream a temporary, the accumulator and the
     input through cache-sized chunks on all cores. GEMM taps add their FLOPs at the GEMM
     rate to the bytes they move per tap (the input channels once, the output channels
-    three times: product, accumulator read and write) at cache speed. Both pay zeroing the
+    three times: product, accumulator read and write) at cache speed; with one output per
+    group, a tap is a matrix-vector product, bound by its bytes alone (BLAS does not pack
+    its input). All pay zeroing the
     accumulator, storing it and padding the input (unless read in place) at the stream
     rate, and one array call per tap and chunk: numpy's batched matmul runs a chunk's
     batch items and groups in one call (about 0.15 us per GEMM inside it, against 3 us per
@@ -116,6 +122,9 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     if p.in_per_group == 1:
         traffic = n_taps * samples * 5 * p.out_per_group * size
         seconds = traffic / (_CACHE_SPEEDUP * rates.stream_bytes)
+    elif p.out_per_group == 1:  # a matrix-vector product per tap: no packing, memory-bound
+        traffic = n_taps * samples * (p.in_per_group + 3) * size
+        seconds = traffic / (_MATVEC_SPEEDUP * rates.stream_bytes)
     else:
         per_tap = samples * size * (p.in_per_group + 3 * p.out_per_group)
         seconds = 2 * p.macs / rates.gemm_flops + n_taps * per_tap / (GEMM_CACHE_SPEEDUP * rates.stream_bytes)
