@@ -23,6 +23,27 @@ def test_oa_matches_reference_over_many_slabs(xp, mode, options, rng):
     assert_matches(got, expected.astype(np.float64), dtype="float64", backend=xp.__name__)
 
 
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_oa_runs_slabs_on_the_workers_within_the_budget(workers, rng):
+    """On the CPU, `workers` slabs at a time (each with its own single-threaded FFT) when
+    that many fit the memory budget, else one; the caller's budget reaches their threads."""
+    from arrayconv._backend import NUMPY
+    from arrayconv._methods import overlap
+    from arrayconv._rates import rates_for
+
+    x, k = random(rng, (2, 3, 600, 64), "float64"), random(rng, (4, 3, 9, 6), "float64")
+    expected = ac.conv(x, k, padding=4, method="direct")
+    problem = ac.plan_conv(k, x.shape, padding=4, method="oa")._spec.problem
+    one_row = overlap._slab_cost(problem, NUMPY, 1, 1, rates_for(NUMPY)).temp_bytes
+    for budget, most in ((64 << 20, workers), (one_row * 3 // 2, 1)):
+        with ac.config(workers=workers, memory_limit=budget):
+            rows, threads, _, _ = overlap.prepare(k, problem, NUMPY)
+            got = ac.conv(x, k, padding=4, method="oa")
+        assert -(-problem.out_spatial[0] // rows) > 1  # several slabs
+        assert threads == most, (budget, rows, threads)
+        assert_matches(got, expected, dtype="float64")
+
+
 def test_auto_takes_oa_for_large_images_and_when_the_whole_fft_does_not_fit(rng):
     assert ac.choose_method((2048, 2048), (41, 41), mode="same", dtype="float32").method == "oa"  # slabs in cache beat one large FFT
     x, k = random(rng, (1024, 1024), "float32"), random(rng, (41, 41), "float32")

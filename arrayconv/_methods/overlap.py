@@ -8,11 +8,16 @@ period when the padding is periodic), transformed,
 multiplied by the kernel spectrum (computed once, at the slab's FFT size) and transformed
 back. Every slab has the same shape, so one kernel spectrum serves them all. The number of
 rows per slab is the one of least estimated time whose temporaries fit the budget.
+
+On the CPU the slabs run on :func:`arrayconv.config`'s workers, one single-threaded FFT
+each: a slab's transforms are too small for the FFT's own threads to pay (case c: 57 ms
+with two-thread transforms one slab at a time, 33 ms with two slabs at a time).
 """
 
 from __future__ import annotations
 
 import math
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
@@ -36,17 +41,32 @@ def slab_problem(problem: Problem, rows: int) -> Problem:
     )
 
 
-def _slab_cost(problem: Problem, backend: Backend, rows: int, rates: Rates) -> Cost:
+# Two slabs at a time on 2 cores ran 1.28-1.76x faster than one slab at a time with
+# two-thread transforms on images of 1920x1920 and up, 1.23x on 1024x1024
+# (bench/results/oa-threads-2026-11-23.md). The gain is not assumed to grow with more
+# cores: the transforms' own threads share those.
+_THREADED_SPEEDUP = 1.4
+
+
+def _most_threads(problem: Problem, backend: Backend, rows: int) -> int:
+    """Slabs that may be in flight at once: the CPU's workers, at most one per slab; one
+    on a GPU."""
+    count = -(-problem.out_spatial[0] // rows)
+    return min(_config.workers(), count) if backend.name == "numpy" else 1
+
+
+def _slab_cost(problem: Problem, backend: Backend, rows: int, threads: int, rates: Rates) -> Cost:
     """Time of the kernel's spectrum (once) and of every slab (its transforms, and copying
-    its input in and its result out), and the temporaries of one slab (its spectra,
-    input and output)."""
+    its input in and its result out), `threads` slabs at a time, and the temporaries of the
+    slabs in flight (their spectra, inputs and outputs)."""
     slab = slab_problem(problem, rows)
     one = fft.cost(slab, backend, rates)
     kernel_seconds, data_seconds = fft.split_cost(slab, backend, rates)  # the kernel once, the data per slab
     count = -(-problem.out_spatial[0] // rows)
     itemsize = fft.work_dtype(slab).itemsize
     data = (math.prod(slab.x_shape) + math.prod(slab.y_shape)) * itemsize
-    return Cost(kernel_seconds + count * (data_seconds + 2 * data / rates.stream_bytes), one.temp_bytes + data)
+    slabs_seconds = count * (data_seconds + 2 * data / rates.stream_bytes) / (_THREADED_SPEEDUP if threads > 1 else 1)
+    return Cost(kernel_seconds + slabs_seconds, threads * (one.temp_bytes + data))
 
 
 def _candidates(problem: Problem) -> list[int]:
@@ -56,29 +76,36 @@ def _candidates(problem: Problem) -> list[int]:
     return [*rows, total]
 
 
-def slab_rows(problem: Problem, backend: Backend, memory_limit: int, rates: Rates) -> int:
-    """Rows per slab: the fastest estimate that fits `memory_limit` (else the smallest slab)."""
-    costs = {rows: _slab_cost(problem, backend, rows, rates) for rows in _candidates(problem)}
-    fitting = [rows for rows, c in costs.items() if c.temp_bytes <= memory_limit]
+def slab_plan(problem: Problem, backend: Backend, memory_limit: int, rates: Rates) -> tuple[int, int]:
+    """Rows per slab and slabs at a time: the fastest estimate that fits `memory_limit`
+    (else one one-row slab at a time)."""
+    costs = {}
+    for rows in _candidates(problem):
+        for threads in {_most_threads(problem, backend, rows), 1}:
+            costs[rows, threads] = _slab_cost(problem, backend, rows, threads, rates)
+    fitting = [key for key, c in costs.items() if c.temp_bytes <= memory_limit]
     if not fitting:
-        return 1
-    return min(fitting, key=lambda rows: costs[rows].seconds)
+        return 1, 1
+    return min(fitting, key=lambda key: costs[key].seconds)
 
 
-def prepare(w: Array, problem: Problem, backend: Backend) -> tuple[int, Problem, Array]:
-    """Rows per slab, the slab's problem, and the kernel spectrum at the slab's FFT size."""
-    rows = slab_rows(problem, backend, _config.budget(backend.name), rates_for(backend))
+def prepare(w: Array, problem: Problem, backend: Backend) -> tuple[int, int, Problem, Array]:
+    """Rows per slab, slabs at a time, the slab's problem, and the kernel spectrum at the
+    slab's FFT size."""
+    rows, threads = slab_plan(problem, backend, _config.budget(backend.name), rates_for(backend))
     slab = slab_problem(problem, rows)
-    return rows, slab, fft.prepare(w, slab, backend)
+    return rows, threads, slab, fft.prepare(w, slab, backend)
 
 
-def run(x: Array, kernel: tuple[int, Problem, Array], problem: Problem, backend: Backend, out: Array | None = None) -> Array:
-    """Solve `problem` slab by slab (`kernel` from :func:`prepare`)."""
-    rows, slab, w_hat = kernel
+def run(x: Array, kernel: tuple[int, int, Problem, Array], problem: Problem, backend: Backend, out: Array | None = None) -> Array:
+    """Solve `problem` slab by slab (`kernel` from :func:`prepare`), several at a time on
+    the CPU."""
+    rows, threads, slab, w_hat = kernel
     p = problem
     result = output(out, p, backend, x.dtype)
     total = p.out_spatial[0]
-    for first in range(0, total, rows):
+
+    def solve(first: int) -> None:
         start = first * p.stride[0] - p.pad_lo[0]
         if p.circular:
             piece = periodic_window(backend.xp, x, 2, start, slab.spatial[0])
@@ -88,21 +115,36 @@ def run(x: Array, kernel: tuple[int, Problem, Array], problem: Problem, backend:
         take = min(rows, total - first)
         y = y.reshape(p.batch, p.groups, p.out_per_group, rows, *p.out_spatial[1:])
         result[:, :, :, first : first + take] = y[:, :, :, :take]
+
+    firsts = range(0, total, rows)
+    if threads == 1:
+        for first in firsts:
+            solve(first)
+        return result.reshape(p.y_shape)
+    limit = _config.budget(backend.name) // threads  # settings are per thread: pass them on
+
+    def solve_alone(first: int) -> None:
+        with _config.config(memory_limit=max(limit, 1), workers=1):
+            solve(first)
+
+    with ThreadPoolExecutor(threads) as pool:
+        for future in [pool.submit(solve_alone, first) for first in firsts]:
+            future.result()
     return result.reshape(p.y_shape)
 
 
 def unsupported(problem: Problem, backend: Backend, memory_limit: int) -> str | None:
     """Overlap-save needs room for the spectra of a one-row slab."""
-    need = _slab_cost(problem, backend, 1, rates_for(backend)).temp_bytes
+    need = _slab_cost(problem, backend, 1, 1, rates_for(backend)).temp_bytes
     if need > memory_limit:
         return f"even a one-row slab needs {need} bytes, over memory_limit={memory_limit}"
     return None
 
 
 def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
-    """The cost of the slabs at the rows :func:`prepare` would pick under the current budget."""
-    rows = slab_rows(problem, backend, _config.budget(backend.name), rates)
-    return _slab_cost(problem, backend, rows, rates)
+    """The cost of the slabs as :func:`prepare` would cut and run them under the current budget."""
+    rows, threads = slab_plan(problem, backend, _config.budget(backend.name), rates)
+    return _slab_cost(problem, backend, rows, threads, rates)
 
 
 def work_dtype(problem: Problem) -> Any:
