@@ -251,12 +251,11 @@ def conv_spec(
         options = dict(stride=stride, padding=padding if extension is None else 0, dilation=dilation, groups=groups, padding_mode="circular" if circular else "zeros")
         return Plan(conv_spec(ArraySpec(x.shape, dtype), kernel_, None, backend, "auto", x_bound=1, **options), kernel_, "auto")
 
-    support = backend.xp.ones(w.shape, np.float32)
     rule = IGNORE if nan == "ignore" else NanRule(
         nan,
         "x",
         weigh=once(lambda: mask_plan(w, x.dtype)),
-        reach=once(lambda: mask_plan(support, np.dtype(np.float32))),
+        reach=once(lambda: mask_plan(backend.xp.ones(w.shape, np.float32), np.dtype(np.float32))),
     )
     return Spec(
         problem=problem,

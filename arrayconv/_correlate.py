@@ -386,12 +386,11 @@ def _nan_rule(x: ArraySpec, in2: Array, backend: Backend, mode: str, axes: tuple
         spec, w = correlate_spec(ArraySpec(x.shape, dtype), kernel, backend, mode, "auto", axes, flip=flipped, x_bound=1, edges=mask_edges)
         return Plan(spec, w, "auto")
 
-    support = backend.xp.ones(in2.shape, np.float32)
     return NanRule(
         edges.nan,
         "in1",
         weigh=once(lambda: mask_plan(in2, x.dtype, flip)),
-        reach=once(lambda: mask_plan(support, np.dtype(np.float32), False)),
+        reach=once(lambda: mask_plan(backend.xp.ones(in2.shape, np.float32), np.dtype(np.float32), False)),
         fillvalue=edges.fillvalue,
     )
 

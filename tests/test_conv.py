@@ -179,6 +179,8 @@ def test_im2col_last_axis_path_on_deep_kernels(padding_mode, numpy_mode, options
     extended = np.pad(x, ((0, 0), (0, 0), (pad[0], pad[0]), (pad[1], pad[1])), mode=numpy_mode)
     expected = reference_conv(extended, w, **{k: v for k, v in options.items() if k != "padding"})
     assert_matches(ac.conv(x, w, method="im2col", padding_mode=padding_mode, **options), expected, dtype="float64")
+    backwards = np.ascontiguousarray(w[..., ::-1])[..., ::-1]  # the same kernel, its last axis a negative-stride view
+    assert_matches(ac.conv(x, backwards, method="im2col", padding_mode=padding_mode, **options), expected, dtype="float64")
 
 
 @pytest.mark.parametrize("method", ["direct", "im2col"])
