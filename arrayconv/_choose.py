@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
+from . import _config
 from ._backend import Backend
 from ._cache import LRUCache
 from ._methods import METHODS, Cost
@@ -67,10 +68,11 @@ def choose(
 
     Methods in `excluded` (name -> reason) are not considered. If no method fits the
     budget, the one with the smallest temporaries is chosen. Choices are cached by
-    backend, device, problem, budget, exclusions and rates.
+    backend, device, problem, budget, exclusions, rates and workers (overlap-save runs
+    its slabs on them).
     """
     rates = rates_for(backend)
-    key = (backend.name, backend.device, problem, memory_limit, tuple(sorted((excluded or {}).items())), rates)
+    key = (backend.name, backend.device, problem, memory_limit, tuple(sorted((excluded or {}).items())), rates, _config.workers())
     return _estimated.get_or_make(key, lambda: _estimate(problem, backend, memory_limit, excluded, rates))
 
 

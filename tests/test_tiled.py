@@ -44,6 +44,14 @@ def test_oa_runs_slabs_on_the_workers_within_the_budget(workers, rng):
         assert_matches(got, expected, dtype="float64")
 
 
+def test_oa_estimate_counts_its_slab_threads_and_choices_are_cached_per_worker_count():
+    with ac.config(workers=1):
+        alone = ac.choose_method((1920, 1920), (30, 30), mode="valid", dtype="float32")
+    with ac.config(workers=2):
+        shared = ac.choose_method((1920, 1920), (30, 30), mode="valid", dtype="float32")
+    assert shared.estimates["oa"].seconds < alone.estimates["oa"].seconds
+
+
 def test_auto_takes_oa_for_large_images_and_when_the_whole_fft_does_not_fit(rng):
     assert ac.choose_method((2048, 2048), (41, 41), mode="same", dtype="float32").method == "oa"  # slabs in cache beat one large FFT
     x, k = random(rng, (1024, 1024), "float32"), random(rng, (41, 41), "float32")
