@@ -34,7 +34,8 @@ def _cpu_report():
         "io_bytes": 1000,
     }
     versions = {"processor": "CPU X", "cores": "2", "numpy": "2", "scipy": "1", "torch": "none"}
-    return {"command": "arrayconv bench --full", "date": "2026-01-02", "versions": versions, "cases": [case]}
+    rates = {"gemm_flops": 1.5e11, "stream_bytes": 1e10}
+    return {"command": "arrayconv bench --full", "date": "2026-01-02", "versions": versions, "rates": rates, "cases": [case]}
 
 
 def test_readme_section_uses_the_newest_full_results(tmp_path):
@@ -50,6 +51,7 @@ def test_readme_section_uses_the_newest_full_results(tmp_path):
     (tmp_path / "plans-gpu-2026-01-02.json").write_text("the GPU's: not in the CPU section")
     text = readme.section(tmp_path)
     assert "on 2026-01-02 (CPU X, 2 cores" in text
+    assert "GEMM measured at 150 GFLOP/s at its start" in text
     assert "| a | 2.0 | im2col | torch conv2d (CPU) | 1.0 | **0.50** | 0.5 | 1.0e-07 | 3.00 |" in text
     assert "- `sweep`: 10 problems, within 1.2x on 90%, worst 1.70x" in text
     assert "- `sweep --seed 3`: 10 problems, within 1.2x on 90%, worst 1.90x" in text
