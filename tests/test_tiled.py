@@ -35,6 +35,8 @@ def test_oa_runs_slabs_on_the_workers_within_the_budget(workers, rng):
     expected = ac.conv(x, k, padding=4, method="direct")
     problem = ac.plan_conv(k, x.shape, padding=4, method="oa")._spec.problem
     one_row = overlap._slab_cost(problem, NUMPY, 1, 1, rates_for(NUMPY)).temp_bytes
+    with ac.config(workers=workers):
+        assert overlap._most_threads(problem, NUMPY, -(-problem.out_spatial[0] // 2)) == 1  # two slabs: one after the other
     for budget, most in ((64 << 20, workers), (one_row * 3 // 2, 1)):
         with ac.config(workers=workers, memory_limit=budget):
             rows, threads, _, _ = overlap.prepare(k, problem, NUMPY)

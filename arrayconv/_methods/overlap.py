@@ -9,7 +9,7 @@ multiplied by the kernel spectrum (computed once, at the slab's FFT size) and tr
 back. Every slab has the same shape, so one kernel spectrum serves them all. The number of
 rows per slab is the one of least estimated time whose temporaries fit the budget.
 
-On the CPU, when the image is cut into several slabs, they run on
+On the CPU, when the image is cut into three or more slabs, they run on
 :func:`arrayconv.config`'s workers, one single-threaded FFT each: a slab's transforms are
 too small for the FFT's own threads to pay (case c: 57 ms with two-thread transforms one
 slab at a time, 33 ms with two slabs at a time).
@@ -49,11 +49,20 @@ def slab_problem(problem: Problem, rows: int) -> Problem:
 _THREADED_SPEEDUP = 1.4
 
 
+# Fewer slabs than this run one at a time: two 512x512 half-images at once, each with a
+# one-thread FFT, were no faster than one after the other with two-thread FFTs, and the
+# speed-up the estimate assumed made 'auto' pick oa over the whole FFT at 1.7-1.9x its
+# time (seed-8 sweep).
+_MIN_THREADED_SLABS = 3
+
+
 def _most_threads(problem: Problem, backend: Backend, rows: int) -> int:
-    """Slabs that may be in flight at once: the CPU's workers, at most one per slab; one
-    on a GPU."""
+    """Slabs that may be in flight at once: on the CPU, its workers, at most one per slab,
+    from three slabs up; else one."""
     count = -(-problem.out_spatial[0] // rows)
-    return min(_config.workers(), count) if backend.name == "numpy" else 1
+    if backend.name != "numpy" or count < _MIN_THREADED_SLABS:
+        return 1
+    return min(_config.workers(), count)
 
 
 def _slab_cost(problem: Problem, backend: Backend, rows: int, threads: int, rates: Rates) -> Cost:
