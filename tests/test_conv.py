@@ -40,6 +40,8 @@ def test_matches_reference(xp, method, case, dtype, seed, with_bias):
         ((3, 5, 8, 8), (7, 5, 8, 8), dict()),  # kernel = image, 1x1 output
         ((2, 32, 5, 6), (33, 32, 1, 1), dict()),  # 1x1 conv, many channels
         ((2, 16, 9, 9), (4, 8, 3, 3), dict(groups=2, padding=1)),  # many channels, few outputs per group
+        ((1, 2, 5), (2, 2, 1), dict(padding=3)),  # outputs past the kernel's reach
+        ((1, 1, 8, 9), (2, 1, 4, 3), dict(padding=(5, 1))),  # padding past the kernel, and unequal
     ],
 )
 @pytest.mark.parametrize("dtype", ["float32", "float64", "complex128", "int32"])

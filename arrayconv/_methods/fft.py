@@ -1,8 +1,9 @@
 """FFT method: real transforms at fast lengths, channel sum as a per-frequency GEMM.
 
 The padded input is never built: the kernel is placed, flipped and dilated, at the circular
-offset that the zero padding would have produced, so the FFT length is the padded length
-(for 'valid', just the input length) rounded up to a fast size. Real inputs use ``rfftn``
+offset that the zero padding would have produced, so the FFT length is the input length
+plus the larger of its two paddings (for 'valid', just the input length; for 'full',
+``N + K - 1``), rounded up to a fast size. Real inputs use ``rfftn``
 and keep their precision (float32 -> complex64). With several input channels per group, the
 channel sum is one batched complex GEMM over frequencies, ``(B, Cg) x (Cg, Og)`` (on the CPU
 with more than a few outputs per group; else a multiply-add per channel), so only
@@ -64,14 +65,30 @@ def work_dtype(problem: Problem) -> np.dtype[Any]:
 
 
 def fft_shape(problem: Problem, backend: Backend) -> tuple[int, ...]:
-    """FFT lengths: the padded input length of each axis, rounded up to a fast size; the
+    """FFT lengths: :func:`linear_length` of each axis, rounded up to a fast size; the
     input's own length along the axes where periodic padding is native (:func:`_periodic`)."""
     p = _periodic(problem, backend)
     real = work_dtype(p).kind != "c"
     return tuple(
-        n if p.circular and (lo or hi) else backend.fft.next_fast_len(n + lo + hi, real=real)
-        for n, lo, hi in zip(p.spatial, p.pad_lo, p.pad_hi)
+        n if p.circular and (lo or hi) else backend.fft.next_fast_len(linear_length(p, ax), real=real)
+        for ax, (n, lo, hi) in enumerate(zip(p.spatial, p.pad_lo, p.pad_hi))
     )
+
+
+def linear_length(problem: Problem, axis: int) -> int:
+    """The shortest circular length along `axis` that gives the zero-padded correlation.
+
+    Output ``n`` reads input samples ``n*stride + m*dilation - lo``, from ``-lo`` up to
+    ``N + hi - 1``. In a circular transform of length ``L >= N + max(lo, hi)`` those
+    outside ``[0, N)`` all land on the zeros past the input, as they do in the padding:
+    so ``L`` need not be the whole padded length ``N + lo + hi`` ('full': ``N + K - 1``,
+    not ``N + 2K - 2``). ``L`` also holds every output sample and the dilated kernel.
+    """
+    p = problem
+    n, lo, hi = p.spatial[axis], p.pad_lo[axis], p.pad_hi[axis]
+    last_output = (p.out_spatial[axis] - 1) * p.stride[axis]
+    extent = (p.kernel[axis] - 1) * p.dilation[axis]
+    return max(n + max(lo, hi), last_output + 1, extent + 1)
 
 
 def _periodic(problem: Problem, backend: Backend) -> Problem:
