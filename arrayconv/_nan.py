@@ -1,9 +1,11 @@
 """NaN policies: what a NaN (or inf) in the input does to the result, on every method.
 
-Direct and im2col sum products, so a NaN reaches exactly the outputs whose kernel footprint
-covers it, as SciPy's direct method. FFT mixes every sample into every output, so there
-the non-finite samples are zeroed, the transform runs, and the outputs of their footprint
-(found by correlating the mask with the kernel's support) are set to NaN.
+Direct and im2col's columns sum products, so a NaN reaches exactly the outputs whose
+kernel footprint covers it, as SciPy's direct method. FFT mixes every sample into every
+output (and im2col's operator matrix multiplies every sample, by zero outside the
+footprint), so there the non-finite samples are zeroed, the method runs, and the outputs
+of their footprint (found by correlating the mask with the kernel's support) are set to
+NaN.
 """
 
 from __future__ import annotations
@@ -17,9 +19,6 @@ from ._backend import Array, Backend
 
 NAN_POLICIES = ("propagate", "raise", "fill", "normalize", "ignore")
 NanPolicy = Literal["propagate", "raise", "fill", "normalize", "ignore"]
-
-# Methods whose sums are IEEE sums of the products (NaN * 0 is NaN, as SciPy's direct).
-_EXACT_METHODS = ("direct", "im2col")
 
 Operator = Callable[[Array], Array]
 
@@ -54,8 +53,10 @@ class NanRule:
 IGNORE = NanRule("ignore", "x", lambda a: a, lambda a: a)
 
 
-def apply(rule: NanRule, x: Array, backend: Backend, method: str, run: Operator) -> Array:
-    """The result of ``run(x)`` under `rule` (`x` already extended by its boundary rule)."""
+def apply(rule: NanRule, x: Array, backend: Backend, sums_products: bool, run: Operator) -> Array:
+    """The result of ``run(x)`` under `rule` (`x` already extended by its boundary rule);
+    `sums_products`: whether `run` sums only the footprint's products (see
+    :class:`~arrayconv._methods.Method`)."""
     xp = backend.xp
     if rule.policy == "ignore" or x.dtype.kind not in "fc":
         return run(x)
@@ -65,9 +66,9 @@ def apply(rule: NanRule, x: Array, backend: Backend, method: str, run: Operator)
     if rule.policy == "fill":
         x = xp.where(xp.isnan(x), xp.asarray(rule.fillvalue, x.dtype), x)
     if rule.policy != "normalize":
-        return _propagate(x, xp, method, run, rule.reach)
+        return _propagate(x, xp, sums_products, run, rule.reach)
     missing = xp.isnan(x)
-    y = _propagate(xp.where(missing, xp.zeros((), x.dtype), x), xp, method, run, rule.reach)
+    y = _propagate(xp.where(missing, xp.zeros((), x.dtype), x), xp, sums_products, run, rule.reach)
     weight = rule.weigh((~missing).astype(x.dtype))
     empty = weight == 0
     y = y / xp.where(empty, xp.ones((), weight.dtype), weight)
@@ -82,11 +83,11 @@ def check_kernel(policy: str, kernel: Array, name: str, backend: Backend) -> Non
         raise ValueError(msg)
 
 
-def _propagate(x: Array, xp: Any, method: str, run: Operator, reach: Operator) -> Array:
+def _propagate(x: Array, xp: Any, sums_products: bool, run: Operator, reach: Operator) -> Array:
     """NaN (and inf) spread over their kernel footprint only, on every method."""
     # A NaN or inf makes the sum non-finite: one pass with no temporary array. (A sum
     # that overflows only sends finite data down the exact path below, which finds nothing.)
-    if method in _EXACT_METHODS or bool(xp.isfinite(xp.sum(x))):
+    if sums_products or bool(xp.isfinite(xp.sum(x))):
         return run(x)
     bad = ~xp.isfinite(x)
     if not bool(bad.any()):

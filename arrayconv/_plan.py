@@ -177,7 +177,8 @@ class Plan:
         spec = self._spec
         with self._settings():
             work = spec.extend(x) if spec.extend else x
-            y = apply_nan_rule(spec.nan, work, spec.backend, self.method, lambda a: self._result(a, out))
+            exact = METHODS[self.method].sums_products(self._kernel)
+            y = apply_nan_rule(spec.nan, work, spec.backend, exact, lambda a: self._result(a, out))
             if spec.finish:
                 y = spec.finish(y)
         if out is None or y is out:

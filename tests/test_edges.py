@@ -209,9 +209,15 @@ def test_nan_propagates_over_the_footprint_only(xp, method, mode, dtype, rng):
 
 
 @pytest.mark.parametrize("method", METHODS)
-def test_conv_nan_propagates_over_the_footprint_only(xp, method, rng):
-    x, w = with_nans(rng, (2, 4, 16, 15), "float64"), random(rng, (6, 2, 3, 4), "float64")
-    options = dict(padding=2, stride=(1, 2), groups=2)
+@pytest.mark.parametrize(
+    "x_shape, w_shape, options",
+    [
+        ((2, 4, 16, 15), (6, 2, 3, 4), dict(padding=2, stride=(1, 2), groups=2)),
+        ((64, 2, 4, 4), (3, 2, 3, 3), dict(padding=1)),  # tiny images: im2col's operator matrix
+    ],
+)
+def test_conv_nan_propagates_over_the_footprint_only(xp, method, x_shape, w_shape, options, rng):
+    x, w = with_nans(rng, x_shape, "float64"), random(rng, w_shape, "float64")
     assert_nan_matches(ac.conv(xp.asarray(x), xp.asarray(w), method=method, **options), reference_conv(x, w, **options), "float64", xp.__name__)
 
 

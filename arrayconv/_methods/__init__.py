@@ -50,6 +50,12 @@ class Method:
         ``unsupported(problem, backend, memory_limit) -> str | None``: why it cannot run.
     cost : callable
         ``cost(problem, backend, rates) -> Cost``.
+    sums_products : callable
+        ``sums_products(kernel) -> bool``: whether `run` with this prepared kernel sums
+        exactly the products of the kernel's footprint, so that a NaN or inf reaches only
+        the outputs whose footprint covers it (IEEE: NaN * w is NaN); False when it also
+        multiplies samples outside the footprint by zeros (a transform, an operator
+        matrix), which the NaN policy then handles with a mask.
     """
 
     name: str
@@ -58,6 +64,7 @@ class Method:
     work_dtype: Callable[[Problem], np.dtype[Any]]
     unsupported: Callable[[Problem, Backend, int], str | None]
     cost: Callable[[Problem, Backend, Rates], Cost]
+    sums_products: Callable[[Any], bool] = lambda kernel: False
 
 
 METHODS: dict[str, Method] = {}

@@ -132,4 +132,4 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     return Cost(seconds + once + calls * rates.call_seconds, padded_bytes(p) + _CHUNK_BYTES)
 
 
-METHOD = register(Method("direct", prepare, run, exact_dtype, unsupported, cost))
+METHOD = register(Method("direct", prepare, run, exact_dtype, unsupported, cost, lambda kernel: True))

@@ -344,4 +344,10 @@ def _last_axis_cost(problem: Problem, rates: Rates) -> Cost:
     return Cost(seconds, padded_bytes(p) + min(slab_bytes, _CHUNK_BYTES) + min(out_bytes, _CHUNK_BYTES))
 
 
-METHOD = register(Method("im2col", prepare, run, exact_dtype, unsupported, cost))
+def sums_products(kernel: Array | Operator | LastAxisColumns) -> bool:
+    """Columns sum the footprint's products; the operator matrix also multiplies every
+    other sample of the image by zero (a NaN there would reach every output)."""
+    return not isinstance(kernel, Operator)
+
+
+METHOD = register(Method("im2col", prepare, run, exact_dtype, unsupported, cost, sums_products))
