@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import pytest
+import scipy.signal
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -199,3 +200,47 @@ def test_taps_read_the_input_in_place_without_padding(method, w_shape, options, 
     with ac.config(memory_limit=1 << 16):  # several chunks
         got = ac.conv(x, w, method=method, **options)
     assert_matches(got, reference_conv(x, w, **options), dtype="float32")
+
+
+@pytest.mark.parametrize("block, chunk_bytes", [(8, 4 << 20), (32, 4 << 20), (16, 1 << 10)])
+@pytest.mark.parametrize(
+    "x_shape, w_shape, options",
+    [
+        ((1, 1, 1000), (1, 1, 31), dict(padding=15)),  # a 1-D signal, 'same'
+        ((3, 2, 97), (4, 1, 8), dict(groups=2, padding="same", dilation=3)),  # batch, groups, filters, even kernel
+        ((2, 1, 5, 40), (3, 1, 1, 11), dict(padding=(1, 5))),  # a row filter on images
+        ((1, 4, 3, 6, 33), (4, 1, 1, 1, 7), dict(groups=4, padding=(0, 1, 6))),  # depthwise 3-D row filter
+    ],
+)
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "complex128"])
+@pytest.mark.parametrize("circular", [False, True])
+def test_direct_banded_form(x_shape, w_shape, options, block, chunk_bytes, dtype, circular, monkeypatch, rng):
+    # 1-D kernels and row filters with one input channel per group run their taps as one
+    # GEMM with a Toeplitz matrix; force it, at three block lengths, in one chunk and in
+    # many, and check against the reference on every layout it reads (padding, periodic
+    # halos, a block tail).
+    from arrayconv._methods import _banded, direct
+
+    monkeypatch.setattr(direct, "_banded_block", lambda problem, backend, rates: block)
+    monkeypatch.setattr(_banded, "_CHUNK_BYTES", chunk_bytes)
+    x, w = random(rng, x_shape, dtype), random(rng, w_shape, dtype)
+    plan = ac.plan_conv(w, x.shape, method="direct", padding_mode="circular" if circular else "zeros", **options)
+    assert isinstance(plan._kernel, _banded.BandedTaps) and plan._kernel.block == block
+    if circular:
+        problem = plan._spec.problem
+        extended = np.pad(x, [(0, 0), (0, 0), *zip(problem.pad_lo, problem.pad_hi)], mode="wrap")
+        expected = reference_conv(extended, w, groups=options.get("groups", 1), dilation=options.get("dilation", 1))
+    else:
+        expected = reference_conv(x, w, **options)
+    assert_matches(plan(x), expected, dtype=dtype)
+
+
+def test_direct_takes_the_banded_form_for_long_1d_kernels_and_keeps_nans_in_their_footprint(rng):
+    from arrayconv._methods import _banded
+
+    x, k = random(rng, (20000,), "float64"), random(rng, (101,), "float64")
+    assert isinstance(ac.plan_correlate(k, x.shape, "same", "direct")._kernel, _banded.BandedTaps)
+    x[[10, 5000, 19990]] = np.nan
+    got, ref = ac.correlate(x, k, "same", "direct"), scipy.signal.correlate(x, k, "same", method="direct")
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+    assert_matches(np.where(np.isnan(ref), 0, got), np.where(np.isnan(ref), 0, ref), dtype="float64")

@@ -143,15 +143,16 @@ def reads_in_place(problem: Problem) -> bool:
     return p.unit_stride and not any(p.pad_lo) and not any(p.pad_hi) and all(k == 1 for k in p.kernel[1:])
 
 
-def pad_input(x: Array, problem: Problem, backend: Backend) -> Array:
+def pad_input(x: Array, problem: Problem, backend: Backend, tail: int = 0) -> Array:
     """`x` padded (with zeros, or periodically) into a new array: ``(B, G, Cg, *padded)``,
-    or when wide ``(B, G, Cg, prod(padded) + row)`` with the grid flattened and one zero
-    row after it; `x` itself, as ``(B, G, Cg, prod(spatial))``, where it :func:`reads_in_place`."""
+    or when wide ``(B, G, Cg, prod(padded) + row + tail)`` with the grid flattened and one
+    zero row and `tail` more zeros after it; `x` itself, as ``(B, G, Cg, prod(spatial))``,
+    where it :func:`reads_in_place` and no `tail` is asked for."""
     p = problem
     lead = (p.batch, p.groups, p.in_per_group)
-    if reads_in_place(p):
+    if reads_in_place(p) and not tail:
         return backend.xp.ascontiguousarray(x).reshape(*lead, -1)
-    flat = backend.xp.zeros((*lead, flat_length(p)), x.dtype)
+    flat = backend.xp.zeros((*lead, flat_length(p) + (tail if p.unit_stride else 0)), x.dtype)
     grid = padded_grid(flat, p)
     padded = flat if p.unit_stride else grid
     x = x.reshape(*lead, *p.spatial)

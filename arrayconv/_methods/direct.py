@@ -4,7 +4,9 @@ For each tap, ``y += w[..., tap] @ x_tap`` (a GEMM over input channels; an eleme
 multiply-add when each group has one input channel). Nothing larger than the padded input
 is ever allocated. Elementwise chunks run on :func:`arrayconv.config` ``workers`` threads
 (NumPy's ufuncs are single-threaded); GEMM chunks run in turn, as BLAS is threaded already.
-On CuPy, one CUDA kernel does all taps at once (:mod:`._direct_cuda`).
+On the CPU, 1-D kernels and row filters with one input channel per group take all their
+taps in one GEMM with a banded Toeplitz matrix instead, where that is estimated faster
+(:mod:`._banded`). On CuPy, one CUDA kernel does all taps at once (:mod:`._direct_cuda`).
 """
 
 from __future__ import annotations
@@ -16,8 +18,8 @@ from .. import _config
 from .._backend import Array, Backend
 from .._cuda import C_TYPES
 from .._problem import Problem
-from .._rates import Rates
-from . import Cost, Method, _direct_cuda, exact_dtype, output, register
+from .._rates import Rates, rates_for
+from . import Cost, Method, _banded, _direct_cuda, exact_dtype, output, register
 from ._taps import Chunk, Layout, layout, pad_input, padded_bytes, reads_in_place, run_chunks
 
 # Bytes of one chunk's working set (measured best on the benchmark cases: 256 KiB chunks
@@ -43,21 +45,45 @@ def _on_gpu(problem: Problem, backend: Backend) -> bool:
     return backend.name == "cupy" and problem.dtype.name in C_TYPES and _direct_cuda.takes(problem)
 
 
-def prepare(w: Array, problem: Problem, backend: Backend) -> Array:
+def _samples(problem: Problem) -> int:
+    """Flat output samples computed (all batch items and groups), junk columns included."""
+    p = problem
+    return p.batch * p.groups * math.prod(layout(p).row_shape) * p.out_spatial[0]
+
+
+def _banded_block(problem: Problem, backend: Backend, rates: Rates) -> int | None:
+    """Block length of the banded form, where it applies (CPU) and is estimated faster
+    than the taps; else None."""
+    if backend.name != "numpy" or not _banded.takes(problem):
+        return None
+    samples = _samples(problem)
+    block = _banded.best_block(problem, samples, rates)
+    if _banded.seconds(problem, block, samples, rates) >= _taps_cost(problem, rates).seconds:
+        return None
+    return block
+
+
+def prepare(w: Array, problem: Problem, backend: Backend) -> Array | _banded.BandedTaps:
     """The kernel as ``(taps, G, Og, Cg)``, each tap's matrix contiguous for BLAS (on the
-    GPU, as :func:`._direct_cuda.prepare`)."""
+    GPU, as :func:`._direct_cuda.prepare`; in the banded form, Toeplitz matrices)."""
     p, xp = problem, backend.xp
     if _on_gpu(p, backend):
         return _direct_cuda.prepare(w, p, backend)
+    block = _banded_block(p, backend, rates_for(backend))
+    if block is not None:
+        return _banded.prepare(w, p, backend, block)
     return xp.ascontiguousarray(xp.moveaxis(w.reshape(p.groups, p.out_per_group, p.in_per_group, -1), 3, 0))
 
 
-def run(x: Array, w_taps: Array, problem: Problem, backend: Backend, out: Array | None = None) -> Array:
+def run(x: Array, w_taps: Array | _banded.BandedTaps, problem: Problem, backend: Backend, out: Array | None = None) -> Array:
     """Solve `problem` by direct summation over kernel taps (`w_taps` from :func:`prepare`)."""
     p, xp = problem, backend.xp
     out = output(out, p, backend, x.dtype)
     if _on_gpu(p, backend):
         return _direct_cuda.run(x, w_taps, p, backend, out).reshape(p.y_shape)
+    if isinstance(w_taps, _banded.BandedTaps):
+        _banded.run(x, w_taps, p, backend, out)
+        return out.reshape(p.y_shape)
     padded, lay = pad_input(x, p, backend), layout(p)
 
     def job(chunk):  # type: ignore[no-untyped-def]
@@ -107,14 +133,25 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     accumulator, storing it and padding the input (unless read in place) at the stream
     rate, and one array call per tap and chunk: numpy's batched matmul runs a chunk's
     batch items and groups in one call (about 0.15 us per GEMM inside it, against 3 us per
-    call from Python). Refitted to the method-choice sweep (bench/results/sweep-*). On the
-    GPU: :func:`._direct_cuda.cost`.
+    call from Python). Refitted to the method-choice sweep (bench/results/sweep-*). The
+    banded form, where it applies and is estimated faster: :func:`._banded.seconds`. On
+    the GPU: :func:`._direct_cuda.cost`.
     """
     p = problem
     if _on_gpu(p, backend):
         return Cost(*_direct_cuda.cost(p, rates))
+    block = _banded_block(p, backend, rates)
+    if block is not None:
+        temp = padded_bytes(p) + block * p.batch * p.groups * p.dtype.itemsize + 2 * _CHUNK_BYTES
+        return Cost(_banded.seconds(p, block, _samples(p), rates), temp)
+    return _taps_cost(p, rates)
+
+
+def _taps_cost(problem: Problem, rates: Rates) -> Cost:
+    """:func:`cost` of the taps one at a time on the CPU."""
+    p = problem
     n_taps = math.prod(p.kernel)
-    samples = p.batch * p.groups * math.prod(layout(p).row_shape) * p.out_spatial[0]
+    samples = _samples(p)
     size = p.dtype.itemsize
     n_chunks = max(1, samples * _bytes_per_sample(p) // _CHUNK_BYTES)
     copied = 0 if reads_in_place(p) else 2 * p.in_per_group  # the padded input, written and read
@@ -132,4 +169,10 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     return Cost(seconds + once + calls * rates.call_seconds, padded_bytes(p) + _CHUNK_BYTES)
 
 
-METHOD = register(Method("direct", prepare, run, exact_dtype, unsupported, cost, lambda kernel: True))
+def sums_products(kernel: Array | _banded.BandedTaps) -> bool:
+    """Taps sum the footprint's products; the banded form also multiplies the rest of each
+    block's runs by zero."""
+    return not isinstance(kernel, _banded.BandedTaps)
+
+
+METHOD = register(Method("direct", prepare, run, exact_dtype, unsupported, cost, sums_products))
