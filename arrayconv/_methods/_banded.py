@@ -1,15 +1,14 @@
-"""Banded taps: the direct method's last-axis taps as one GEMM with a Toeplitz matrix.
+"""Banded taps: the direct method's taps along the last axis as one GEMM with a Toeplitz matrix.
 
 With one input channel per group, each tap of the direct method is an elementwise
 multiply-add over the whole image: a long 1-D kernel costs as many passes as it has taps.
-Here the wide output (see :mod:`._taps`) is cut into blocks of ``L`` flat samples.
-Block ``m`` reads, for each tap of the other axes (at its flat offset), one contiguous
-run of ``R = L + E - 1`` input samples from ``m*L + offset`` (``E``: the last axis's
-dilated extent). Those runs, gathered as a matrix ``(blocks, lead_taps * R)``, times a
-banded Toeplitz matrix of the kernel ``(lead_taps * R, Og * L)``, give the blocks'
-outputs in one GEMM: ``(L + E - 1) / K`` times the taps' products (``K`` the last axis's
-taps), but at the GEMM rate, and the input is read ``lead_taps * R / L`` times instead of
-once per tap. It pays for long last axes: 1-D signals with tens to hundreds of taps
+For kernels whose taps all lie along the last axis, the wide output (see :mod:`._taps`)
+is cut into blocks of ``L`` flat samples. Block ``m`` reads one contiguous run of
+``R = L + E - 1`` input samples from ``m*L`` (``E``: the kernel's dilated extent).
+Those runs, gathered as a matrix ``(blocks, R)``, times a banded Toeplitz matrix of the
+kernel ``(R, Og * L)``, give the blocks' outputs in one GEMM: ``(L + E - 1) / K`` times
+the taps' products (``K`` taps), but at the GEMM rate, and the input is read ``R / L``
+times instead of once per tap. It pays for long kernels: 1-D signals with tens to hundreds of taps
 (``10**6`` samples, 101 taps: 3.3 ms, against 16 ms for ``numpy.correlate`` and 28 ms for
 elementwise taps on 2 cores).
 
@@ -42,13 +41,13 @@ _FIXED_CALLS = 12
 
 @dataclass(frozen=True, slots=True)
 class BandedTaps:
-    """The kernel as banded Toeplitz matrices ``(G, lead_taps * R, Og * L)``.
+    """The kernel as banded Toeplitz matrices ``(G, R, Og * L)``.
 
     Attributes
     ----------
     matrix : ndarray
-        Row ``i * R + q`` (lead tap ``i``, run sample ``q``), column ``o * L + j`` (output
-        filter ``o``, block sample ``j``) holds ``w[o, i, k]`` where ``q = j + k * d``.
+        Row ``q`` (run sample), column ``o * L + j`` (output filter ``o``, block sample
+        ``j``) holds ``w[o, k]`` where ``q = j + k * d``.
     block : int
         ``L``, flat output samples per block.
     """
@@ -62,34 +61,30 @@ def takes(problem: Problem) -> bool:
     unit stride (the wide layout), one input channel per group, and a kernel with taps
     along its last axis only (1-D kernels, row filters).
 
-    Square kernels gain nothing: each lead tap's runs are short copies, and a 2048x2048
-    image ran 7x7 in 58 ms banded against 49 ms as taps, 3x3x3 on 64x256x256 in 52
-    against 26 ms."""
+    Square kernels gain nothing: taken along the last axis with the other axes' taps as
+    further runs, a 2048x2048 image ran 7x7 in 58 ms banded against 49 ms as taps, 3x3x3
+    on 64x256x256 in 52 against 26 ms."""
     p = problem
     blas = p.dtype.char in "fdFD"
-    return blas and p.unit_stride and p.in_per_group == 1 and p.kernel[-1] > 1 and _lead_taps(p) == 1
+    along_last = math.prod(p.kernel[:-1]) == 1
+    return blas and p.unit_stride and p.in_per_group == 1 and p.kernel[-1] > 1 and along_last
 
 
-def _run_length(problem: Problem, block: int) -> int:
-    """``R``: input samples one block reads per lead tap."""
+def depth(problem: Problem, block: int) -> int:
+    """``R``, the input samples one block reads: rows of the Toeplitz matrix (the GEMM's depth)."""
     return block + (problem.kernel[-1] - 1) * problem.dilation[-1]
-
-
-def _lead_taps(problem: Problem) -> int:
-    return math.prod(problem.kernel[:-1])
 
 
 def prepare(w: Array, problem: Problem, backend: Backend, block: int) -> BandedTaps:
     """The Toeplitz matrices of `w` for blocks of `block` samples."""
     p, xp = problem, backend.xp
-    lead, taps, step = _lead_taps(p), p.kernel[-1], p.dilation[-1]
-    run = _run_length(p, block)
-    bands = xp.zeros((p.groups, lead, run, p.out_per_group, block), dtype=w.dtype)
-    kernel = w.reshape(p.groups, p.out_per_group, lead, taps).transpose(0, 2, 1, 3)  # (G, lead, Og, K)
+    taps, step = p.kernel[-1], p.dilation[-1]
+    bands = xp.zeros((p.groups, depth(p, block), p.out_per_group, block), dtype=w.dtype)
+    kernel = w.reshape(p.groups, p.out_per_group, taps)
     j = xp.arange(block)
-    for k in range(taps):  # the diagonal q = j + k*d of every (lead tap, filter) block
-        bands[:, :, j + k * step, :, j] = kernel[None, ..., k]
-    return BandedTaps(bands.reshape(p.groups, lead * run, p.out_per_group * block), block)
+    for k in range(taps):  # the diagonal q = j + k*d of every filter's block
+        bands[:, j + k * step, :, j] = kernel[None, ..., k]
+    return BandedTaps(bands.reshape(p.groups, depth(p, block), p.out_per_group * block), block)
 
 
 def run(x: Array, banded: BandedTaps, problem: Problem, backend: Backend, out: Array) -> None:
@@ -97,22 +92,18 @@ def run(x: Array, banded: BandedTaps, problem: Problem, backend: Backend, out: A
     one GEMM with the Toeplitz matrices, store the blocks' outputs."""
     p, xp, block = problem, backend.xp, banded.block
     padded, lay = pad_input(x, p, backend, tail=block), layout(p)  # the last block reads up to a block past the grid
-    lead, run_length = _lead_taps(p), _run_length(p, block)
-    offsets = lay.offsets[:: p.kernel[-1]]  # the lead taps: last-axis tap 0
-    size = padded.itemsize
+    run_length, size = depth(p, block), padded.itemsize
     for chunk in lay.chunks(_bytes_per_sample(p, block), _CHUNK_BYTES):
         items, n = chunk.b1 - chunk.b0, lay.chunk_length(chunk)
         blocks = -(-n // block)
-        runs = scratch("banded.runs", (p.groups, items, blocks, lead, run_length), padded.dtype, backend)
-        start = chunk.r0 * lay.row_length
-        for i, offset in enumerate(offsets):
-            base = padded[chunk.b0 : chunk.b1, :, 0, start + offset :]
-            view = xp.lib.stride_tricks.as_strided(
-                base, shape=(*base.shape[:2], blocks, run_length), strides=(*base.strides[:2], block * size, size)
-            )
-            runs[:, :, :, i] = view.transpose(1, 0, 2, 3)
+        base = padded[chunk.b0 : chunk.b1, :, 0, chunk.r0 * lay.row_length :]
+        view = xp.lib.stride_tricks.as_strided(
+            base, shape=(*base.shape[:2], blocks, run_length), strides=(*base.strides[:2], block * size, size)
+        )
+        runs = scratch("banded.runs", (p.groups, items, blocks, run_length), padded.dtype, backend)
+        runs[...] = view.transpose(1, 0, 2, 3)
         products = scratch("banded.products", (p.groups, items * blocks, p.out_per_group * block), padded.dtype, backend)
-        xp.matmul(runs.reshape(p.groups, items * blocks, lead * run_length), banded.matrix, out=products)
+        xp.matmul(runs.reshape(p.groups, items * blocks, run_length), banded.matrix, out=products)
         grid = products.reshape(p.groups, items, blocks, p.out_per_group, block).transpose(1, 0, 3, 2, 4)
         flat = grid.reshape(items, p.groups, p.out_per_group, blocks * block)[..., :n]
         lay.store_block(out, flat, chunk)
@@ -122,11 +113,6 @@ def _bytes_per_sample(problem: Problem, block: int) -> int:
     """Bytes of gathered runs and products per flat output sample."""
     p = problem
     return max(1, int(p.groups * (depth(p, block) / block + p.out_per_group) * p.dtype.itemsize))
-
-
-def depth(problem: Problem, block: int) -> int:
-    """Rows of the Toeplitz matrix (the GEMM's depth)."""
-    return _lead_taps(problem) * _run_length(problem, block)
 
 
 def seconds(problem: Problem, block: int, samples: int, rates: Rates) -> float:

@@ -152,7 +152,7 @@ def pad_input(x: Array, problem: Problem, backend: Backend, tail: int = 0) -> Ar
     lead = (p.batch, p.groups, p.in_per_group)
     if reads_in_place(p) and not tail:
         return backend.xp.ascontiguousarray(x).reshape(*lead, -1)
-    flat = backend.xp.zeros((*lead, flat_length(p) + (tail if p.unit_stride else 0)), x.dtype)
+    flat = backend.xp.zeros((*lead, flat_length(p) + tail), x.dtype)
     grid = padded_grid(flat, p)
     padded = flat if p.unit_stride else grid
     x = x.reshape(*lead, *p.spatial)
