@@ -64,12 +64,13 @@ class LRUCache:
     def get(self, key: Hashable, default: Any = None) -> Any:
         """The value of `key` (now the most recently used), or `default`."""
         with self._lock:
-            if key in self._data:
-                self._hits += 1
-                self._data.move_to_end(key)
-                return self._data[key]
-            self._misses += 1
-            return default
+            value = self._data.get(key, _MISSING)
+            if value is _MISSING:
+                self._misses += 1
+                return default
+            self._hits += 1
+            self._data.move_to_end(key)
+            return value
 
     def get_or_make(self, key: Hashable, make: Callable[[], Any]) -> Any:
         """The value of `key`, made by ``make()`` and stored on a miss."""
@@ -145,8 +146,9 @@ def cache_info() -> dict[str, CacheInfo]:
     Examples
     --------
     >>> import arrayconv as ac
-    >>> sorted(ac.cache_info())
-    ['cuda_devices', 'cuda_kernels', 'estimated_choices', 'measured_methods', 'patch_layouts', 'rates', 'tap_layouts']
+    >>> sorted(ac.cache_info())  # doctest: +NORMALIZE_WHITESPACE
+    ['banded_blocks', 'cuda_devices', 'cuda_kernels', 'estimated_choices', 'measured_methods',
+     'patch_layouts', 'problems', 'rates', 'tap_layouts']
     """
     return {name: cache.info() for name, cache in sorted(_REGISTRY.items())}
 

@@ -23,6 +23,7 @@ from ._problem import (
     check_no_overlap,
     check_fits,
     input_spec,
+    interned,
     int_tuple,
     result_dtype,
 )
@@ -223,7 +224,7 @@ def conv_spec(
         extension = lambda a: extend(backend.xp, a, range(2, 2 + nd), pads, pad_mode)  # noqa: E731
         pad_lo = pad_hi = (0,) * nd
     compute, result = result_dtype(*(a for a in (given, w, bias) if a is not None))
-    problem = Problem(
+    problem = interned(Problem(
         batch=x.shape[0],
         groups=groups,
         in_per_group=x.shape[1] // groups,
@@ -236,7 +237,7 @@ def conv_spec(
         dilation=dilation,
         dtype=compute,
         circular=circular,
-    )
+    ))
     check_fits(problem, given.shape, w.shape)
     shift = None if bias is None else bias.reshape(-1, *(1,) * nd)
 

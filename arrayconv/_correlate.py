@@ -25,6 +25,7 @@ from ._problem import (
     check_same_ndim,
     check_valid_sizes,
     input_spec,
+    interned,
     normalize_axes,
     result_dtype,
 )
@@ -347,7 +348,7 @@ def correlate_spec(
         w = w[(..., *(slice(None, None, -1),) * len(axes))]
     elif w.dtype.kind == "c":
         w = w.conj()
-    inverse = tuple(int(a) for a in np.argsort(x_order))
+    inverse = tuple(sorted(range(len(x_order)), key=x_order.__getitem__))
     ordered = (*lead, *problem.out_spatial)
     y_shape = () if scalar else tuple(ordered[a] for a in inverse)
     spec = Spec(
@@ -412,7 +413,7 @@ def _as_problem(
     spatial = tuple(s1[a] for a in axes)
     kernel = tuple(s2[a] for a in axes)
     pads = [mode_padding(n, k, mode) for n, k in zip(spatial, kernel)]
-    problem = Problem(
+    problem = interned(Problem(
         batch=math.prod(s1[a] for a in batch),
         groups=math.prod(s1[a] for a in groups),
         in_per_group=1,
@@ -425,6 +426,6 @@ def _as_problem(
         dilation=(1,) * len(axes),
         dtype=dtype,
         circular=circular,
-    )
+    ))
     lead = tuple(max(s1[a], s2[a]) for a in (*batch, *groups, *outs))
     return problem, [*batch, *groups, *outs, *axes], [*groups, *outs, *batch, *axes], lead

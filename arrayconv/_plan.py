@@ -7,6 +7,7 @@ method's form (its spectrum, for FFT) and the shape checks are paid once.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections.abc import Callable
@@ -200,6 +201,8 @@ class Plan:
         return spec.same_layout and out.flags.c_contiguous and out.dtype == work
 
     def _settings(self):  # type: ignore[no-untyped-def]
+        if self._memory_limit is None:
+            return contextlib.nullcontext()
         return _config.config(memory_limit=self._memory_limit)
 
     def _prepare(self, method: str) -> Any:

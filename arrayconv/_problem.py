@@ -10,17 +10,19 @@ import math
 import operator
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 
 from ._backend import Array, Backend
+from ._cache import LRUCache
 from ._shapes import Shape, conv_output_shape
 
 _NUMERIC_KINDS = frozenset("iufc")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Problem:
     """A grouped, multichannel, padded, strided, dilated valid cross-correlation.
 
@@ -31,7 +33,8 @@ class Problem:
     with zeros, or periodically (``x_pad[j] = x[(j - pad_lo) mod n]``) when `circular`.
     No conjugation: callers conjugate `w` where they need it.
 
-    Every public function reduces to this one problem; every method solves it.
+    Every public function reduces to this one problem; every method solves it. Its
+    derived shapes are computed once, on first use (the cost model asks for them often).
     """
 
     batch: int
@@ -47,44 +50,53 @@ class Problem:
     dtype: np.dtype[Any]
     circular: bool = False
 
-    @property
+    @cached_property
     def padded(self) -> Shape:
         """Spatial shape of the padded input."""
         return tuple(n + lo + hi for n, lo, hi in zip(self.spatial, self.pad_lo, self.pad_hi))
 
-    @property
+    @cached_property
     def out_spatial(self) -> Shape:
         """Spatial shape of the output."""
         return conv_output_shape(
             self.spatial, self.kernel, self.pad_lo, self.pad_hi, self.stride, self.dilation
         )
 
-    @property
+    @cached_property
     def x_shape(self) -> Shape:
         """Shape of the input ``(B, G*Cg, *spatial)``."""
         return (self.batch, self.groups * self.in_per_group, *self.spatial)
 
-    @property
+    @cached_property
     def w_shape(self) -> Shape:
         """Shape of the kernel ``(G*Og, Cg, *kernel)``."""
         return (self.groups * self.out_per_group, self.in_per_group, *self.kernel)
 
-    @property
+    @cached_property
     def y_shape(self) -> Shape:
         """Shape of the output ``(B, G*Og, *out_spatial)``."""
         return (self.batch, self.groups * self.out_per_group, *self.out_spatial)
 
-    @property
+    @cached_property
     def macs(self) -> int:
         """Multiply-adds of the direct sum."""
         return (
             math.prod(self.y_shape) * self.in_per_group * math.prod(self.kernel)
         )
 
-    @property
+    @cached_property
     def unit_stride(self) -> bool:
         """True when every stride is 1."""
         return all(s == 1 for s in self.stride)
+
+
+_problems = LRUCache("problems", maxsize=256)
+
+
+def interned(problem: Problem) -> Problem:
+    """The one instance equal to `problem` that recent calls made (cached), so that its
+    derived shapes are computed once and cache lookups keyed by it match by identity."""
+    return _problems.get_or_make(problem, lambda: problem)
 
 
 @dataclass(frozen=True, slots=True)

@@ -80,10 +80,10 @@ def prepare(w: Array, problem: Problem, backend: Backend, block: int) -> BandedT
     p, xp = problem, backend.xp
     taps, step = p.kernel[-1], p.dilation[-1]
     bands = xp.zeros((p.groups, depth(p, block), p.out_per_group, block), dtype=w.dtype)
-    kernel = w.reshape(p.groups, p.out_per_group, taps)
-    j = xp.arange(block)
-    for k in range(taps):  # the diagonal q = j + k*d of every filter's block
-        bands[:, j + k * step, :, j] = kernel[None, ..., k]
+    k, j = xp.arange(taps)[:, None], xp.arange(block)
+    # Tap k lies on the diagonal q = j + k*d of every filter's block: (taps, L) indices
+    # select (taps, L, G, Og) elements.
+    bands[:, j + k * step, :, j] = w.reshape(p.groups, p.out_per_group, taps).transpose(2, 0, 1)[:, None]
     return BandedTaps(bands.reshape(p.groups, depth(p, block), p.out_per_group * block), block)
 
 

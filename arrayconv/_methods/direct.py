@@ -16,6 +16,7 @@ from typing import Any
 
 from .. import _config
 from .._backend import Array, Backend
+from .._cache import LRUCache
 from .._cuda import C_TYPES
 from .._problem import Problem
 from .._rates import Rates, rates_for
@@ -33,6 +34,8 @@ GEMM_CACHE_SPEEDUP = 3
 # read it at 44-70 GB/s (16-256 channels; 4-6x the default stream rate), against 13-32 GB/s
 # for 2-4 outputs (bench/results/direct-one-output-2026-11-23.md).
 _MATVEC_SPEEDUP = 5
+
+_banded_blocks = LRUCache("banded_blocks", maxsize=256)
 
 
 def _bytes_per_sample(problem: Problem) -> int:
@@ -53,9 +56,13 @@ def _samples(problem: Problem) -> int:
 
 def _banded_block(problem: Problem, backend: Backend, rates: Rates) -> int | None:
     """Block length of the banded form, where it applies (CPU) and is estimated faster
-    than the taps; else None."""
+    than the taps; else None. Cached: every call of a plain function asks for it."""
     if backend.name != "numpy" or not _banded.takes(problem):
         return None
+    return _banded_blocks.get_or_make((problem, rates), lambda: _estimated_block(problem, rates))
+
+
+def _estimated_block(problem: Problem, rates: Rates) -> int | None:
     samples = _samples(problem)
     block = _banded.best_block(problem, samples, rates)
     if _banded.seconds(problem, block, samples, rates) >= _taps_cost(problem, rates).seconds:
@@ -72,7 +79,7 @@ def prepare(w: Array, problem: Problem, backend: Backend) -> Array | _banded.Ban
     block = _banded_block(p, backend, rates_for(backend))
     if block is not None:
         return _banded.prepare(w, p, backend, block)
-    return xp.ascontiguousarray(xp.moveaxis(w.reshape(p.groups, p.out_per_group, p.in_per_group, -1), 3, 0))
+    return xp.ascontiguousarray(w.reshape(p.groups, p.out_per_group, p.in_per_group, -1).transpose(3, 0, 1, 2))
 
 
 def run(x: Array, w_taps: Array | _banded.BandedTaps, problem: Problem, backend: Backend, out: Array | None = None) -> Array:

@@ -129,7 +129,7 @@ def prepare(w: Array, problem: Problem, backend: Backend) -> Array | Operator:
         depth = p.in_per_group * p.kernel[-1]
         return LastAxisColumns(_swap_rows(split, backend).reshape(-1, p.groups, p.out_per_group, depth))
     taps_last = w.reshape(p.groups, p.out_per_group, p.in_per_group, -1)
-    return xp.ascontiguousarray(xp.moveaxis(taps_last, 2, 3)).reshape(p.groups, p.out_per_group, -1)
+    return xp.ascontiguousarray(taps_last.transpose(0, 1, 3, 2)).reshape(p.groups, p.out_per_group, -1)
 
 
 def _swap_rows(a: Array, backend: Backend) -> Array:
