@@ -244,3 +244,20 @@ def test_direct_takes_the_banded_form_for_long_1d_kernels_and_keeps_nans_in_thei
     got, ref = ac.correlate(x, k, "same", "direct"), scipy.signal.correlate(x, k, "same", method="direct")
     np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
     assert_matches(np.where(np.isnan(ref), 0, got), np.where(np.isnan(ref), 0, ref), dtype="float64")
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_direct_chunks_on_worker_threads_reuse_their_buffers(workers, rng, monkeypatch):
+    # Many chunks of elementwise taps run on the shared pool's threads, each summing into its
+    # own scratch buffers; calls of two shapes, alternated, must not see each other's sums.
+    from arrayconv._methods import direct
+
+    monkeypatch.setattr(direct, "_CHUNK_BYTES", 1 << 10)  # one output row per chunk
+    cases = [
+        (random(rng, (2, 3, 30, 41), "float64"), random(rng, (3, 1, 4, 3), "float64"), dict(groups=3, padding=(2, 1))),
+        (random(rng, (1, 1, 23, 64), "float32"), random(rng, (2, 1, 5, 5), "float32"), dict(padding="same")),
+    ]
+    with ac.config(workers=workers):
+        for _ in range(2):
+            for x, w, options in cases:
+                assert_matches(ac.conv(x, w, method="direct", **options), reference_conv(x, w, **options), dtype=x.dtype.name)

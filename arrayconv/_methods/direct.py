@@ -20,8 +20,10 @@ from .._cache import LRUCache
 from .._cuda import C_TYPES
 from .._problem import Problem
 from .._rates import Rates, rates_for
+from .._scratch import scratch
+from .._threads import run_parallel
 from . import Cost, Method, _banded, _direct_cuda, exact_dtype, output, register
-from ._taps import Chunk, Layout, layout, pad_input, padded_bytes, reads_in_place, run_chunks
+from ._taps import Chunk, Layout, layout, pad_input, padded_bytes, reads_in_place
 
 # Bytes of one chunk's working set (measured best on the benchmark cases: 256 KiB chunks
 # were 1.5-2x slower, from per-call overhead and small GEMMs).
@@ -84,7 +86,7 @@ def prepare(w: Array, problem: Problem, backend: Backend) -> Array | _banded.Ban
 
 def run(x: Array, w_taps: Array | _banded.BandedTaps, problem: Problem, backend: Backend, out: Array | None = None) -> Array:
     """Solve `problem` by direct summation over kernel taps (`w_taps` from :func:`prepare`)."""
-    p, xp = problem, backend.xp
+    p = problem
     out = output(out, p, backend, x.dtype)
     if _on_gpu(p, backend):
         return _direct_cuda.run(x, w_taps, p, backend, out).reshape(p.y_shape)
@@ -94,29 +96,36 @@ def run(x: Array, w_taps: Array | _banded.BandedTaps, problem: Problem, backend:
     padded, lay = pad_input(x, p, backend), layout(p)
 
     def job(chunk):  # type: ignore[no-untyped-def]
-        lay.store_block(out, accumulate(padded, w_taps, lay, chunk, xp), chunk)
+        lay.store_block(out, accumulate(padded, w_taps, lay, chunk, backend), chunk)
 
     work = lay.chunks(_bytes_per_sample(p), _CHUNK_BYTES)
     threads = _config.workers() if backend.name == "numpy" and p.in_per_group == 1 else 1
-    run_chunks(work, job, threads)
+    run_parallel(work, job, threads)
     return out.reshape(p.y_shape)
 
 
-def accumulate(padded: Array, w_taps: Array, lay: Layout, chunk: Chunk, xp: Any) -> Array:
+def accumulate(padded: Array, w_taps: Array, lay: Layout, chunk: Chunk, backend: Backend) -> Array:
     """The sum over taps of kernel times input for `chunk` of `padded` (laid out by
     :func:`._taps.pad_input`): ``(Bc, G, Og, chunk_length)``, junk columns included.
 
     Each tap is a GEMM over input channels, or a multiply-add with one channel per group.
+    The sum and each tap's product live in this thread's scratch buffers: the result is
+    valid until the thread's next call.
     """
-    p = lay.problem
-    acc = xp.zeros((chunk.b1 - chunk.b0, p.groups, p.out_per_group, lay.chunk_length(chunk)), dtype=padded.dtype)
+    p, xp = lay.problem, backend.xp
+    shape = (chunk.b1 - chunk.b0, p.groups, p.out_per_group, lay.chunk_length(chunk))
+    total = scratch("direct.sum", shape, padded.dtype, backend)
+    product = scratch("direct.product", shape, padded.dtype, backend)
     for t in range(len(lay.taps)):
         x_tap, w_tap = lay.tap_block(padded, t, chunk), w_taps[t]
+        target = product if t else total
         if p.in_per_group == 1:
-            acc += w_tap * x_tap
+            xp.multiply(w_tap, x_tap, out=target)
         else:
-            acc += xp.matmul(w_tap, x_tap)
-    return acc
+            xp.matmul(w_tap, x_tap, out=target)
+        if t:
+            total += product
+    return total
 
 
 def unsupported(problem: Problem, backend: Backend, memory_limit: int) -> str | None:

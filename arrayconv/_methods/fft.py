@@ -41,6 +41,10 @@ _MAC_MAX_OUTPUTS = 4
 # item over the stream rate (B 1-256, Cg 1-256, Og 1-64); 8 before that measurement. The
 # committed sweeps' picks hold at 4 and get worse at 2 (the FFT's other terms run low).
 _MAC_PASSES = 4
+# Transforms of fewer samples run on one thread: pocketfft's threads cost more than they
+# save below it (forward and inverse, 2 cores, float32: 256x256 0.38 ms on one thread and
+# 0.69 on two, 320x320 0.59 and 0.71, 384x384 0.86 and 0.78, 1024x1024 13.2 and 7.4).
+_THREADED_SAMPLES = 1 << 17
 # Array calls made whatever the size (placement, three transforms, contraction, crop),
 # fitted: about 0.65 ms at the default call cost.
 _FIXED_CALLS = 130
@@ -118,13 +122,21 @@ def _periodic(problem: Problem, backend: Backend) -> Problem:
 
 
 def _transforms(backend: Backend, real: bool):  # type: ignore[no-untyped-def]
-    """Forward and inverse N-D transforms of `backend`, with all workers on the CPU."""
+    """Forward and inverse N-D transforms of `backend`; on the CPU with all workers, or
+    one thread for transforms under :data:`_THREADED_SAMPLES` samples."""
     fft = backend.fft
-    kwargs = {"workers": _config.workers()} if backend.name == "numpy" else {}
     forward, inverse = (fft.rfftn, fft.irfftn) if real else (fft.fftn, fft.ifftn)
+    if backend.name != "numpy":
+        return (lambda a, s, axes: forward(a, s=s, axes=axes), lambda a, s, axes: inverse(a, s=s, axes=axes))
+    workers = _config.workers()
+
+    def threads(a: Array, s: tuple[int, ...], axes: tuple[int, ...]) -> int:
+        transforms = a.size // math.prod(a.shape[ax] for ax in axes)
+        return workers if transforms * math.prod(s) >= _THREADED_SAMPLES else 1
+
     return (
-        lambda a, s, axes: forward(a, s=s, axes=axes, **kwargs),
-        lambda a, s, axes: inverse(a, s=s, axes=axes, **kwargs),
+        lambda a, s, axes: forward(a, s=s, axes=axes, workers=threads(a, s, axes)),
+        lambda a, s, axes: inverse(a, s=s, axes=axes, workers=threads(a, s, axes)),
     )
 
 

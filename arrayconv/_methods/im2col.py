@@ -192,7 +192,7 @@ def _run_last_axis(x: Array, w_taps: Array, problem: Problem, backend: Backend, 
         slab_problem = _slab_problem(p, items, rows)
         slab = _gather_last_axis(grid, chunk, p, slab_problem, backend)
         lay, whole = layout(slab_problem), Chunk(0, items, 0, rows)
-        block = direct.accumulate(slab, w_taps, lay, whole, backend.xp)
+        block = direct.accumulate(slab, w_taps, lay, whole, backend)
         lay.store_block(out[chunk.b0 : chunk.b1, :, :, chunk.r0 : chunk.r1], block, whole)
 
 

@@ -18,7 +18,6 @@ slab at a time, 33 ms with two slabs at a time).
 from __future__ import annotations
 
 import math
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
@@ -26,6 +25,7 @@ from .. import _config
 from .._backend import Array, Backend
 from .._problem import Problem
 from .._rates import Rates, rates_for
+from .._threads import run_parallel
 from .._window import periodic_window, window
 from . import Cost, Method, fft, output, register
 
@@ -140,9 +140,7 @@ def run(x: Array, kernel: tuple[int, int, Problem, Array], problem: Problem, bac
         with _config.config(memory_limit=max(limit, 1), workers=1):
             solve(first)
 
-    with ThreadPoolExecutor(threads) as pool:
-        for future in [pool.submit(solve_alone, first) for first in firsts]:
-            future.result()
+    run_parallel(firsts, solve_alone, threads)
     return result.reshape(p.y_shape)
 
 
