@@ -12,7 +12,6 @@ taps in one GEMM with a banded Toeplitz matrix instead, where that is estimated 
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from .. import _config
 from .._backend import Array, Backend
