@@ -141,6 +141,7 @@ class Plan:
             self.choice = self._choose(method, measure, sample)
             self.method = self.choice.method
             self._kernel = self._prepare(self.method)
+        self._sums_products = METHODS[self.method].sums_products(self._kernel)
         del self._w
 
     x_shape = property(lambda self: self._spec.x.shape, doc="Shape of the input.")
@@ -178,8 +179,7 @@ class Plan:
         spec = self._spec
         with self._settings():
             work = spec.extend(x) if spec.extend else x
-            exact = METHODS[self.method].sums_products(self._kernel)
-            y = apply_nan_rule(spec.nan, work, spec.backend, exact, lambda a: self._result(a, out))
+            y = apply_nan_rule(spec.nan, work, spec.backend, self._sums_products, lambda a: self._result(a, out))
             if spec.finish:
                 y = spec.finish(y)
         if out is None or y is out:
