@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import TypeVar
 
 Item = TypeVar("Item")
@@ -43,8 +43,9 @@ def run_parallel(items: Iterable[Item], job: Callable[[Item], None], workers: in
     try:
         lane()
     finally:  # every lane has stopped writing before this returns or raises
-        for future in futures:
-            future.result()
+        wait(futures)
+    for future in futures:
+        future.result()
 
 
 def _executor(threads: int) -> ThreadPoolExecutor:

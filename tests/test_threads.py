@@ -27,16 +27,25 @@ def test_runs_every_item_once_on_at_most_workers_threads(workers):
 
 
 def test_an_error_in_a_job_is_raised_after_every_lane_has_stopped():
-    done = []
+    # The first pool thread to take an item raises at once; the next one is still busy
+    # when the caller collects the lanes. Repeated, so that either lane order is met.
+    for _ in range(20):
+        arrivals, running, lock = [], [0], threading.Lock()
 
-    def job(item: int) -> None:
-        if item == 3:
-            raise ValueError("item 3")
-        time.sleep(0.001)
-        done.append(item)
+        def job(item: int) -> None:
+            if threading.current_thread() is threading.main_thread():
+                time.sleep(0.002)  # leaves items to the pool's threads
+                return
+            with lock:
+                arrivals.append(item)
+                first = len(arrivals) == 1
+                running[0] += not first
+            if first:
+                raise ValueError("first pool item")
+            time.sleep(0.01)
+            with lock:
+                running[0] -= 1
 
-    with pytest.raises(ValueError, match="item 3"):
-        run_parallel(range(20), job, 3)
-    count = len(done)
-    time.sleep(0.05)
-    assert len(done) == count  # nothing still running after the raise
+        with pytest.raises(ValueError, match="first pool item"):
+            run_parallel(range(30), job, 3)
+        assert running[0] == 0  # nothing still running after the raise
