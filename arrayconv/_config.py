@@ -11,18 +11,36 @@ from collections.abc import Iterator
 _FALLBACK_AVAILABLE = 4 << 30
 _DEFAULT_FRACTION = 0.25
 _QUANTUM = 64 << 20
-_GPU_REFRESH_SECONDS = 1.0
+_REFRESH_SECONDS = 1.0  # free memory is read at most this often
+_ram_seen: tuple[float, int] = (-_REFRESH_SECONDS, 0)  # (when, bytes available)
 _gpu_free: dict[int, tuple[float, int]] = {}
 _gpu_total: dict[int, int] = {}
 _CORES = os.cpu_count() or 1  # read once: os.cpu_count() costs 10 us per call on Linux
 
 
 def _available_memory() -> int:
-    """Bytes of RAM available now (Linux/macOS via sysconf), or 4 GiB if unknown."""
+    """Bytes of RAM available (Linux/macOS via sysconf, read at most once a second: a
+    call asks several times), or 4 GiB if unknown."""
+    global _ram_seen
+    now = time.monotonic()
+    seen = _ram_seen
+    if now - seen[0] > _REFRESH_SECONDS:
+        try:
+            available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError, AttributeError):
+            available = _FALLBACK_AVAILABLE
+        seen = _ram_seen = (now, available)
+    return seen[1]
+
+
+def _ram_total() -> int:
     try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
-        return _FALLBACK_AVAILABLE
+        return 1 << 62  # unknown: let the allocator decide
+
+
+_RAM_TOTAL = _ram_total()
 
 
 class _Settings(threading.local):
@@ -37,9 +55,10 @@ _settings = _Settings()
 def memory_limit(device: str = "cpu") -> int:
     """Bytes that the temporaries of one call may use.
 
-    The value set with :func:`config`, else a quarter of the memory available now on
+    The value set with :func:`config`, else a quarter of the memory available on
     `device` ('cpu': RAM; 'gpu': the current CUDA device's free memory plus what CuPy's
-    pool holds free), rounded down to 64 MiB so that it stays steady between calls.
+    pool holds free; read at most once a second), rounded down to 64 MiB so that it stays
+    steady between calls.
     """
     if _settings.memory_limit is not None:
         return _settings.memory_limit
@@ -56,10 +75,7 @@ def capacity(backend_name: str) -> int:
         if device not in _gpu_total:
             _gpu_total[device] = cupy.cuda.runtime.memGetInfo()[1]
         return _gpu_total[device]
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        return 1 << 62  # unknown: let the allocator decide
+    return _RAM_TOTAL
 
 
 def budget(backend_name: str) -> int:
@@ -75,7 +91,7 @@ def _available_gpu_memory() -> int:
     now = time.monotonic()
     device = cupy.cuda.runtime.getDevice()
     seen = _gpu_free.get(device)
-    if seen is None or now - seen[0] > _GPU_REFRESH_SECONDS:
+    if seen is None or now - seen[0] > _REFRESH_SECONDS:
         free, _ = cupy.cuda.runtime.memGetInfo()
         seen = _gpu_free[device] = (now, free + cupy.get_default_memory_pool().free_bytes())
     return seen[1]
@@ -94,7 +110,7 @@ def config(*, memory_limit: int | None = None, workers: int | None = None) -> It
     ----------
     memory_limit : int, optional
         Bytes that the temporaries of one call may use; methods tile to stay under it.
-        Default: a quarter of the RAM available when the call starts.
+        Default: a quarter of the RAM available (read at most once a second).
     workers : int, optional
         Threads for FFTs and tiled loops. Default: all cores.
 

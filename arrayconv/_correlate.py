@@ -10,6 +10,7 @@ from typing import Literal
 import numpy as np
 
 from ._backend import Array, Backend, get_backend
+from ._cache import LRUCache
 from ._boundary import BOUNDARIES, extend
 from ._docstrings import fill
 from ._methods import METHODS
@@ -359,7 +360,7 @@ def correlate_spec(
         to_problem=lambda a: a.reshape(x.shape).transpose(x_order).reshape(problem.x_shape),
         from_problem=lambda y: y.reshape(ordered).transpose(inverse).reshape(y_shape),
         excluded=int_guard(np.result_type(x.dtype, in2.dtype), x_bound, abs_bound(in2, in2.dtype), terms(problem)),
-        same_layout=x_order == sorted(x_order),
+        same_layout=list(x_order) == sorted(x_order),
         extend=extension,
         nan=IGNORE if scalar else _nan_rule(x, in2, backend, mode, axes, edges, flip=flip),
     )
@@ -396,16 +397,26 @@ def _nan_rule(x: ArraySpec, in2: Array, backend: Backend, mode: str, axes: tuple
     )
 
 
+_layouts = LRUCache("correlate_layouts", maxsize=256)
+
+
 def _as_problem(
     s1: Shape, s2: Shape, mode: str, axes: tuple[int, ...], dtype: np.dtype, circular: bool = False
-) -> tuple[Problem, list[int], list[int], tuple[int, ...]]:
-    """Map a batched correlation of shapes `s1` and `s2` onto a grouped one.
+) -> tuple[Problem, tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """Map a batched correlation of shapes `s1` and `s2` onto a grouped one (cached).
 
     Each non-correlated axis is a batch axis (only `in1` longer than 1), a group axis
     (equal lengths: each slice of `in1` meets its own slice of `in2`) or an output-channel
     axis (only `in2` longer than 1). Returns the problem, the axis orders that bring
     `in1` and `in2` into its layout, and the lengths of the result's leading axes.
     """
+    key = (s1, s2, mode, axes, dtype, circular)
+    return _layouts.get_or_make(key, lambda: _make_problem(*key))
+
+
+def _make_problem(
+    s1: Shape, s2: Shape, mode: str, axes: tuple[int, ...], dtype: np.dtype, circular: bool
+) -> tuple[Problem, tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
     rest = [a for a in range(len(s1)) if a not in axes]
     batch = [a for a in rest if s2[a] == 1 < s1[a]]
     outs = [a for a in rest if s1[a] == 1 < s2[a]]
@@ -428,4 +439,4 @@ def _as_problem(
         circular=circular,
     ))
     lead = tuple(max(s1[a], s2[a]) for a in (*batch, *groups, *outs))
-    return problem, [*batch, *groups, *outs, *axes], [*groups, *outs, *batch, *axes], lead
+    return problem, (*batch, *groups, *outs, *axes), (*groups, *outs, *batch, *axes), lead

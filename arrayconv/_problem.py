@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cached_property
 from typing import Any
 
@@ -49,6 +49,13 @@ class Problem:
     dilation: Shape
     dtype: np.dtype[Any]
     circular: bool = False
+
+    def __hash__(self) -> int:  # cached: every cache lookup keyed by a problem hashes it
+        return self._hash
+
+    @cached_property
+    def _hash(self) -> int:
+        return hash(tuple(getattr(self, f) for f in _PROBLEM_FIELDS))
 
     @cached_property
     def padded(self) -> Shape:
@@ -90,6 +97,7 @@ class Problem:
         return all(s == 1 for s in self.stride)
 
 
+_PROBLEM_FIELDS = tuple(f.name for f in fields(Problem))
 _problems = LRUCache("problems", maxsize=256)
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -27,6 +27,7 @@ import numpy as np
 from .. import _config
 from .._backend import Array, Backend
 from .._boundary import extend
+from .._cache import LRUCache
 from .._problem import Problem
 from .._rates import Rates
 from . import Cost, Method, output, register
@@ -68,15 +69,61 @@ def work_dtype(problem: Problem) -> np.dtype[Any]:
     return np.dtype(np.float64) if problem.dtype.kind in "iu" else problem.dtype
 
 
-def fft_shape(problem: Problem, backend: Backend) -> tuple[int, ...]:
-    """FFT lengths: :func:`linear_length` of each axis, rounded up to a fast size; the
-    input's own length along the axes where periodic padding is native (:func:`_periodic`)."""
+@dataclass(frozen=True)
+class Layout:
+    """What the shapes of a problem decide for its transforms (cached per problem).
+
+    Attributes
+    ----------
+    problem : Problem
+        The problem as the transforms solve it (:func:`_periodic`).
+    shape : tuple of int
+        The FFT lengths (:func:`fft_shape`).
+    kernel_bytes, item_bytes : int
+        Bytes of the kernel spectra, and of the input + output spectra per batch item.
+    placements : list of (tuple, tuple)
+        ``(kernel index, destination index)`` pairs that place the kernel's taps in the
+        circular kernel, at most two per axis (:func:`_placement`).
+    """
+
+    problem: Problem
+    shape: tuple[int, ...]
+    kernel_bytes: int
+    item_bytes: int
+    placements: list[tuple[tuple[Any, ...], tuple[Any, ...]]]
+
+
+_layouts = LRUCache("fft_layouts", maxsize=256)
+
+
+def layout(problem: Problem, backend: Backend) -> Layout:
+    """The :class:`Layout` of `problem` on `backend` (cached)."""
+    return _layouts.get_or_make((problem, backend.name), lambda: _make_layout(problem, backend))
+
+
+def _make_layout(problem: Problem, backend: Backend) -> Layout:
     p = _periodic(problem, backend)
     real = work_dtype(p).kind != "c"
-    return tuple(
+    shape = tuple(
         n if p.circular and (lo or hi) else backend.fft.next_fast_len(linear_length(p, ax), real=real)
         for ax, (n, lo, hi) in enumerate(zip(p.spatial, p.pad_lo, p.pad_hi))
     )
+    n_freq = math.prod(shape[:-1]) * (shape[-1] // 2 + 1 if real else shape[-1])
+    per_map = n_freq * (2 * work_dtype(p).itemsize if real else work_dtype(p).itemsize)
+    kernel_bytes = p.groups * p.out_per_group * p.in_per_group * per_map
+    item_bytes = p.groups * (p.in_per_group + 2 * p.out_per_group) * per_map
+    pieces = [_placement(lo % n, k, d, n) for lo, k, d, n in zip(p.pad_lo, p.kernel, p.dilation, shape)]
+    placements = [
+        ((Ellipsis, *(src for src, _ in combo)), (Ellipsis, *(dest for _, dest in combo)))
+        for combo in itertools.product(*pieces)
+    ]
+    return Layout(p, shape, kernel_bytes, item_bytes, placements)
+
+
+def fft_shape(problem: Problem, backend: Backend) -> tuple[int, ...]:
+    """FFT lengths: :func:`linear_length` of each axis, rounded up to a fast size; the
+    input's own length along the axes where periodic padding is native (:func:`_periodic`)."""
+    return layout(problem, backend).shape
 
 
 def linear_length(problem: Problem, axis: int) -> int:
@@ -150,13 +197,12 @@ def prepare(w: Array, problem: Problem, backend: Backend) -> Array:
     The result is ``(G, Og, Cg, *freq)``, or frequency-major ``(G, F, Cg, Og)`` when the
     channel sum is a batched GEMM.
     """
-    p, xp = _periodic(problem, backend), backend.xp
-    shape = fft_shape(p, backend)
+    xp, fixed = backend.xp, layout(problem, backend)
+    p, shape = fixed.problem, fixed.shape
     nd = len(shape)
     placed = xp.zeros((p.groups * p.out_per_group, p.in_per_group, *shape), dtype=w.dtype)
-    pieces = [_placement(lo % n, k, d, n) for lo, k, d, n in zip(p.pad_lo, p.kernel, p.dilation, shape)]
-    for combo in itertools.product(*pieces):
-        placed[(Ellipsis, *(dest for _, dest in combo))] = w[(Ellipsis, *(src for src, _ in combo))]
+    for src, dest in fixed.placements:
+        placed[dest] = w[src]
     forward, _ = _transforms(backend, real=w.dtype.kind != "c")
     spectrum = forward(placed, shape, tuple(range(2, 2 + nd)))
     spectrum = spectrum.reshape(p.groups, p.out_per_group, p.in_per_group, *spectrum.shape[2:])
@@ -213,8 +259,8 @@ def _channel_sum(x_hat: Array, w_hat: Array, problem: Problem, backend: Backend)
 def run(x: Array, w_hat: Array, problem: Problem, backend: Backend, out: Array | None = None) -> Array:
     """Solve `problem` by FFT (`w_hat` from :func:`prepare`), in batch chunks that fit the
     memory budget."""
-    p, xp = _periodic(problem, backend), backend.xp
-    shape = fft_shape(p, backend)
+    xp, fixed = backend.xp, layout(problem, backend)
+    p, shape = fixed.problem, fixed.shape
     nd = len(shape)
     axes = tuple(range(3, 3 + nd))
     forward, inverse = _transforms(backend, real=x.dtype.kind != "c")
@@ -223,7 +269,7 @@ def run(x: Array, w_hat: Array, problem: Problem, backend: Backend, out: Array |
     if p is not problem:  # extend periodically where the padding is not native
         pads = [(lo, hi) if n != q else (0, 0) for n, q, lo, hi in zip(problem.spatial, p.spatial, problem.pad_lo, problem.pad_hi)]
         x_groups = extend(xp, x_groups, axes, pads, "wrap")
-    step = _batch_step(p, backend, _config.budget(backend.name))
+    step = _batch_step(problem, backend, _config.budget(backend.name))
     for b0 in range(0, p.batch, step):
         x_hat = forward(x_groups[b0 : b0 + step], shape, axes)
         y_hat = _channel_sum(x_hat, w_hat, p, backend)
@@ -246,15 +292,8 @@ def _samples(y: Array, problem: Problem, shape: tuple[int, ...], xp: Any) -> Arr
 
 def _spectrum_bytes(problem: Problem, backend: Backend) -> tuple[int, int]:
     """Bytes of the kernel spectra, and of the input + output spectra per batch item."""
-    p = problem
-    shape = fft_shape(p, backend)
-    real = work_dtype(p).kind != "c"
-    n_freq = math.prod(shape[:-1]) * (shape[-1] // 2 + 1 if real else shape[-1])
-    complex_size = 2 * work_dtype(p).itemsize if real else work_dtype(p).itemsize
-    per_map = n_freq * complex_size
-    kernels = p.groups * p.out_per_group * p.in_per_group * per_map
-    per_item = p.groups * (p.in_per_group + 2 * p.out_per_group) * per_map
-    return kernels, per_item
+    fixed = layout(problem, backend)
+    return fixed.kernel_bytes, fixed.item_bytes
 
 
 def _batch_step(problem: Problem, backend: Backend, memory_limit: int) -> int:
