@@ -343,13 +343,12 @@ def correlate_spec(
     if mode == "valid":
         check_valid_sizes(tuple(x.shape[a] for a in axes), tuple(in2.shape[a] for a in axes))
     compute, result = result_dtype(x, in2)
-    problem, x_order, w_order, lead = _as_problem(x.shape, in2.shape, mode, axes, compute, circular)
+    problem, x_order, w_order, inverse, lead = _as_problem(x.shape, in2.shape, mode, axes, compute, circular)
     w = in2.transpose(w_order).reshape(problem.w_shape)
     if flip:
         w = w[(..., *(slice(None, None, -1),) * len(axes))]
     elif w.dtype.kind == "c":
         w = w.conj()
-    inverse = tuple(sorted(range(len(x_order)), key=x_order.__getitem__))
     ordered = (*lead, *problem.out_spatial)
     y_shape = () if scalar else tuple(ordered[a] for a in inverse)
     spec = Spec(
@@ -359,8 +358,8 @@ def correlate_spec(
         y=ArraySpec(y_shape, result),
         to_problem=lambda a: a.reshape(x.shape).transpose(x_order).reshape(problem.x_shape),
         from_problem=lambda y: y.reshape(ordered).transpose(inverse).reshape(y_shape),
-        excluded=int_guard(np.result_type(x.dtype, in2.dtype), x_bound, abs_bound(in2, in2.dtype), terms(problem)),
-        same_layout=list(x_order) == sorted(x_order),
+        excluded=int_guard(result, x_bound, abs_bound(in2, in2.dtype), terms(problem)),
+        same_layout=x_order == tuple(range(len(x_order))),
         extend=extension,
         nan=IGNORE if scalar else _nan_rule(x, in2, backend, mode, axes, edges, flip=flip),
     )
@@ -402,13 +401,14 @@ _layouts = LRUCache("correlate_layouts", maxsize=256)
 
 def _as_problem(
     s1: Shape, s2: Shape, mode: str, axes: tuple[int, ...], dtype: np.dtype, circular: bool = False
-) -> tuple[Problem, tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+) -> tuple[Problem, tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
     """Map a batched correlation of shapes `s1` and `s2` onto a grouped one (cached).
 
     Each non-correlated axis is a batch axis (only `in1` longer than 1), a group axis
     (equal lengths: each slice of `in1` meets its own slice of `in2`) or an output-channel
     axis (only `in2` longer than 1). Returns the problem, the axis orders that bring
-    `in1` and `in2` into its layout, and the lengths of the result's leading axes.
+    `in1` and `in2` into its layout, the order that brings the result back, and the
+    lengths of the result's leading axes.
     """
     key = (s1, s2, mode, axes, dtype, circular)
     return _layouts.get_or_make(key, lambda: _make_problem(*key))
@@ -416,7 +416,7 @@ def _as_problem(
 
 def _make_problem(
     s1: Shape, s2: Shape, mode: str, axes: tuple[int, ...], dtype: np.dtype, circular: bool
-) -> tuple[Problem, tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+) -> tuple[Problem, tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
     rest = [a for a in range(len(s1)) if a not in axes]
     batch = [a for a in rest if s2[a] == 1 < s1[a]]
     outs = [a for a in rest if s1[a] == 1 < s2[a]]
@@ -439,4 +439,6 @@ def _make_problem(
         circular=circular,
     ))
     lead = tuple(max(s1[a], s2[a]) for a in (*batch, *groups, *outs))
-    return problem, (*batch, *groups, *outs, *axes), (*groups, *outs, *batch, *axes), lead
+    x_order = (*batch, *groups, *outs, *axes)
+    inverse = tuple(sorted(range(len(x_order)), key=x_order.__getitem__))
+    return problem, x_order, (*groups, *outs, *batch, *axes), inverse, lead

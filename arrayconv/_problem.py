@@ -20,6 +20,7 @@ from ._cache import LRUCache
 from ._shapes import Shape, conv_output_shape
 
 _NUMERIC_KINDS = frozenset("iufc")
+_FLOAT16, _FLOAT32 = np.dtype(np.float16), np.dtype(np.float32)
 
 
 @dataclass(frozen=True)
@@ -173,7 +174,7 @@ def as_array(value: object, name: str, backend: Backend) -> Array:
 def result_dtype(*arrays: Array) -> tuple[np.dtype[Any], np.dtype[Any]]:
     """``(compute, result)`` dtypes: the result is NumPy's promotion; float16 computes in float32."""
     result = np.result_type(*(a.dtype for a in arrays))
-    compute = np.dtype(np.float32) if result == np.float16 else result
+    compute = _FLOAT32 if result == _FLOAT16 else result
     return compute, result
 
 

@@ -175,16 +175,16 @@ def _transforms(backend: Backend, real: bool):  # type: ignore[no-untyped-def]
     forward, inverse = (fft.rfftn, fft.irfftn) if real else (fft.fftn, fft.ifftn)
     if backend.name != "numpy":
         return (lambda a, s, axes: forward(a, s=s, axes=axes), lambda a, s, axes: inverse(a, s=s, axes=axes))
-    workers = _config.workers()
-
-    def threads(a: Array, s: tuple[int, ...], axes: tuple[int, ...]) -> int:
-        transforms = a.size // math.prod(a.shape[ax] for ax in axes)
-        return workers if transforms * math.prod(s) >= _THREADED_SAMPLES else 1
-
     return (
-        lambda a, s, axes: forward(a, s=s, axes=axes, workers=threads(a, s, axes)),
-        lambda a, s, axes: inverse(a, s=s, axes=axes, workers=threads(a, s, axes)),
+        lambda a, s, axes: forward(a, s=s, axes=axes, workers=_threads(a, s, axes)),
+        lambda a, s, axes: inverse(a, s=s, axes=axes, workers=_threads(a, s, axes)),
     )
+
+
+def _threads(a: Array, s: tuple[int, ...], axes: tuple[int, ...]) -> int:
+    """Workers for transforms of `a` along `axes` at lengths `s`: all, or one when small."""
+    transforms = a.size // math.prod([a.shape[ax] for ax in axes])
+    return _config.workers() if transforms * math.prod(s) >= _THREADED_SAMPLES else 1
 
 
 def prepare(w: Array, problem: Problem, backend: Backend) -> Array:
@@ -269,7 +269,7 @@ def run(x: Array, w_hat: Array, problem: Problem, backend: Backend, out: Array |
     if p is not problem:  # extend periodically where the padding is not native
         pads = [(lo, hi) if n != q else (0, 0) for n, q, lo, hi in zip(problem.spatial, p.spatial, problem.pad_lo, problem.pad_hi)]
         x_groups = extend(xp, x_groups, axes, pads, "wrap")
-    step = _batch_step(problem, backend, _config.budget(backend.name))
+    step = _batch_step(fixed, p.batch, _config.budget(backend.name))
     for b0 in range(0, p.batch, step):
         x_hat = forward(x_groups[b0 : b0 + step], shape, axes)
         y_hat = _channel_sum(x_hat, w_hat, p, backend)
@@ -296,9 +296,9 @@ def _spectrum_bytes(problem: Problem, backend: Backend) -> tuple[int, int]:
     return fixed.kernel_bytes, fixed.item_bytes
 
 
-def _batch_step(problem: Problem, backend: Backend, memory_limit: int) -> int:
-    kernels, per_item = _spectrum_bytes(problem, backend)
-    return max(1, min(problem.batch, (memory_limit - kernels) // max(per_item, 1)))
+def _batch_step(fixed: Layout, batch: int, memory_limit: int) -> int:
+    """Batch items transformed at once so that their spectra fit `memory_limit`."""
+    return max(1, min(batch, (memory_limit - fixed.kernel_bytes) // max(fixed.item_bytes, 1)))
 
 
 def unsupported(problem: Problem, backend: Backend, memory_limit: int) -> str | None:
@@ -323,7 +323,7 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     """
     kernel_seconds, data_seconds = split_cost(problem, backend, rates)
     kernels, per_item = _spectrum_bytes(problem, backend)
-    return Cost(kernel_seconds + data_seconds, kernels + per_item * _batch_step(problem, backend, 1 << 62))
+    return Cost(kernel_seconds + data_seconds, kernels + per_item * _batch_step(layout(problem, backend), problem.batch, 1 << 62))
 
 
 def split_cost(problem: Problem, backend: Backend, rates: Rates) -> tuple[float, float]:
