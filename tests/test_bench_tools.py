@@ -8,7 +8,7 @@ import pytest
 
 import arrayconv as ac
 from arrayconv.__main__ import main
-from arrayconv.bench import accuracy, plans, readme, sweep
+from arrayconv.bench import accuracy, images, plans, readme, sweep
 from arrayconv.bench.cases import Case
 from arrayconv.bench.devices import device
 
@@ -79,6 +79,14 @@ def test_sweep_points_are_reproducible_and_within_the_limits():
     assert {"id": "k5", "op": "correlate", "x": (64, 64), "w": (63, 63), "mode": "valid"} in corners
 
 
+def test_sweep_points_of_one_function_and_size():
+    points = sweep.draw_points(12, seed=3, op="correlate", max_side=256)
+    assert len([p for p in points if p["id"].startswith("p")]) == 12
+    assert {p["op"] for p in points} == {"correlate"}
+    assert max(max(p["x"]) for p in points) <= 256
+    assert {128, 256} <= {p["x"][0] for p in points}
+
+
 def test_sweep_summary():
     results = [{"ratio": r} for r in (1.0, 1.1, 1.3, 2.5)]
     assert sweep.summary(results) == {"points": 4, "within_1.2x": 0.5, "worst_ratio": 2.5, "over_2x": 1}
@@ -119,6 +127,16 @@ def test_sweep_times_every_method_of_a_point(where, tmp_path):
     assert set(result["median_s"]) == set(ac.METHODS) and result["ratio"] >= 1
     text = sweep.write([result], tmp_path, ["--device", where], device(where)).read_text()
     assert f"Method choice sweep, {where.upper()}" in text and "| p0 | conv |" in text
+
+
+def test_images_bench_times_arrayconv_and_both_scipy_calls(tmp_path):
+    assert images.main(["--sides", "16", "--kernels", "3,5", "--dtypes", "float32", "--out", str(tmp_path)]) == 0
+    report = json.loads(next(tmp_path.glob("images-*.json")).read_text())
+    assert [(p["side"], p["kernel"]) for p in report["points"]] == [(16, 3), (16, 5)]
+    for p in report["points"]:
+        assert set(p["best_s"]) == {"arrayconv", "scipy.signal.correlate", "scipy.signal.fftconvolve"}
+        assert p["ratio"] == p["best_s"]["arrayconv"] / min(p["best_s"]["scipy.signal.correlate"], p["best_s"]["scipy.signal.fftconvolve"])
+    assert "| 16x16 | 5x5 | float32 |" in next(tmp_path.glob("images-*.md")).read_text()
 
 
 def test_devices_are_cpu_or_gpu():

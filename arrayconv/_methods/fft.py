@@ -46,9 +46,18 @@ _MAC_PASSES = 4
 # save below it (forward and inverse, 2 cores, float32: 256x256 0.38 ms on one thread and
 # 0.69 on two, 320x320 0.59 and 0.71, 384x384 0.86 and 0.78, 1024x1024 13.2 and 7.4).
 _THREADED_SAMPLES = 1 << 17
-# Array calls made whatever the size (placement, three transforms, contraction, crop),
-# fitted: about 0.65 ms at the default call cost.
-_FIXED_CALLS = 130
+# Passes over the kernel spectra (placing and, for the GEMM, transposing them) and over the
+# data's spectra per batch item; on the CPU, kernel spectra summed in place (no GEMM) take
+# fewer. Array calls made whatever the size (placement, three transforms, contraction,
+# crop): about 0.25 ms at the default call cost on the CPU. The CPU's weights were refitted
+# to sweeps timed after plain calls lost most of their fixed cost (seeds 11-13 of
+# single images up to 512x512, seed 14 of all shapes; bench/results/sweep-*): 17, 17, 6 and
+# 130 calls put 77-91% of those single images within 1.2x of the fastest, these 98-100%.
+_KERNEL_PASSES = 17
+_KERNEL_PASSES_IN_PLACE = 4
+_DATA_PASSES = 4
+_FIXED_CALLS = 50
+_GPU_KERNEL_PASSES, _GPU_DATA_PASSES = 17, 6
 # On a GPU the same steps are about 20 launches (call_seconds there is a launch's cost).
 _FIXED_GPU_CALLS = 20
 # The channel sum's per-frequency GEMMs of small (B, Cg) x (Cg, Og) complex matrices
@@ -342,9 +351,14 @@ def split_cost(problem: Problem, backend: Backend, rates: Rates) -> tuple[float,
         contraction = _MAC_PASSES * p.batch * kernels / rates.stream_bytes
     else:
         contraction = _contraction_seconds(p, size, kernels, backend, rates)
-    fixed = (_FIXED_GPU_CALLS if backend.name == "cupy" else _FIXED_CALLS) * rates.call_seconds
-    kernel_seconds = 0.5 * kernel_maps * transform + 17 * kernels / rates.stream_bytes
-    data_seconds = 0.5 * data_maps * transform + contraction + 6 * p.batch * per_item / rates.stream_bytes + fixed
+    if backend.name == "cupy":
+        fixed, kernel_passes, data_passes = _FIXED_GPU_CALLS, _GPU_KERNEL_PASSES, _GPU_DATA_PASSES
+    else:
+        fixed, data_passes = _FIXED_CALLS, _DATA_PASSES
+        kernel_passes = _KERNEL_PASSES if _sums_by_gemm(p, backend) else _KERNEL_PASSES_IN_PLACE
+    kernel_seconds = 0.5 * kernel_maps * transform + kernel_passes * kernels / rates.stream_bytes
+    data_seconds = 0.5 * data_maps * transform + contraction + data_passes * p.batch * per_item / rates.stream_bytes
+    data_seconds += fixed * rates.call_seconds
     return kernel_seconds, data_seconds
 
 

@@ -2,7 +2,8 @@
 
 Usage: ``python -m arrayconv.bench.readme [--results bench/results] [--readme README.md]``.
 Reads the newest full ``cpu-*.json`` (not ``-quick``) and ``plans-*.json``, and every
-``sweep-*.json`` of the newest one's date (not the ``-gpu-`` or ``-fit`` ones), and rewrites the text between ``<!-- bench:start -->`` and
+``sweep-*.json`` of the newest one's date (not the ``-gpu-`` or ``-fit`` ones; by seed, the
+last one's plot shown), and rewrites the text between ``<!-- bench:start -->`` and
 ``<!-- bench:end -->``.
 """
 
@@ -37,6 +38,13 @@ def _link(report: Path) -> str:
     return f"[{page}]({page})"
 
 
+def _sweep_order(found: tuple[Path, dict]) -> tuple[str, int]:
+    """Sweeps by date, then seed (the newest seed's plot is shown)."""
+    words = found[1].get("command", "").split()
+    seed = int(words[words.index("--seed") + 1]) if "--seed" in words else 0
+    return found[1].get("date", ""), seed
+
+
 def section(folder: Path) -> str:
     """Markdown of the newest CPU table, plan result and sweep summary in `folder`."""
     lines: list[str] = []
@@ -56,13 +64,15 @@ def section(folder: Path) -> str:
             lines += [f"![time against kernel size, 4096x4096 image]({g_plot})", ""]
     if found := _latest(folder, "plans-*.json"):
         path, report = found
+        ms = {name: 1e3 * seconds for name, seconds in report["median_s"].items()}
         lines += [
             f"Same kernel, {report['frames']} frames (case {report['case']['id']}): a plan is "
             f"**{report['speedup_plan_over_plain_auto']:.2f}x** faster per frame than the plain call "
-            f"({_link(path)}).",
+            f"({ms[report['plan']]:.1f} against {ms['arrayconv correlate auto']:.1f} ms; SciPy's `oaconvolve` "
+            f"{ms['scipy.signal.oaconvolve']:.1f} ms) ({_link(path)}).",
             "",
         ]
-    if sweeps := [(p, json.loads(p.read_text())) for p in _reports(folder, "sweep-*.json")]:
+    if sweeps := sorted(((p, json.loads(p.read_text())) for p in _reports(folder, "sweep-*.json")), key=_sweep_order):
         path, report = sweeps[-1]
         day = [(p, r) for p, r in sweeps if r.get("date") == report.get("date")]
         lines += [f"Method choice, every sweep of {report.get('date')} (time of `auto`'s method / the fastest method's):", ""]
@@ -70,7 +80,7 @@ def section(folder: Path) -> str:
             s = r["summary"]
             lines.append(
                 f"- `{r['command']}`: {s['points']} problems, within 1.2x on {s['within_1.2x']:.0%}, "
-                f"worst {s['worst_ratio']:.2f}x ({_link(p)})"
+                f"worst {s['worst_ratio']:.2f}x{', ' + r['note'] if r.get('note') else ''} ({_link(p)})"
             )
         lines += ["", f"![method choice sweep]({path.with_suffix('.png')})"]
     return "\n".join(lines).strip()

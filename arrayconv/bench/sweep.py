@@ -1,6 +1,7 @@
 """How good is ``method='auto'``? Time every method over a sweep of problem sizes.
 
-Usage: ``python -m arrayconv.bench.sweep [--points 60] [--seed 0] [--device cpu|gpu] [--out bench/results]``.
+Usage: ``python -m arrayconv.bench.sweep [--points 60] [--seed 0] [--device cpu|gpu] [--out bench/results]
+[--op both|correlate|conv] [--max-side 4096]``.
 Points are drawn at random (seeded) from image sides 64..4096, kernels 1..63, input and
 output channels 1..256 and batches 1..256 (``conv``, padding 'same'), plus
 single-image ``correlate`` points, the corners of those ranges and the DESIGN.md cases,
@@ -75,20 +76,22 @@ def corner_points() -> list[dict]:
     return [{"id": f"k{i}", **point} for i, point in enumerate(kept)]
 
 
-def draw_points(n: int, seed: int) -> list[dict]:
+def draw_points(n: int, seed: int, op: str = "both", max_side: int = SIDES[-1]) -> list[dict]:
     """DESIGN.md cases, the corners of the ranges, then random conv and correlate points
-    that pass the size filters."""
+    that pass the size filters; only `op`'s points ('correlate', 'conv' or 'both') with
+    image sides up to `max_side`."""
     points = [
         {"id": c.id, "op": "correlate", "x": c.x, "w": c.w, "mode": c.mode}
         if c.kind == "image"
         else {"id": c.id, "op": "conv", "x": c.x, "w": c.w, "padding": c.padding}
         for c in CASES
     ]
-    points += corner_points()
+    points = [p for p in [*points, *corner_points()] if _wanted(p, op, max_side)]
     fixed = len(points)
+    sides = [side for side in SIDES if side <= max_side]
     rng = np.random.default_rng(seed)
     while len(points) < n + fixed:
-        side, k = int(rng.choice(SIDES)), int(rng.choice(KERNELS))
+        side, k = int(rng.choice(sides)), int(rng.choice(KERNELS))
         if k > side:
             continue
         if rng.random() < 0.3:
@@ -96,9 +99,13 @@ def draw_points(n: int, seed: int) -> list[dict]:
         else:
             b, c, o = (int(rng.choice(v)) for v in (BATCHES, CHANNELS, CHANNELS))
             point = {"op": "conv", "x": (b, c, side, side), "w": (o, c, k, k), "padding": k // 2}
-        if _fits(point):
+        if _wanted(point, op, max_side) and _fits(point):
             points.append({"id": f"p{len(points) - fixed}", **point})
     return points
+
+
+def _wanted(point: dict, op: str, max_side: int) -> bool:
+    return op in ("both", point["op"]) and max(point["x"][-2:]) <= max_side
 
 
 def _fits(point: dict) -> bool:
@@ -184,8 +191,9 @@ def summary(results: list[dict]) -> dict:
     }
 
 
-def write(results: list[dict], folder: Path, argv: list[str], where: Device) -> Path:
-    """JSON, Markdown and PNG reports; returns the Markdown path."""
+def write(results: list[dict], folder: Path, argv: list[str], where: Device, note: str = "") -> Path:
+    """JSON, Markdown and PNG reports (`note`: what the sweep was run after or for, shown in
+    the README's list of sweeps); returns the Markdown path."""
     date = datetime.date.today().isoformat()
     folder.mkdir(parents=True, exist_ok=True)
     stem = folder / report_stem("sweep", where.name, date)
@@ -200,12 +208,14 @@ def write(results: list[dict], folder: Path, argv: list[str], where: Device) -> 
         "rates": {"default": default, **dataclasses.asdict(rates)},
         "summary": stats,
         "points": results,
+        **({"note": note} if note else {}),
     }
     stem.with_suffix(".json").write_text(json.dumps(report, indent=1))
     lines = [
         f"# Method choice sweep, {where.name.upper()}, {date}",
         "",
         f"Command: `{report['command']}`  ",
+        *([f"Note: {note}  "] if note else []),
         machine_line(report["versions"]),
         f"float32, {'default' if default else 'calibrated'} rates ({rates}). Ratio = time of auto's method / time of the fastest method.",
         "",
@@ -262,6 +272,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="cpu", choices=["cpu", "gpu"])
     parser.add_argument("--out", default="bench/results")
+    parser.add_argument("--op", default="both", choices=["both", "correlate", "conv"], help="draw only this function's points")
+    parser.add_argument("--max-side", type=int, default=SIDES[-1], help="draw only images with sides up to this")
+    parser.add_argument("--note", default="", help="what the sweep was run after or for (shown in the README)")
     parser.add_argument("--rescore", nargs="+", metavar="JSON", help="judge committed sweeps' timings by the current cost model; time nothing")
     args = parser.parse_args(argv)
     if args.rescore:
@@ -274,9 +287,9 @@ def main(argv: list[str] | None = None) -> int:
 
     where = device(args.device)
     results = []
-    for point in tqdm(draw_points(args.points, args.seed), unit="point", dynamic_ncols=True):
+    for point in tqdm(draw_points(args.points, args.seed, args.op, args.max_side), unit="point", dynamic_ncols=True):
         results.append(time_point(point, where))
-        path = write(results, Path(args.out), argv, where)
+        path = write(results, Path(args.out), argv, where, args.note)
     print(path.read_text().split("\n\n")[2])
     return 0
 

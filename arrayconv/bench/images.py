@@ -1,0 +1,101 @@
+"""Single images against SciPy: small and mid-size images, where fixed costs count.
+
+Usage: ``python -m arrayconv.bench.images [--sides 64,128,256,512] [--kernels 3,5,7,11,15,31]
+[--dtypes float32,float64] [--out bench/results]``.
+For each image side, square kernel and dtype, ``arrayconv.correlate(x, w, 'same')`` ('auto'),
+``scipy.signal.correlate`` (its own 'auto') and ``scipy.signal.fftconvolve`` run interleaved
+in one process, each timed once per round for 15 to 300 rounds (about 3e7 / (side^2 * k));
+the best of the rounds is kept (the machine's drifts hit all three alike). Writes
+``images-<date>.md`` and ``.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import scipy.signal
+
+import arrayconv as ac
+
+from .run import machine_line, versions
+
+
+def time_point(side: int, k: int, dtype: str, rng: np.random.Generator) -> dict:
+    """Best-of-rounds seconds of arrayconv and both SciPy calls on one random image."""
+    x = rng.standard_normal((side, side)).astype(dtype)
+    w = rng.standard_normal((k, k)).astype(dtype)
+    calls: dict[str, Callable[[], object]] = {
+        "arrayconv": lambda: ac.correlate(x, w, "same"),
+        "scipy.signal.correlate": lambda: scipy.signal.correlate(x, w, "same"),
+        "scipy.signal.fftconvolve": lambda: scipy.signal.fftconvolve(x, w[::-1, ::-1], "same"),
+    }
+    for call in calls.values():  # warm-up: caches, pages, plans
+        call()
+    best = dict.fromkeys(calls, float("inf"))
+    for _ in range(min(300, max(15, int(3e7 / (side * side * k))))):
+        for name, call in calls.items():
+            start = time.perf_counter()
+            call()
+            best[name] = min(best[name], time.perf_counter() - start)
+    peer = min(best["scipy.signal.correlate"], best["scipy.signal.fftconvolve"])
+    method = ac.choose_method(x, w, mode="same").method
+    return {"side": side, "kernel": k, "dtype": dtype, "method": method, "best_s": best, "ratio": best["arrayconv"] / peer}
+
+
+def write(points: list[dict], folder: Path, argv: list[str]) -> Path:
+    """JSON and Markdown reports; returns the Markdown path."""
+    date = datetime.date.today().isoformat()
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = folder / f"images-{date}"
+    report = {"date": date, "command": "python -m arrayconv.bench.images " + " ".join(argv), "versions": versions(), "points": points}
+    stem.with_suffix(".json").write_text(json.dumps(report, indent=1))
+    lines = [
+        f"# Single images against SciPy, CPU, {date}",
+        "",
+        f"Command: `{report['command']}`  ",
+        machine_line(report["versions"]),
+        "`arrayconv.correlate(x, w, 'same')` ('auto'), `scipy.signal.correlate` (its 'auto') and `fftconvolve`,",
+        "interleaved; best of the rounds, microseconds. Ratio = arrayconv / the faster SciPy call (under 1: arrayconv faster).",
+        "",
+        "| image | kernel | dtype | arrayconv | auto picks | scipy correlate | scipy fftconvolve | ratio |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for p in points:
+        us = {name: f"{1e6 * s:.0f}" for name, s in p["best_s"].items()}
+        lines.append(
+            f"| {p['side']}x{p['side']} | {p['kernel']}x{p['kernel']} | {p['dtype']} | {us['arrayconv']} | {p['method']} "
+            f"| {us['scipy.signal.correlate']} | {us['scipy.signal.fftconvolve']} | {p['ratio']:.2f} |"
+        )
+    stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    return stem.with_suffix(".md")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line; returns the exit code."""
+    argv = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sides", default="64,128,256,512")
+    parser.add_argument("--kernels", default="3,5,7,11,15,31")
+    parser.add_argument("--dtypes", default="float32,float64")
+    parser.add_argument("--out", default="bench/results")
+    args = parser.parse_args(argv)
+    rng = np.random.default_rng(0)
+    points = []
+    for side in (int(s) for s in args.sides.split(",")):
+        for k in (int(s) for s in args.kernels.split(",")):
+            for dtype in args.dtypes.split(","):
+                points.append(time_point(side, k, dtype, rng))
+                print(f"{side}x{side} {k}x{k} {dtype}: {points[-1]['ratio']:.2f}", flush=True)
+    print(write(points, Path(args.out), argv))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
