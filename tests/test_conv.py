@@ -261,3 +261,22 @@ def test_direct_chunks_on_worker_threads_reuse_their_buffers(workers, rng, monke
         for _ in range(2):
             for x, w, options in cases:
                 assert_matches(ac.conv(x, w, method="direct", **options), reference_conv(x, w, **options), dtype=x.dtype.name)
+
+
+
+@pytest.mark.parametrize(
+    "pick",
+    [
+        lambda a: a[:, :, :5],  # padded rows (last axis contiguous): moved row by row
+        lambda a: a[:, :, 1:6].transpose(1, 0, 2)[:3].transpose(1, 0, 2),  # rows of a transposed view
+        lambda a: a[:, :, ::2],  # stepped samples: copied sample by sample
+        lambda a: a[0, 0, 0],  # 0-d
+    ],
+)
+def test_assign_rows_copies_every_sample(pick, rng):
+    from arrayconv._methods._taps import assign_rows
+
+    src = pick(random(rng, (4, 3, 10), "float32"))
+    dst = np.full(src.shape, np.nan, np.float32)
+    assign_rows(dst, src)
+    np.testing.assert_array_equal(dst, src)

@@ -121,7 +121,19 @@ class Layout:
         grid = block.reshape(*block.shape[:3], chunk.r1 - chunk.r0, *self.row_shape)
         keep = tuple(slice(0, n) for n in self.problem.out_spatial[1:])
         rows = slice(chunk.r0, chunk.r1)
-        out[(slice(chunk.b0, chunk.b1), slice(None), slice(None), rows)] = grid[(..., *keep)]
+        assign_rows(out[(slice(chunk.b0, chunk.b1), slice(None), slice(None), rows)], grid[(..., *keep)])
+
+
+def assign_rows(dst: Array, src: Array) -> None:
+    """``dst[...] = src``; on NumPy, when both have contiguous last-axis rows of one dtype,
+    each row moves as one element: numpy's copy loop pays for every innermost run, so a
+    (100, 32, 16, 16) result stored from padded 18-sample rows took 376 us by sample runs
+    and 159 us by rows."""
+    rows = isinstance(dst, np.ndarray) and isinstance(src, np.ndarray) and dst.shape == src.shape and dst.ndim and dst.size
+    if rows and dst.dtype == src.dtype and dst.strides[-1] == src.strides[-1] == dst.itemsize:
+        row = np.dtype((np.void, dst.shape[-1] * dst.itemsize))
+        dst, src = dst.view(row), src.view(row)
+    dst[...] = src
 
 
 def layout(problem: Problem) -> Layout:
