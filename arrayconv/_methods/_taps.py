@@ -131,9 +131,14 @@ def assign_rows(dst: Array, src: Array) -> None:
     and 159 us by rows."""
     rows = isinstance(dst, np.ndarray) and isinstance(src, np.ndarray) and dst.shape == src.shape and dst.ndim and dst.size
     if rows and dst.dtype == src.dtype and dst.strides[-1] == src.strides[-1] == dst.itemsize:
-        row = np.dtype((np.void, dst.shape[-1] * dst.itemsize))
-        dst, src = dst.view(row), src.view(row)
+        dst, src = row_elements(dst), row_elements(src)
     dst[...] = src
+
+
+def row_elements(a: np.ndarray) -> np.ndarray:
+    """`a` (NumPy, contiguous last axis) with each last-axis row viewed as one void element,
+    so that copies move whole rows: shape ``(*a.shape[:-1], 1)``."""
+    return a.view(np.dtype((np.void, a.shape[-1] * a.itemsize)))
 
 
 def layout(problem: Problem) -> Layout:

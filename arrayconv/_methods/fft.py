@@ -331,8 +331,9 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     (:func:`_contraction_seconds`).
     """
     kernel_seconds, data_seconds = split_cost(problem, backend, rates)
-    kernels, per_item = _spectrum_bytes(problem, backend)
-    return Cost(kernel_seconds + data_seconds, kernels + per_item * _batch_step(layout(problem, backend), problem.batch, 1 << 62))
+    fixed = layout(problem, backend)
+    step = _batch_step(fixed, problem.batch, 1 << 62)
+    return Cost(kernel_seconds + data_seconds, fixed.kernel_bytes + fixed.item_bytes * step)
 
 
 def split_cost(problem: Problem, backend: Backend, rates: Rates) -> tuple[float, float]:

@@ -18,15 +18,13 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any
 
-import numpy as np
-
 from .. import _config
 from .._backend import NUMPY, Array, Backend
 from .._problem import Problem
 from .._rates import Rates
 from .._scratch import scratch
 from . import Cost, Method, direct, exact_dtype, output, register
-from ._taps import Chunk, flat_length, layout, pad_input, padded_bytes, padded_grid
+from ._taps import Chunk, flat_length, layout, pad_input, padded_bytes, padded_grid, row_elements
 
 # Preferred size of one chunk's column matrix: large enough for an efficient GEMM.
 _CHUNK_BYTES = 32 << 20
@@ -140,7 +138,7 @@ def _swap_rows(a: Array, backend: Backend) -> Array:
     xp = backend.xp
     if backend.name != "numpy" or a.strides[-1] != a.itemsize:
         return xp.ascontiguousarray(a.transpose(1, 0, 2))
-    rows = xp.ascontiguousarray(a).view(np.dtype((np.void, a.shape[-1] * a.itemsize)))[..., 0]
+    rows = row_elements(xp.ascontiguousarray(a))[..., 0]
     return xp.ascontiguousarray(rows.T).view(a.dtype).reshape(a.shape[1], a.shape[0], a.shape[2])
 
 
