@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -40,7 +41,7 @@ def _link(report: Path) -> str:
 
 def _sweep_order(found: tuple[Path, dict]) -> tuple[str, int]:
     """Sweeps by date, then seed (the newest seed's plot is shown)."""
-    words = found[1].get("command", "").split()
+    words = shlex.split(found[1].get("command", ""))
     seed = int(words[words.index("--seed") + 1]) if "--seed" in words else 0
     return found[1].get("date", ""), seed
 

@@ -26,6 +26,7 @@ import dataclasses
 import datetime
 import json
 import math
+import shlex
 import statistics
 import sys
 from pathlib import Path
@@ -202,7 +203,7 @@ def write(results: list[dict], folder: Path, argv: list[str], where: Device, not
     default = rates in (DEFAULT_RATES, DEFAULT_GPU_RATES)
     report = {
         "date": date,
-        "command": "python -m arrayconv.bench.sweep " + " ".join(argv),
+        "command": "python -m arrayconv.bench.sweep " + shlex.join(argv),
         "device": where.name,
         "versions": where.versions(),
         "rates": {"default": default, **dataclasses.asdict(rates)},
