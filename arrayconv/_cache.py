@@ -147,7 +147,7 @@ def cache_info() -> dict[str, CacheInfo]:
     --------
     >>> import arrayconv as ac
     >>> sorted(ac.cache_info())  # doctest: +NORMALIZE_WHITESPACE
-    ['banded_blocks', 'correlate_layouts', 'cuda_devices', 'cuda_kernels', 'estimated_choices',
+    ['correlate_layouts', 'cuda_devices', 'cuda_kernels', 'direct_forms', 'estimated_choices',
      'fft_layouts', 'measured_methods', 'patch_layouts', 'problems', 'rates', 'tap_layouts']
     """
     return {name: cache.info() for name, cache in sorted(_REGISTRY.items())}

@@ -221,18 +221,80 @@ def test_direct_banded_form(x_shape, w_shape, options, block, chunk_bytes, dtype
     # halos, a block tail).
     from arrayconv._methods import _banded, direct
 
-    monkeypatch.setattr(direct, "_banded_block", lambda problem, backend, rates: block)
+    monkeypatch.setattr(direct, "_form", lambda problem, backend, rates: ("banded", block))
     monkeypatch.setattr(_banded, "_CHUNK_BYTES", chunk_bytes)
     x, w = random(rng, x_shape, dtype), random(rng, w_shape, dtype)
     plan = ac.plan_conv(w, x.shape, method="direct", padding_mode="circular" if circular else "zeros", **options)
     assert isinstance(plan._kernel, _banded.BandedTaps) and plan._kernel.block == block
-    if circular:
-        problem = plan._spec.problem
-        extended = np.pad(x, [(0, 0), (0, 0), *zip(problem.pad_lo, problem.pad_hi)], mode="wrap")
-        expected = reference_conv(extended, w, groups=options.get("groups", 1), dilation=options.get("dilation", 1))
-    else:
-        expected = reference_conv(x, w, **options)
-    assert_matches(plan(x), expected, dtype=dtype)
+    assert_matches(plan(x), _expected(plan, x, w, options, circular), dtype=dtype)
+
+
+def _expected(plan, x, w, options, circular):
+    """The reference result of a conv plan, with zero or circular padding."""
+    if not circular:
+        return reference_conv(x, w, **options)
+    problem = plan._spec.problem
+    extended = np.pad(x, [(0, 0), (0, 0), *zip(problem.pad_lo, problem.pad_hi)], mode="wrap")
+    return reference_conv(extended, w, groups=options.get("groups", 1), dilation=options.get("dilation", 1))
+
+
+@pytest.mark.parametrize("chunk_bytes", [1 << 20, 1 << 9])
+@pytest.mark.parametrize(
+    ("x_shape", "w_shape", "options"),
+    [
+        ((1, 1, 1000), (1, 1, 9), dict(padding="same")),  # a 1-D signal
+        ((2, 1, 37, 41), (3, 1, 5, 4), dict(padding=(2, 1))),  # batch, filters, an even row
+        ((1, 6, 20, 33), (12, 1, 3, 11), dict(groups=6, padding="same")),  # depthwise, 2 filters each, 11-tap rows
+        ((1, 2, 30, 25), (4, 1, 3, 3), dict(groups=2, dilation=(2, 1), padding=2)),  # rows two apart
+        ((1, 1, 6, 9, 12), (2, 1, 2, 3, 5), dict(padding=(1, 1, 2))),  # 3-D: rows of planes
+    ],
+)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("circular", [False, True])
+def test_direct_row_form(x_shape, w_shape, options, chunk_bytes, dtype, circular, monkeypatch, rng):
+    # With one input channel per group, kernel rows of up to 11 taps may run as one
+    # numpy.correlate each; force that form, in one chunk and in many (run on worker
+    # threads), and check it on every layout it reads.
+    from arrayconv._methods import _rows, direct
+
+    monkeypatch.setattr(direct, "_form", lambda problem, backend, rates: ("rows", 0))
+    monkeypatch.setattr(direct, "_ROWS_CHUNK_BYTES", chunk_bytes)
+    x, w = random(rng, x_shape, dtype), random(rng, w_shape, dtype)
+    plan = ac.plan_conv(w, x.shape, method="direct", padding_mode="circular" if circular else "zeros", **options)
+    assert isinstance(plan._kernel, _rows.RowKernels)
+    assert_matches(plan(x), _expected(plan, x, w, options, circular), dtype=dtype)
+
+
+@pytest.mark.parametrize(
+    ("w_shape", "dtype", "options", "why"),
+    [
+        ((1, 1, 3, 12), "float32", {}, "rows longer than 11 taps"),
+        ((1, 1, 3, 3), "complex64", {}, "complex data"),
+        ((1, 1, 3, 3), "int64", {}, "integers"),
+        ((1, 1, 3, 3), "float32", dict(stride=2), "strides"),
+        ((1, 1, 3, 3), "float32", dict(dilation=(1, 2)), "dilated rows"),
+        ((2, 2, 3, 3), "float32", {}, "several input channels"),
+    ],
+)
+def test_direct_row_form_applies_only_where_numpy_correlate_does_the_rows(w_shape, dtype, options, why):
+    from arrayconv._backend import NUMPY
+    from arrayconv._methods import _rows
+
+    plan = ac.plan_conv(np.ones(w_shape, dtype), (1, w_shape[1], 20, 30), method="direct", **options)
+    assert not _rows.takes(plan._spec.problem, NUMPY), why
+    assert not isinstance(plan._kernel, _rows.RowKernels), why
+
+
+def test_direct_takes_the_row_form_for_small_kernels_and_keeps_nans_in_their_footprint(rng):
+    from arrayconv._methods import _rows
+
+    x, k = random(rng, (64, 64), "float32"), random(rng, (5, 5), "float32")
+    assert isinstance(ac.plan_correlate(k, x.shape, "same", "direct")._kernel, _rows.RowKernels)
+    x[[3, 40, 63], [0, 20, 63]] = np.nan
+    got = ac.correlate(x, k, "same", "direct")
+    ref = scipy.signal.correlate(x.astype(np.float64), k.astype(np.float64), "same", method="direct")
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+    assert_matches(np.where(np.isnan(ref), 0, got), np.where(np.isnan(ref), 0, ref), dtype="float32")
 
 
 def test_direct_takes_the_banded_form_for_long_1d_kernels_and_keeps_nans_in_their_footprint(rng):

@@ -4,9 +4,10 @@ For each tap, ``y += w[..., tap] @ x_tap`` (a GEMM over input channels; an eleme
 multiply-add when each group has one input channel). Nothing larger than the padded input
 is ever allocated. Elementwise chunks run on :func:`arrayconv.config` ``workers`` threads
 (NumPy's ufuncs are single-threaded); GEMM chunks run in turn, as BLAS is threaded already.
-On the CPU, 1-D kernels and row filters with one input channel per group take all their
-taps in one GEMM with a banded Toeplitz matrix instead, where that is estimated faster
-(:mod:`._banded`). On CuPy, one CUDA kernel does all taps at once (:mod:`._direct_cuda`).
+On the CPU, with one input channel per group, two other forms run where they are estimated
+faster: kernel rows of up to 11 taps summed by ``numpy.correlate`` (:mod:`._rows`), and
+1-D kernels and row filters as one GEMM with a banded Toeplitz matrix (:mod:`._banded`).
+On CuPy, one CUDA kernel does all taps at once (:mod:`._direct_cuda`).
 """
 
 from __future__ import annotations
@@ -21,12 +22,14 @@ from .._problem import Problem
 from .._rates import Rates, rates_for
 from .._scratch import scratch
 from .._threads import run_parallel
-from . import Cost, Method, _banded, _direct_cuda, exact_dtype, output, register
+from . import Cost, Method, _banded, _direct_cuda, _rows, exact_dtype, output, register
 from ._taps import Chunk, Layout, layout, pad_input, padded_bytes, reads_in_place
 
 # Bytes of one chunk's working set (measured best on the benchmark cases: 256 KiB chunks
 # were 1.5-2x slower, from per-call overhead and small GEMMs).
 _CHUNK_BYTES = 4 << 20
+# The row form's chunks: smaller, so that images from 512x512 float32 run on two threads.
+_ROWS_CHUNK_BYTES = 1 << 20
 # Elementwise taps on cached chunks, on all cores, ran about 6x the stream bandwidth.
 _CACHE_SPEEDUP = 6
 # GEMM taps on cached chunks moved their bytes at about three times the stream bandwidth.
@@ -36,7 +39,7 @@ GEMM_CACHE_SPEEDUP = 3
 # for 2-4 outputs (bench/results/direct-one-output-2026-11-23.md).
 _MATVEC_SPEEDUP = 5
 
-_banded_blocks = LRUCache("banded_blocks", maxsize=256)
+_forms = LRUCache("direct_forms", maxsize=256)
 
 
 def _bytes_per_sample(problem: Problem) -> int:
@@ -55,49 +58,61 @@ def _samples(problem: Problem) -> int:
     return p.batch * p.groups * math.prod(layout(p).row_shape) * p.out_spatial[0]
 
 
-def _banded_block(problem: Problem, backend: Backend, rates: Rates) -> int | None:
-    """Block length of the banded form, where it applies (CPU) and is estimated faster
-    than the taps; else None. Cached: every call of a plain function asks for it."""
-    if backend.name != "numpy" or not _banded.takes(problem):
-        return None
-    return _banded_blocks.get_or_make((problem, rates), lambda: _estimated_block(problem, rates))
+def _form(problem: Problem, backend: Backend, rates: Rates) -> tuple[str, int]:
+    """How the CPU sums the taps: ``('taps', 0)``, ``('rows', 0)`` or ``('banded', block)``,
+    whichever applies and is estimated fastest. Cached: every call of a plain function asks."""
+    if backend.name != "numpy":
+        return ("taps", 0)
+    workers = _config.workers()
+    return _forms.get_or_make((problem, rates, workers), lambda: _fastest_form(problem, backend, rates, workers))
 
 
-def _estimated_block(problem: Problem, rates: Rates) -> int | None:
-    samples = _samples(problem)
-    block = _banded.best_block(problem, samples, rates)
-    if _banded.seconds(problem, block, samples, rates) >= _taps_cost(problem, rates).seconds:
-        return None
-    return block
+def _fastest_form(problem: Problem, backend: Backend, rates: Rates, workers: int) -> tuple[str, int]:
+    p = problem
+    estimates = {("taps", 0): _taps_cost(p, rates).seconds}
+    if _banded.takes(p):
+        block = _banded.best_block(p, _samples(p), rates)
+        estimates[("banded", block)] = _banded.seconds(p, block, _samples(p), rates)
+    if _rows.takes(p, backend):
+        estimates[("rows", 0)] = _rows_cost(p, rates, workers).seconds
+    return min(estimates, key=estimates.__getitem__)
 
 
-def prepare(w: Array, problem: Problem, backend: Backend) -> Array | _banded.BandedTaps:
+Kernel = Array | _banded.BandedTaps | _rows.RowKernels
+
+
+def prepare(w: Array, problem: Problem, backend: Backend) -> Kernel:
     """The kernel as ``(taps, G, Og, Cg)``, each tap's matrix contiguous for BLAS (on the
-    GPU, as :func:`._direct_cuda.prepare`; in the banded form, Toeplitz matrices)."""
+    GPU, as :func:`._direct_cuda.prepare`; in the row and banded forms, rows and Toeplitz
+    matrices)."""
     p, xp = problem, backend.xp
     if _on_gpu(p, backend):
         return _direct_cuda.prepare(w, p, backend)
-    block = _banded_block(p, backend, rates_for(backend))
-    if block is not None:
+    form, block = _form(p, backend, rates_for(backend))
+    if form == "banded":
         return _banded.prepare(w, p, backend, block)
+    if form == "rows":
+        return _rows.prepare(w, p, layout(p))
     return xp.ascontiguousarray(w.reshape(p.groups, p.out_per_group, p.in_per_group, -1).transpose(3, 0, 1, 2))
 
 
-def run(x: Array, w_taps: Array | _banded.BandedTaps, problem: Problem, backend: Backend, out: Array | None = None) -> Array:
-    """Solve `problem` by direct summation over kernel taps (`w_taps` from :func:`prepare`)."""
+def run(x: Array, kernel: Kernel, problem: Problem, backend: Backend, out: Array | None = None) -> Array:
+    """Solve `problem` by direct summation over kernel taps (`kernel` from :func:`prepare`)."""
     p = problem
     out = output(out, p, backend, x.dtype)
     if _on_gpu(p, backend):
-        return _direct_cuda.run(x, w_taps, p, backend, out).reshape(p.y_shape)
-    if isinstance(w_taps, _banded.BandedTaps):
-        _banded.run(x, w_taps, p, backend, out)
+        return _direct_cuda.run(x, kernel, p, backend, out).reshape(p.y_shape)
+    if isinstance(kernel, _banded.BandedTaps):
+        _banded.run(x, kernel, p, backend, out)
         return out.reshape(p.y_shape)
     padded, lay = pad_input(x, p, backend), layout(p)
+    rows = isinstance(kernel, _rows.RowKernels)
+    sums = _rows.accumulate if rows else accumulate
 
     def job(chunk):  # type: ignore[no-untyped-def]
-        lay.store_block(out, accumulate(padded, w_taps, lay, chunk, backend), chunk)
+        lay.store_block(out, sums(padded, kernel, lay, chunk, backend), chunk)
 
-    work = lay.chunks(_bytes_per_sample(p), _CHUNK_BYTES)
+    work = lay.chunks(_bytes_per_sample(p), _ROWS_CHUNK_BYTES if rows else _CHUNK_BYTES)
     threads = _config.workers() if backend.name == "numpy" and p.in_per_group == 1 else 1
     run_parallel(work, job, threads)
     return out.reshape(p.y_shape)
@@ -149,16 +164,18 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     rate, and one array call per tap and chunk: numpy's batched matmul runs a chunk's
     batch items and groups in one call (about 0.15 us per GEMM inside it, against 3 us per
     call from Python). Refitted to the method-choice sweep (bench/results/sweep-*). The
-    banded form, where it applies and is estimated faster: :func:`._banded.seconds`. On
-    the GPU: :func:`._direct_cuda.cost`.
+    row and banded forms, where they apply and are estimated faster: :func:`._rows.seconds`
+    and :func:`._banded.seconds`. On the GPU: :func:`._direct_cuda.cost`.
     """
     p = problem
     if _on_gpu(p, backend):
         return Cost(*_direct_cuda.cost(p, rates))
-    block = _banded_block(p, backend, rates)
-    if block is not None:
+    form, block = _form(p, backend, rates)
+    if form == "banded":
         temp = padded_bytes(p) + block * p.batch * p.groups * p.dtype.itemsize + 2 * _CHUNK_BYTES
         return Cost(_banded.seconds(p, block, _samples(p), rates), temp)
+    if form == "rows":
+        return _rows_cost(p, rates, _config.workers())
     return _taps_cost(p, rates)
 
 
@@ -169,8 +186,7 @@ def _taps_cost(problem: Problem, rates: Rates) -> Cost:
     samples = _samples(p)
     size = p.dtype.itemsize
     n_chunks = max(1, samples * _bytes_per_sample(p) // _CHUNK_BYTES)
-    copied = 0 if reads_in_place(p) else 2 * p.in_per_group  # the padded input, written and read
-    once = samples * size * (3 * p.out_per_group + copied) / rates.stream_bytes
+    once = _once_seconds(p, rates)
     if p.in_per_group == 1:
         traffic = n_taps * samples * 5 * p.out_per_group * size
         seconds = traffic / (_CACHE_SPEEDUP * rates.stream_bytes)
@@ -184,9 +200,28 @@ def _taps_cost(problem: Problem, rates: Rates) -> Cost:
     return Cost(seconds + once + calls * rates.call_seconds, padded_bytes(p) + _CHUNK_BYTES)
 
 
-def sums_products(kernel: Array | _banded.BandedTaps) -> bool:
-    """Taps sum the footprint's products; the banded form also multiplies the rest of each
-    block's runs by zero."""
+def _rows_cost(problem: Problem, rates: Rates, workers: int) -> Cost:
+    """:func:`cost` of the row form (see :func:`_taps_cost` for the passes made once)."""
+    p = problem
+    samples = _samples(p)
+    chunks = layout(p).chunks(_bytes_per_sample(p), _ROWS_CHUNK_BYTES)
+    lines = sum(c.b1 - c.b0 for c in chunks)
+    threads = min(workers, len(chunks))  # one chunk runs on one thread
+    seconds = _rows.seconds(p, samples, lines, threads, rates) + _once_seconds(p, rates)
+    return Cost(seconds, padded_bytes(p) + workers * _ROWS_CHUNK_BYTES)
+
+
+def _once_seconds(problem: Problem, rates: Rates) -> float:
+    """The passes made once per output sample: the accumulator written, read and stored,
+    and the input padded (unless the taps read it in place), at the stream rate."""
+    p = problem
+    copied = 0 if reads_in_place(p) else 2 * p.in_per_group  # the padded input, written and read
+    return _samples(p) * p.dtype.itemsize * (3 * p.out_per_group + copied) / rates.stream_bytes
+
+
+def sums_products(kernel: Kernel) -> bool:
+    """Taps and rows sum the footprint's products; the banded form also multiplies the rest
+    of each block's runs by zero."""
     return not isinstance(kernel, _banded.BandedTaps)
 
 
