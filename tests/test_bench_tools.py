@@ -87,6 +87,14 @@ def test_sweep_points_of_one_function_and_size():
     assert {128, 256} <= {p["x"][0] for p in points}
 
 
+def test_report_commands_are_quoted_as_typed_in_a_shell():
+    from arrayconv.bench.run import command_line
+
+    assert command_line("python -m arrayconv.bench.images", []) == "python -m arrayconv.bench.images"
+    line = command_line("python -m arrayconv.bench.sweep", ["--seed", "3", "--note", "after a fix"])
+    assert line == "python -m arrayconv.bench.sweep --seed 3 --note 'after a fix'"
+
+
 def test_sweep_summary():
     results = [{"ratio": r} for r in (1.0, 1.1, 1.3, 2.5)]
     assert sweep.summary(results) == {"points": 4, "within_1.2x": 0.5, "worst_ratio": 2.5, "over_2x": 1}

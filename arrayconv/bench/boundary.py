@@ -26,7 +26,7 @@ import scipy.signal
 import arrayconv as ac
 
 from .peers import time_call
-from .run import machine_line, versions
+from .run import command_line, machine_line, versions
 
 # (image side, kernel side): 512, 1000, 1024 and 2048 are fast lengths (the FFT wraps
 # natively), 2039 is prime (the input is extended first).
@@ -85,7 +85,7 @@ def write(rows: list[dict], repeats: int, folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     stem = folder / f"boundary-{date}"
     info = versions()
-    command = "python -m arrayconv.bench.boundary " + " ".join(sys.argv[1:])
+    command = command_line("python -m arrayconv.bench.boundary")
     stem.with_suffix(".json").write_text(json.dumps({"date": date, "command": command, "versions": info, "repeats": repeats, "rows": rows}, indent=1))
     ours, extended = "arrayconv boundary='wrap'", "arrayconv on np.pad(wrap), 'valid'"
     ours_fft, extended_fft = f"{ours}, method='fft'", f"{extended}, method='fft'"

@@ -25,7 +25,7 @@ import arrayconv as ac
 
 from .cases import CASES, Case
 from .peers import _macs, scipy_peers
-from .run import _data, _reference, machine_line, plot, versions
+from .run import _data, _reference, command_line, machine_line, plot, versions
 
 # Calls slower than this (seconds) are timed this few times.
 SLOW_SECONDS, SLOW_REPEATS = 0.5, 3
@@ -251,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         report = {
             "date": datetime.date.today().isoformat(),
-            "command": "python -m arrayconv.bench.gpu " + " ".join(argv if argv is not None else sys.argv[1:]),
+            "command": command_line("python -m arrayconv.bench.gpu", argv),
             "versions": info,
             "ceilings": limits,
             "repeats": args.repeats,

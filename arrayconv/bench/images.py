@@ -24,7 +24,7 @@ import scipy.signal
 
 import arrayconv as ac
 
-from .run import machine_line, versions
+from .run import command_line, machine_line, versions
 
 
 def time_point(side: int, k: int, dtype: str, rng: np.random.Generator) -> dict:
@@ -54,7 +54,7 @@ def write(points: list[dict], folder: Path, argv: list[str]) -> Path:
     date = datetime.date.today().isoformat()
     folder.mkdir(parents=True, exist_ok=True)
     stem = folder / f"images-{date}"
-    report = {"date": date, "command": "python -m arrayconv.bench.images " + " ".join(argv), "versions": versions(), "points": points}
+    report = {"date": date, "command": command_line("python -m arrayconv.bench.images", argv), "versions": versions(), "points": points}
     stem.with_suffix(".json").write_text(json.dumps(report, indent=1))
     lines = [
         f"# Single images against SciPy, CPU, {date}",

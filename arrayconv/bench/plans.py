@@ -25,7 +25,7 @@ import arrayconv as ac
 
 from .cases import CASES, Case
 from .devices import Device, device, ms_digits, report_stem
-from .run import machine_line
+from .run import command_line, machine_line
 
 
 def callables(case: Case, kernel: Any, where: Device) -> dict[str, Callable[[Any], object]]:
@@ -77,7 +77,7 @@ def write(result: dict, folder: Path) -> Path:
     date = datetime.date.today().isoformat()
     folder.mkdir(parents=True, exist_ok=True)
     stem = folder / report_stem("plans", result["device"], date)
-    result = {"date": date, "command": "python -m arrayconv.bench.plans " + " ".join(sys.argv[1:]), **result}
+    result = {"date": date, "command": command_line("python -m arrayconv.bench.plans"), **result}
     stem.with_suffix(".json").write_text(json.dumps(result, indent=1))
     plain = result["median_s"]["arrayconv correlate auto"]
     lines = [

@@ -22,6 +22,7 @@ import math
 import multiprocessing
 import platform
 import random
+import shlex
 import statistics
 import sys
 import time
@@ -49,6 +50,13 @@ def machine_rates() -> dict[str, float]:
     """This machine's rates, measured by the probes of :func:`arrayconv.calibrate` (not
     stored): GEMM FLOP/s and copy bytes/s are the floors' basis."""
     return dataclasses.asdict(measure_rates(NUMPY))
+
+
+def command_line(program: str, argv: list[str] | None = None) -> str:
+    """The command that made a report, as typed in a shell: `program` and `argv` (default
+    this process's arguments), quoted where they hold spaces or quotes."""
+    args = sys.argv[1:] if argv is None else argv
+    return f"{program} {shlex.join(args)}" if args else program
 
 
 def machine_line(versions: dict[str, str]) -> str:
@@ -320,7 +328,7 @@ def _write(results: list[dict], out: str, quick: bool, argv: list[str] | None, r
     date = datetime.date.today().isoformat()
     report = {
         "date": date,
-        "command": "arrayconv bench " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "command": command_line("arrayconv bench", argv),
         "versions": versions(),
         "rates": rates,
         "repeats": repeats,

@@ -26,7 +26,6 @@ import dataclasses
 import datetime
 import json
 import math
-import shlex
 import statistics
 import sys
 from pathlib import Path
@@ -39,7 +38,7 @@ from arrayconv._rates import DEFAULT_GPU_RATES, DEFAULT_RATES, rates_for
 
 from .cases import CASES
 from .devices import Device, device, ms_digits, report_stem
-from .run import machine_line
+from .run import command_line, machine_line
 
 SIDES = (64, 128, 256, 512, 1024, 2048, 4096)
 KERNELS = (1, 3, 5, 7, 11, 15, 31, 63)
@@ -203,7 +202,7 @@ def write(results: list[dict], folder: Path, argv: list[str], where: Device, not
     default = rates in (DEFAULT_RATES, DEFAULT_GPU_RATES)
     report = {
         "date": date,
-        "command": "python -m arrayconv.bench.sweep " + shlex.join(argv),
+        "command": command_line("python -m arrayconv.bench.sweep", argv),
         "device": where.name,
         "versions": where.versions(),
         "rates": {"default": default, **dataclasses.asdict(rates)},
