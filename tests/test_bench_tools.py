@@ -139,13 +139,21 @@ def test_sweep_times_every_method_of_a_point(where, tmp_path):
 
 
 def test_images_bench_times_arrayconv_and_both_scipy_calls(tmp_path):
-    assert images.main(["--sides", "16", "--kernels", "3,5", "--dtypes", "float32", "--out", str(tmp_path)]) == 0
+    argv = ["--sides", "16", "--kernels", "3,5", "--lengths", "50", "--taps", "4", "--dtypes", "float32", "--out", str(tmp_path)]
+    assert images.main(argv) == 0
     report = json.loads(next(tmp_path.glob("images-*.json")).read_text())
-    assert [(p["side"], p["kernel"]) for p in report["points"]] == [(16, 3), (16, 5)]
+    assert [(p["shape"], p["kernel"]) for p in report["points"]] == [([16, 16], 3), ([16, 16], 5), ([50], 4)]
     for p in report["points"]:
         assert set(p["best_s"]) == {"arrayconv", "scipy.signal.correlate", "scipy.signal.fftconvolve"}
         assert p["ratio"] == p["best_s"]["arrayconv"] / min(p["best_s"]["scipy.signal.correlate"], p["best_s"]["scipy.signal.fftconvolve"])
-    assert "| 16x16 | 5x5 | float32 |" in next(tmp_path.glob("images-*.md")).read_text()
+    table = next(tmp_path.glob("images-*.md")).read_text()
+    assert "| 16x16 | 5x5 | float32 |" in table and "| 50 | 4 | float32 |" in table
+
+
+def test_images_bench_leaves_out_images_or_signals_when_asked(tmp_path):
+    assert images.main(["--sides", "", "--lengths", "40", "--taps", "3", "--dtypes", "float64", "--out", str(tmp_path)]) == 0
+    report = json.loads(next(tmp_path.glob("images-*.json")).read_text())
+    assert [(p["shape"], p["kernel"]) for p in report["points"]] == [([40], 3)]
 
 
 def test_devices_are_cpu_or_gpu():

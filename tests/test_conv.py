@@ -265,6 +265,60 @@ def test_direct_row_form(x_shape, w_shape, options, chunk_bytes, dtype, circular
     assert_matches(plan(x), _expected(plan, x, w, options, circular), dtype=dtype)
 
 
+@settings(max_examples=examples(40), deadline=None)
+@given(
+    length=st.integers(1, 40),
+    taps=st.integers(1, 11),
+    mode=st.sampled_from(["full", "same", "valid"]),
+    lines=st.sampled_from([(), (3,)]),
+    dtype=st.sampled_from(["float32", "float64"]),
+    piece_bytes=st.sampled_from([1 << 20, 24]),
+    into_out=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_direct_row_form_reads_1d_lines_in_place(length, taps, mode, lines, dtype, piece_bytes, into_out, seed):
+    # 1-D signals skip the padded copy: numpy.correlate's 'full' mode supplies the zeros
+    # past each end, and each piece of a line (whole lines, or a few samples when the
+    # pieces are tiny) goes straight into the output (the caller's `out`, or one call's
+    # result returned as is). Signals shorter than the kernel too.
+    from arrayconv._methods import _rows, direct
+
+    if mode == "valid" and taps > length:
+        length, taps = taps, length  # SciPy's 'valid' needs one input at least as long as the other
+    rng = np.random.default_rng(seed)
+    x, k = random(rng, (*lines, length), dtype), random(rng, (*(1,) * len(lines), taps), dtype)
+    ran, run_lines = [], _rows.run_lines
+
+    def counted(*args):  # type: ignore[no-untyped-def]
+        ran.append(args)
+        return run_lines(*args)
+
+    ref = scipy.signal.correlate(x.astype(np.float64), k.astype(np.float64), mode, method="direct")
+    out = np.full(ref.shape, np.nan, dtype) if into_out else None
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(direct, "_form", lambda problem, backend, rates: ("rows", 0))
+        patch.setattr(direct, "_ROWS_CHUNK_BYTES", piece_bytes)
+        patch.setattr(_rows, "run_lines", counted)
+        got = ac.correlate(x, k, mode, "direct", axes=-1, out=out)
+    assert ran, "the 1-D line path did not run"
+    assert out is None or got is out
+    assert_matches(got, ref, dtype=dtype)
+
+
+def test_direct_row_form_pads_wide_where_the_lines_cannot_be_read_in_place():
+    # Zero padding longer than the kernel, or periodic padding, is not what numpy.correlate's
+    # 'full' mode supplies: those take the padded grid.
+    from arrayconv._methods import _rows
+
+    def problem(**options):  # type: ignore[no-untyped-def]
+        return ac.plan_conv(np.ones((1, 1, 3)), (1, 1, 50), method="direct", **options)._spec.problem
+
+    assert _rows.reads_lines(problem(padding=2))
+    assert not _rows.reads_lines(problem(padding=3)), "padding past the kernel's reach"
+    assert not _rows.reads_lines(problem(padding=1, padding_mode="circular")), "periodic padding"
+    assert not _rows.reads_lines(ac.plan_conv(np.ones((1, 1, 3, 3)), (1, 1, 9, 9), method="direct")._spec.problem), "2-D"
+
+
 @pytest.mark.parametrize(
     ("w_shape", "dtype", "options", "why"),
     [
@@ -295,6 +349,22 @@ def test_direct_takes_the_row_form_for_small_kernels_and_keeps_nans_in_their_foo
     ref = scipy.signal.correlate(x.astype(np.float64), k.astype(np.float64), "same", method="direct")
     np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
     assert_matches(np.where(np.isnan(ref), 0, got), np.where(np.isnan(ref), 0, ref), dtype="float32")
+
+
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+def test_direct_takes_1d_lines_in_place_for_short_kernels_and_keeps_nans_in_their_footprint(mode, rng):
+    from arrayconv._methods import _rows
+
+    x, k = random(rng, (10**5,), "float64"), random(rng, (5,), "float64")
+    plan = ac.plan_correlate(k, x.shape, mode, "direct")
+    assert isinstance(plan._kernel, _rows.RowKernels) and _rows.reads_lines(plan._spec.problem)
+    x[[0, 17, 18, 50_000, 10**5 - 1]] = np.nan
+    x[70_000] = np.inf
+    got, ref = plan(x), scipy.signal.correlate(x, k, mode, method="direct")
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(ref))
+    finite = np.isfinite(ref)
+    assert_matches(np.where(finite, got, 0), np.where(finite, ref, 0), dtype="float64")
 
 
 def test_direct_takes_the_banded_form_for_long_1d_kernels_and_keeps_nans_in_their_footprint(rng):

@@ -12,6 +12,11 @@ images from 128x128 stay faster as taps; the cost model picks the form.
 
 Longer rows go to BLAS one output sample at a time (10-30 ns each), so this form takes
 rows of up to :data:`MAX_TAPS` taps only.
+
+1-D signals skip the padded copy (:func:`reads_lines`): ``numpy.correlate``'s 'full' mode
+supplies the zeros past each end, and each piece of a line goes straight from its result
+into the output, on the worker threads. A 10**6-sample float64 signal with 9 taps ran
+4.1 ms through the padded grid, 1.4 ms so (``numpy.correlate`` alone, one thread: 2.1 ms).
 """
 
 from __future__ import annotations
@@ -21,10 +26,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._backend import Array, Backend
+from .._backend import NUMPY, Array, Backend
 from .._problem import Problem
 from .._rates import Rates
 from .._scratch import scratch
+from .._threads import run_parallel
+from . import output
 from ._taps import Chunk, Layout
 
 # numpy's small_correlate handles kernels of up to this many taps.
@@ -42,6 +49,12 @@ _CACHE_SPEEDUP = 6
 # (16 points over 1.2x), weight 2 up to 1.69x (7 points over 1.2x; the worst are 1-D
 # float64 signals with 2-3 taps) (bench/results/direct-rows-2026-11-23.md).
 _WEIGHT = 2.0
+# 1-D lines read in place (:func:`run_lines`): weights on the loop and on one pass storing
+# its result (with one call per line, filter and piece), fitted (as the wide form's, against
+# the taps' and banded estimates) on 84 timings: 1-D signals of 10**3-10**6 samples, 16-256
+# of 10**3-10**4, 64 of 10**5; 2-11 taps; float32 and float64
+# (bench/results/direct-lines-2026-11-23.md).
+_LINE_WEIGHT, _LINE_STORE_PASSES = 1.2, 0.67
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,15 +114,86 @@ def accumulate(padded: Array, kernels: RowKernels, lay: Layout, chunk: Chunk, ba
     return total
 
 
-def seconds(problem: Problem, samples: int, lines: int, threads: int, rates: Rates) -> float:
+def reads_lines(problem: Problem) -> bool:
+    """Whether the row form reads a 1-D `problem`'s lines in place (:func:`run_lines`):
+    zero padding of at most one tap short of the kernel at each end, which
+    ``numpy.correlate``'s 'full' mode supplies."""
+    p = problem
+    reach = p.kernel[-1] - 1
+    return len(p.spatial) == 1 and not p.circular and p.pad_lo[0] <= reach and p.pad_hi[0] <= reach
+
+
+def line_pieces(problem: Problem, target_bytes: int) -> list[tuple[int, int, int, int]]:
+    """Work of :func:`run_lines` in pieces of about `target_bytes` of output: lines
+    ``l0:l1`` (batch items times groups) and output samples ``r0:r1`` of each."""
+    p = problem
+    lines, length = p.batch * p.groups, p.out_spatial[0]
+    per_piece = max(1, target_bytes // (p.dtype.itemsize * p.out_per_group))
+    if per_piece >= length:
+        step = per_piece // length
+        return [(l0, min(l0 + step, lines), 0, length) for l0 in range(0, lines, step)]
+    return [(line, line + 1, r0, min(r0 + per_piece, length)) for line in range(lines) for r0 in range(0, length, per_piece)]
+
+
+def run_lines(x: Array, kernels: RowKernels, problem: Problem, out: Array | None, target_bytes: int, workers: int) -> Array:
+    """The 1-D `problem` on `x` ``(B, G, 1, n)``, unpadded, in `out` ``(B, G, Og, n_out)``:
+    output samples ``r0:r1`` need input samples from ``r0 - pad_lo`` to
+    ``r1 - pad_lo + K - 2``, clipped to the signal; 'full' correlation of that stretch
+    holds them from index ``r0 - pad_lo - s0 + K - 1``, with zeros where it was clipped.
+
+    Without `out`, a problem of one call returns that call's result (a view, no copy), as
+    SciPy does: a second buffer of the output's size, allocated and freed on every call,
+    made glibc return the freed pages and fault them back in on the next call (358 page
+    faults per call of 10**5 float64 samples on the 2-core machine, 0.9 ms against 0.17).
+    """
+    p = problem
+    n, width, lo = p.spatial[0], p.kernel[-1], p.pad_lo[0]
+    signals = x.reshape(p.batch * p.groups, n)
+    rows = kernels.rows.reshape(p.groups, p.out_per_group, width)
+
+    def correlation(line: int, o: int, r0: int, r1: int) -> Array:
+        s0, s1 = max(0, r0 - lo), min(n, r1 - lo + width - 1)
+        first = r0 - lo - s0 + width - 1
+        return np.correlate(signals[line, s0:s1], rows[line % p.groups, o], "full")[first : first + r1 - r0]
+
+    pieces = line_pieces(p, target_bytes)
+    shape = (p.batch, p.groups, p.out_per_group, p.out_spatial[0])
+    if out is None and len(pieces) == 1 and math.prod(shape[:3]) == 1:
+        return correlation(0, 0, 0, shape[-1]).reshape(shape)
+    out = output(out, p, NUMPY, x.dtype)
+    results = out.reshape(p.batch * p.groups, p.out_per_group, -1)
+
+    def job(piece: tuple[int, int, int, int]) -> None:
+        l0, l1, r0, r1 = piece
+        for line in range(l0, l1):
+            for o in range(p.out_per_group):
+                results[line, o, r0:r1] = correlation(line, o, r0, r1)
+
+    run_parallel(pieces, job, workers)
+    return out
+
+
+def seconds(problem: Problem, samples: int, runs: int, threads: int, rates: Rates) -> float:
     """Estimated time of the rows' work for `samples` flat output samples (all batch items
-    and groups) on `threads` threads, each batch item of each chunk (`lines` in all) one
-    run of calls: each row's loop per output sample and filter, the adds of its result,
-    and two calls per row, filter, group and line."""
+    and groups) on `threads` threads, in `runs` runs of calls (a run: a chunk's rows of
+    one batch item and group): each row's loop per output sample and filter, the adds of
+    its result, and two calls per row, filter and run."""
     p = problem
     n_rows = math.prod(p.kernel[:-1])
     products = samples * p.out_per_group * n_rows
     dots = products * _NS_PER_SAMPLE[p.kernel[-1] - 1] * 1e-9
     adds = products * 3 * p.dtype.itemsize / (_CACHE_SPEEDUP * rates.stream_bytes)
-    calls = 2 * n_rows * p.out_per_group * p.groups * lines
+    calls = 2 * n_rows * p.out_per_group * runs
     return _WEIGHT * (dots + adds) / threads + calls * rates.call_seconds
+
+
+def line_seconds(problem: Problem, runs: int, threads: int, rates: Rates) -> float:
+    """Estimated time of :func:`run_lines` in `runs` pieces of lines (each line of each
+    piece one call per filter) on `threads` threads: the loop per output sample and
+    filter, and the store of its result."""
+    p = problem
+    products = p.batch * p.groups * p.out_per_group * p.out_spatial[0]
+    dots = products * _NS_PER_SAMPLE[p.kernel[-1] - 1] * 1e-9
+    stored = products * p.dtype.itemsize / rates.stream_bytes
+    calls = runs * p.out_per_group
+    return (_LINE_WEIGHT * dots + _LINE_STORE_PASSES * stored) / threads + calls * rates.call_seconds

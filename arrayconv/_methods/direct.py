@@ -99,6 +99,9 @@ def prepare(w: Array, problem: Problem, backend: Backend) -> Kernel:
 def run(x: Array, kernel: Kernel, problem: Problem, backend: Backend, out: Array | None = None) -> Array:
     """Solve `problem` by direct summation over kernel taps (`kernel` from :func:`prepare`)."""
     p = problem
+    rows = isinstance(kernel, _rows.RowKernels)
+    if rows and _rows.reads_lines(p):
+        return _rows.run_lines(x, kernel, p, out, _ROWS_CHUNK_BYTES, _config.workers()).reshape(p.y_shape)
     out = output(out, p, backend, x.dtype)
     if _on_gpu(p, backend):
         return _direct_cuda.run(x, kernel, p, backend, out).reshape(p.y_shape)
@@ -106,7 +109,6 @@ def run(x: Array, kernel: Kernel, problem: Problem, backend: Backend, out: Array
         _banded.run(x, kernel, p, backend, out)
         return out.reshape(p.y_shape)
     padded, lay = pad_input(x, p, backend), layout(p)
-    rows = isinstance(kernel, _rows.RowKernels)
     sums = _rows.accumulate if rows else accumulate
 
     def job(chunk):  # type: ignore[no-untyped-def]
@@ -201,13 +203,18 @@ def _taps_cost(problem: Problem, rates: Rates) -> Cost:
 
 
 def _rows_cost(problem: Problem, rates: Rates, workers: int) -> Cost:
-    """:func:`cost` of the row form (see :func:`_taps_cost` for the passes made once)."""
+    """:func:`cost` of the row form (see :func:`_taps_cost` for the passes made once); on
+    1-D lines read in place, one pass storing the result instead."""
     p = problem
-    samples = _samples(p)
+    if _rows.reads_lines(p):
+        pieces = _rows.line_pieces(p, _ROWS_CHUNK_BYTES)
+        runs = sum(l1 - l0 for l0, l1, _, _ in pieces)
+        seconds = _rows.line_seconds(p, runs, min(workers, len(pieces)), rates)
+        return Cost(seconds, workers * _ROWS_CHUNK_BYTES)
     chunks = layout(p).chunks(_bytes_per_sample(p), _ROWS_CHUNK_BYTES)
-    lines = sum(c.b1 - c.b0 for c in chunks)
+    runs = p.groups * sum(c.b1 - c.b0 for c in chunks)
     threads = min(workers, len(chunks))  # one chunk runs on one thread
-    seconds = _rows.seconds(p, samples, lines, threads, rates) + _once_seconds(p, rates)
+    seconds = _rows.seconds(p, _samples(p), runs, threads, rates) + _once_seconds(p, rates)
     return Cost(seconds, padded_bytes(p) + workers * _ROWS_CHUNK_BYTES)
 
 

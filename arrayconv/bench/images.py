@@ -1,12 +1,13 @@
-"""Single images against SciPy: small and mid-size images, where fixed costs count.
+"""Single images and 1-D signals against SciPy: the sizes where fixed costs count.
 
 Usage: ``python -m arrayconv.bench.images [--sides 64,128,256,512] [--kernels 3,5,7,11,15,31]
-[--dtypes float32,float64] [--out bench/results]``.
-For each image side, square kernel and dtype, ``arrayconv.correlate(x, w, 'same')`` ('auto'),
-``scipy.signal.correlate`` (its own 'auto') and ``scipy.signal.fftconvolve`` run interleaved
-in one process, each timed once per round for 15 to 300 rounds (about 3e7 / (side^2 * k));
-the best of the rounds is kept (the machine's drifts hit all three alike). Writes
-``images-<date>.md`` and ``.json``.
+[--lengths 1000,10000,100000,1000000] [--taps 2,3,5,9,15,31] [--dtypes float32,float64]
+[--out bench/results]`` (an empty ``--sides`` or ``--lengths`` leaves those out).
+For each image side and square kernel, and each signal length and kernel length, and each
+dtype, ``arrayconv.correlate(x, w, 'same')`` ('auto'), ``scipy.signal.correlate`` (its own
+'auto') and ``scipy.signal.fftconvolve`` run interleaved in one process, each timed once per
+round for 15 to 300 rounds (about 3e7 / (samples * kernel side)); the best of the rounds
+is kept (the machine's drifts hit all three alike). Writes ``images-<date>.md`` and ``.json``.
 """
 
 from __future__ import annotations
@@ -27,26 +28,28 @@ import arrayconv as ac
 from .run import command_line, machine_line, versions
 
 
-def time_point(side: int, k: int, dtype: str, rng: np.random.Generator) -> dict:
-    """Best-of-rounds seconds of arrayconv and both SciPy calls on one random image."""
-    x = rng.standard_normal((side, side)).astype(dtype)
-    w = rng.standard_normal((k, k)).astype(dtype)
+def time_point(shape: tuple[int, ...], k: int, dtype: str, rng: np.random.Generator) -> dict:
+    """Best-of-rounds seconds of arrayconv and both SciPy calls on one random input of
+    `shape` with a kernel of side `k` along each axis."""
+    x = rng.standard_normal(shape).astype(dtype)
+    w = rng.standard_normal((k,) * len(shape)).astype(dtype)
+    flipped = w[(slice(None, None, -1),) * w.ndim]
     calls: dict[str, Callable[[], object]] = {
         "arrayconv": lambda: ac.correlate(x, w, "same"),
         "scipy.signal.correlate": lambda: scipy.signal.correlate(x, w, "same"),
-        "scipy.signal.fftconvolve": lambda: scipy.signal.fftconvolve(x, w[::-1, ::-1], "same"),
+        "scipy.signal.fftconvolve": lambda: scipy.signal.fftconvolve(x, flipped, "same"),
     }
     for call in calls.values():  # warm-up: caches, pages, plans
         call()
     best = dict.fromkeys(calls, float("inf"))
-    for _ in range(min(300, max(15, int(3e7 / (side * side * k))))):
+    for _ in range(min(300, max(15, int(3e7 / (x.size * k))))):
         for name, call in calls.items():
             start = time.perf_counter()
             call()
             best[name] = min(best[name], time.perf_counter() - start)
     peer = min(best["scipy.signal.correlate"], best["scipy.signal.fftconvolve"])
     method = ac.choose_method(x, w, mode="same").method
-    return {"side": side, "kernel": k, "dtype": dtype, "method": method, "best_s": best, "ratio": best["arrayconv"] / peer}
+    return {"shape": list(shape), "kernel": k, "dtype": dtype, "method": method, "best_s": best, "ratio": best["arrayconv"] / peer}
 
 
 def write(points: list[dict], folder: Path, argv: list[str]) -> Path:
@@ -57,20 +60,21 @@ def write(points: list[dict], folder: Path, argv: list[str]) -> Path:
     report = {"date": date, "command": command_line("python -m arrayconv.bench.images", argv), "versions": versions(), "points": points}
     stem.with_suffix(".json").write_text(json.dumps(report, indent=1))
     lines = [
-        f"# Single images against SciPy, CPU, {date}",
+        f"# Single images and signals against SciPy, CPU, {date}",
         "",
         f"Command: `{report['command']}`  ",
         machine_line(report["versions"]),
         "`arrayconv.correlate(x, w, 'same')` ('auto'), `scipy.signal.correlate` (its 'auto') and `fftconvolve`,",
         "interleaved; best of the rounds, microseconds. Ratio = arrayconv / the faster SciPy call (under 1: arrayconv faster).",
         "",
-        "| image | kernel | dtype | arrayconv | auto picks | scipy correlate | scipy fftconvolve | ratio |",
+        "| input | kernel | dtype | arrayconv | auto picks | scipy correlate | scipy fftconvolve | ratio |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for p in points:
         us = {name: f"{1e6 * s:.0f}" for name, s in p["best_s"].items()}
+        kernel = "x".join([str(p["kernel"])] * len(p["shape"]))
         lines.append(
-            f"| {p['side']}x{p['side']} | {p['kernel']}x{p['kernel']} | {p['dtype']} | {us['arrayconv']} | {p['method']} "
+            f"| {'x'.join(map(str, p['shape']))} | {kernel} | {p['dtype']} | {us['arrayconv']} | {p['method']} "
             f"| {us['scipy.signal.correlate']} | {us['scipy.signal.fftconvolve']} | {p['ratio']:.2f} |"
         )
     stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
@@ -83,18 +87,25 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sides", default="64,128,256,512")
     parser.add_argument("--kernels", default="3,5,7,11,15,31")
+    parser.add_argument("--lengths", default="1000,10000,100000,1000000")
+    parser.add_argument("--taps", default="2,3,5,9,15,31")
     parser.add_argument("--dtypes", default="float32,float64")
     parser.add_argument("--out", default="bench/results")
     args = parser.parse_args(argv)
     rng = np.random.default_rng(0)
+    inputs = [((side, side), k) for side in _ints(args.sides) for k in _ints(args.kernels)]
+    inputs += [((length,), k) for length in _ints(args.lengths) for k in _ints(args.taps)]
     points = []
-    for side in (int(s) for s in args.sides.split(",")):
-        for k in (int(s) for s in args.kernels.split(",")):
-            for dtype in args.dtypes.split(","):
-                points.append(time_point(side, k, dtype, rng))
-                print(f"{side}x{side} {k}x{k} {dtype}: {points[-1]['ratio']:.2f}", flush=True)
+    for shape, k in inputs:
+        for dtype in args.dtypes.split(","):
+            points.append(time_point(shape, k, dtype, rng))
+            print(f"{shape} {k} {dtype}: {points[-1]['ratio']:.2f}", flush=True)
     print(write(points, Path(args.out), argv))
     return 0
+
+
+def _ints(text: str) -> list[int]:
+    return [int(s) for s in text.split(",") if s]
 
 
 if __name__ == "__main__":
