@@ -136,7 +136,8 @@ def line_pieces(problem: Problem, target_bytes: int) -> list[tuple[int, int, int
 
 
 def run_lines(x: Array, kernels: RowKernels, problem: Problem, out: Array | None, target_bytes: int, workers: int) -> Array:
-    """The 1-D `problem` on `x` ``(B, G, 1, n)``, unpadded, in `out` ``(B, G, Og, n_out)``:
+    """The 1-D `problem` on `x` ``(B, G, 1, n)``, unpadded, in `out` ``(B, G, Og, n_out)``
+    (the caller reshapes the result to ``problem.y_shape``):
     output samples ``r0:r1`` need input samples from ``r0 - pad_lo`` to
     ``r1 - pad_lo + K - 2``, clipped to the signal; 'full' correlation of that stretch
     holds them from index ``r0 - pad_lo - s0 + K - 1``, with zeros where it was clipped.
@@ -157,9 +158,8 @@ def run_lines(x: Array, kernels: RowKernels, problem: Problem, out: Array | None
         return np.correlate(signals[line, s0:s1], rows[line % p.groups, o], "full")[first : first + r1 - r0]
 
     pieces = line_pieces(p, target_bytes)
-    shape = (p.batch, p.groups, p.out_per_group, p.out_spatial[0])
-    if out is None and len(pieces) == 1 and math.prod(shape[:3]) == 1:
-        return correlation(0, 0, 0, shape[-1]).reshape(shape)
+    if out is None and len(pieces) == 1 and p.batch * p.groups * p.out_per_group == 1:
+        return correlation(0, 0, 0, p.out_spatial[0])
     out = output(out, p, NUMPY, x.dtype)
     results = out.reshape(p.batch * p.groups, p.out_per_group, -1)
 
