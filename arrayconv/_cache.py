@@ -8,6 +8,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 # Default byte bound of each cache: its values are layouts, choices and compiled kernels,
@@ -73,8 +74,12 @@ class LRUCache:
             return value
 
     def get_or_make(self, key: Hashable, make: Callable[[], Any]) -> Any:
-        """The value of `key`, made by ``make()`` and stored on a miss."""
-        value = self.get(key, _MISSING)
+        """The value of `key`, made by ``make()`` and stored on a miss. A key that cannot
+        be hashed (a list given as `axes`, say) is a miss whose value is not stored."""
+        try:
+            value = self.get(key, _MISSING)
+        except TypeError:  # unhashable
+            return make()
         if value is _MISSING:
             value = make()
             self.put(key, value)
@@ -112,7 +117,7 @@ class LRUCache:
 
 def approximate_size(value: Any, depth: int = 3) -> int:
     """Bytes of `value`: arrays by ``nbytes``, containers and dataclasses by their items
-    (to `depth` levels), anything else by ``sys.getsizeof``.
+    (to `depth` levels), modules as nothing, anything else by ``sys.getsizeof``.
 
     Examples
     --------
@@ -120,6 +125,8 @@ def approximate_size(value: Any, depth: int = 3) -> int:
     >>> approximate_size(np.zeros(1000)) >= 8000
     True
     """
+    if isinstance(value, ModuleType):
+        return 0  # shared, not held; asking a deferred module for `nbytes` would import it
     if hasattr(value, "nbytes") and hasattr(value, "dtype"):
         return int(value.nbytes)
     size = sys.getsizeof(value, 64)
@@ -147,7 +154,7 @@ def cache_info() -> dict[str, CacheInfo]:
     --------
     >>> import arrayconv as ac
     >>> sorted(ac.cache_info())  # doctest: +NORMALIZE_WHITESPACE
-    ['correlate_layouts', 'cuda_devices', 'cuda_kernels', 'direct_forms', 'estimated_choices',
+    ['correlate_specs', 'cuda_devices', 'cuda_kernels', 'direct_forms', 'estimated_choices',
      'fft_layouts', 'measured_methods', 'patch_layouts', 'problems', 'rates', 'tap_layouts']
     """
     return {name: cache.info() for name, cache in sorted(_REGISTRY.items())}

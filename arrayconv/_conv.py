@@ -12,7 +12,7 @@ from ._backend import Array, Backend, get_backend
 from ._boundary import PADDING_MODES, extend
 from ._docstrings import fill
 from ._methods import METHODS
-from ._nan import IGNORE, NAN_POLICIES, NanPolicy, NanRule, check_kernel, once
+from ._nan import IGNORE, NAN_POLICIES, NanPolicy, NanRule, check_kernel
 from ._plan import Plan, Spec, abs_bound, int_guard, terms
 from ._problem import (
     ArraySpec,
@@ -255,8 +255,8 @@ def conv_spec(
     rule = IGNORE if nan == "ignore" else NanRule(
         nan,
         "x",
-        weigh=once(lambda: mask_plan(w, x.dtype)),
-        reach=once(lambda: mask_plan(backend.xp.ones(w.shape, np.float32), np.dtype(np.float32))),
+        reach=lambda: mask_plan(backend.xp.ones(w.shape, np.float32), np.dtype(np.float32)),
+        weigh=(lambda: mask_plan(w, x.dtype)) if nan == "normalize" else None,
     )
     return Spec(
         problem=problem,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -14,7 +14,7 @@ from ._cache import LRUCache
 from ._boundary import BOUNDARIES, extend
 from ._docstrings import fill
 from ._methods import METHODS
-from ._nan import IGNORE, NAN_POLICIES, NanPolicy, NanRule, check_kernel, once
+from ._nan import IGNORE, NAN_POLICIES, NanPolicy, NanRule, check_kernel
 from ._plan import Plan, Spec, abs_bound, int_guard, terms
 from ._problem import (
     ArraySpec,
@@ -323,32 +323,75 @@ def correlate_spec(
     circular problem (periodic padding, native to the FFT). With another boundary rule than
     zero fill (or nan='normalize', which counts samples past the edges as data, as
     astropy), the input is extended by the rule and correlated in 'valid'.
+
+    What the shapes decide is cached (:func:`_shaped`); the parts that read the kernel's
+    values (the integer guard, the weights of nan='normalize') are made on every call.
     """
+    check_kernel(edges.nan, in2, "in2", backend)
+    key = (x, in2.shape, in2.dtype, backend, mode, method, axes, edges)
+    shaped = _shaped_specs.get_or_make(key, lambda: _shaped(*key))
+    spec = shaped.spec
+    w = in2.reshape(1) if shaped.scalar else in2
+    w = w.transpose(shaped.w_order).reshape(spec.problem.w_shape)
+    if flip:
+        w = w[(..., *(slice(None, None, -1),) * len(shaped.axes))]
+    elif w.dtype.kind == "c":
+        w = w.conj()
+    if spec.y.dtype.kind in "iu":
+        spec = replace(spec, excluded=int_guard(spec.y.dtype, x_bound, abs_bound(in2, in2.dtype), terms(spec.problem)))
+    if edges.nan == "normalize" and not shaped.scalar:  # weighs by the kernel itself
+        spec = replace(spec, nan=_nan_rule(shaped.x, in2.shape, backend, shaped.mode, shaped.axes, edges, kernel=in2, flip=flip))
+    return spec, w
+
+
+@dataclass(frozen=True, slots=True)
+class _Shaped:
+    """What the shapes of a correlation decide: its spec, less the parts that read the
+    kernel's values (no method excluded for integers, no weights for nan='normalize'),
+    and how the kernel and the (extended) input map onto the problem."""
+
+    spec: Spec
+    x: ArraySpec
+    mode: str
+    axes: tuple[int, ...]
+    w_order: tuple[int, ...]
+    scalar: bool
+
+
+_shaped_specs = LRUCache("correlate_specs", maxsize=256)
+
+
+def _shaped(
+    x: ArraySpec,
+    w_shape: Shape,
+    w_dtype: np.dtype,
+    backend: Backend,
+    mode: str,
+    method: str,
+    axes: int | Sequence[int] | None,
+    edges: Edges,
+) -> _Shaped:
+    """:func:`correlate_spec`'s checks and layout, for a kernel of `w_shape` and `w_dtype`."""
     check_choice("mode", mode, MODES)
     check_choice("method", method, ("auto", *METHODS))
     check_choice("boundary", edges.boundary, BOUNDARIES)
     check_choice("nan", edges.nan, NAN_POLICIES)
-    check_same_ndim(x, in2)
-    check_kernel(edges.nan, in2, "in2", backend)
+    w = ArraySpec(w_shape, w_dtype)
+    check_same_ndim(x, w)
     given, extension = x, None
     circular = edges.boundary == "wrap" and x.ndim > 0
     if mode != "valid" and x.ndim and not circular and (edges.boundary != "fill" or edges.fillvalue != 0 or edges.nan == "normalize"):
-        x, extension = _extended(x, in2.shape, normalize_axes(axes, x.ndim), mode, edges, backend)
+        x, extension = _extended(x, w_shape, normalize_axes(axes, x.ndim), mode, edges, backend)
         mode = "valid"
     scalar = x.ndim == 0  # SciPy accepts 0-d inputs: the product of two scalars
     if scalar:
-        x, in2 = ArraySpec((1,), x.dtype), in2.reshape(1)
+        x, w = ArraySpec((1,), x.dtype), ArraySpec((1,), w_dtype)
     axes = normalize_axes(axes, x.ndim)
-    check_broadcast(x, in2, axes)
+    check_broadcast(x, w, axes)
     if mode == "valid":
-        check_valid_sizes(tuple(x.shape[a] for a in axes), tuple(in2.shape[a] for a in axes))
-    compute, result = result_dtype(x, in2)
-    problem, x_order, w_order, inverse, lead = _as_problem(x.shape, in2.shape, mode, axes, compute, circular)
-    w = in2.transpose(w_order).reshape(problem.w_shape)
-    if flip:
-        w = w[(..., *(slice(None, None, -1),) * len(axes))]
-    elif w.dtype.kind == "c":
-        w = w.conj()
+        check_valid_sizes(tuple(x.shape[a] for a in axes), tuple(w.shape[a] for a in axes))
+    compute, result = result_dtype(x, w)
+    problem, x_order, w_order, inverse, lead = _as_problem(x.shape, w.shape, mode, axes, compute, circular)
     ordered = (*lead, *problem.out_spatial)
     y_shape = () if scalar else tuple(ordered[a] for a in inverse)
     spec = Spec(
@@ -358,12 +401,12 @@ def correlate_spec(
         y=ArraySpec(y_shape, result),
         to_problem=lambda a: a.reshape(x.shape).transpose(x_order).reshape(problem.x_shape),
         from_problem=lambda y: y.reshape(ordered).transpose(inverse).reshape(y_shape),
-        excluded=int_guard(result, x_bound, abs_bound(in2, in2.dtype), terms(problem)),
+        excluded={},
         same_layout=x_order == tuple(range(len(x_order))),
         extend=extension,
-        nan=IGNORE if scalar else _nan_rule(x, in2, backend, mode, axes, edges, flip=flip),
+        nan=IGNORE if scalar else _nan_rule(x, w.shape, backend, mode, axes, edges),
     )
-    return spec, w
+    return _Shaped(spec, x, mode, axes, w_order, scalar)
 
 
 def _extended(x: ArraySpec, kernel: Shape, axes: tuple[int, ...], mode: str, edges: Edges, backend: Backend):  # type: ignore[no-untyped-def]
@@ -376,9 +419,20 @@ def _extended(x: ArraySpec, kernel: Shape, axes: tuple[int, ...], mode: str, edg
     return ArraySpec(tuple(shape), x.dtype), lambda a: extend(backend.xp, a, axes, pads, pad_mode, edges.fillvalue)
 
 
-def _nan_rule(x: ArraySpec, in2: Array, backend: Backend, mode: str, axes: tuple[int, ...], edges: Edges, *, flip: bool) -> NanRule:
-    """The NaN policy with plans for its masks (made on first use), over the extended input
-    (or around the period of a circular one, for 'wrap')."""
+def _nan_rule(
+    x: ArraySpec,
+    w_shape: Shape,
+    backend: Backend,
+    mode: str,
+    axes: tuple[int, ...],
+    edges: Edges,
+    *,
+    kernel: Array | None = None,
+    flip: bool = False,
+) -> NanRule:
+    """The NaN policy with how to make plans for its masks, over the extended input (or
+    around the period of a circular one, for 'wrap'); only nan='normalize' needs
+    `kernel` (`in2`, flipped if `flip`), to weigh by."""
     if edges.nan == "ignore":
         return IGNORE
     mask_edges = Edges("wrap" if edges.boundary == "wrap" else "fill")
@@ -390,19 +444,16 @@ def _nan_rule(x: ArraySpec, in2: Array, backend: Backend, mode: str, axes: tuple
     return NanRule(
         edges.nan,
         "in1",
-        weigh=once(lambda: mask_plan(in2, x.dtype, flip)),
-        reach=once(lambda: mask_plan(backend.xp.ones(in2.shape, np.float32), np.dtype(np.float32), False)),
+        reach=lambda: mask_plan(backend.xp.ones(w_shape, np.float32), np.dtype(np.float32), False),
+        weigh=None if kernel is None else lambda: mask_plan(kernel, x.dtype, flip),
         fillvalue=edges.fillvalue,
     )
 
 
-_layouts = LRUCache("correlate_layouts", maxsize=256)
-
-
 def _as_problem(
-    s1: Shape, s2: Shape, mode: str, axes: tuple[int, ...], dtype: np.dtype, circular: bool = False
+    s1: Shape, s2: Shape, mode: str, axes: tuple[int, ...], dtype: np.dtype, circular: bool
 ) -> tuple[Problem, tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
-    """Map a batched correlation of shapes `s1` and `s2` onto a grouped one (cached).
+    """Map a batched correlation of shapes `s1` and `s2` onto a grouped one.
 
     Each non-correlated axis is a batch axis (only `in1` longer than 1), a group axis
     (equal lengths: each slice of `in1` meets its own slice of `in2`) or an output-channel
@@ -410,13 +461,6 @@ def _as_problem(
     `in1` and `in2` into its layout, the order that brings the result back, and the
     lengths of the result's leading axes.
     """
-    key = (s1, s2, mode, axes, dtype, circular)
-    return _layouts.get_or_make(key, lambda: _make_problem(*key))
-
-
-def _make_problem(
-    s1: Shape, s2: Shape, mode: str, axes: tuple[int, ...], dtype: np.dtype, circular: bool
-) -> tuple[Problem, tuple[int, ...], tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
     rest = [a for a in range(len(s1)) if a not in axes]
     batch = [a for a in rest if s2[a] == 1 < s1[a]]
     outs = [a for a in rest if s1[a] == 1 < s2[a]]

@@ -25,7 +25,11 @@ Operator = Callable[[Array], Array]
 
 @dataclass(frozen=True, slots=True)
 class NanRule:
-    """A NaN policy with what it needs: the operator on masks.
+    """A NaN policy with what it needs: how to make the operators on masks.
+
+    The operators are plans, made on first use (most inputs hold no NaN) and kept by the
+    plan that applies the rule (see :func:`apply`), so the rule itself depends on shapes
+    only (except under 'normalize') and is cached with them.
 
     Attributes
     ----------
@@ -33,30 +37,32 @@ class NanRule:
         One of :data:`NAN_POLICIES`.
     name : str
         The input's argument name, for error messages.
-    weigh : callable
-        ``weigh(mask)``: the operator with the user's kernel, on a mask in the input's dtype
-        (the normalization weights).
     reach : callable
-        ``reach(mask)``: the operator with the kernel's support (ones), on a float32 mask:
-        positive where the mask's samples reach.
+        ``reach()`` makes the operator with the kernel's support (ones), on a float32
+        mask: positive where the mask's samples reach.
+    weigh : callable or None
+        Under 'normalize', ``weigh()`` makes the operator with the user's kernel, on a
+        mask in the input's dtype (the normalization weights).
     fillvalue : scalar
         What a NaN becomes under 'fill'.
     """
 
     policy: str
     name: str
-    weigh: Operator
-    reach: Operator
+    reach: Callable[[], Operator] | None
+    weigh: Callable[[], Operator] | None = None
     fillvalue: complex = 0
 
 
-IGNORE = NanRule("ignore", "x", lambda a: a, lambda a: a)
+IGNORE = NanRule("ignore", "x", None)
+_making = threading.Lock()
 
 
-def apply(rule: NanRule, x: Array, backend: Backend, sums_products: bool, run: Operator) -> Array:
+def apply(rule: NanRule, x: Array, backend: Backend, sums_products: bool, run: Operator, made: dict[str, Operator]) -> Array:
     """The result of ``run(x)`` under `rule` (`x` already extended by its boundary rule);
     `sums_products`: whether `run` sums only the footprint's products (see
-    :class:`~arrayconv._methods.Method`)."""
+    :class:`~arrayconv._methods.Method`); `made`: the rule's operators made so far, kept
+    by the calling plan."""
     xp = backend.xp
     if rule.policy == "ignore" or x.dtype.kind not in "fc":
         return run(x)
@@ -66,14 +72,24 @@ def apply(rule: NanRule, x: Array, backend: Backend, sums_products: bool, run: O
     if rule.policy == "fill":
         x = xp.where(xp.isnan(x), xp.asarray(rule.fillvalue, x.dtype), x)
     if rule.policy != "normalize":
-        return _propagate(x, xp, sums_products, run, rule.reach)
+        return _propagate(x, xp, sums_products, run, rule, made)
     missing = xp.isnan(x)
-    y = _propagate(xp.where(missing, xp.zeros((), x.dtype), x), xp, sums_products, run, rule.reach)
-    weight = rule.weigh((~missing).astype(x.dtype))
+    y = _propagate(xp.where(missing, xp.zeros((), x.dtype), x), xp, sums_products, run, rule, made)
+    weight = _operator(rule, "weigh", made)((~missing).astype(x.dtype))
     empty = weight == 0
     y = y / xp.where(empty, xp.ones((), weight.dtype), weight)
     y[empty] = xp.nan
     return y
+
+
+def _operator(rule: NanRule, name: str, made: dict[str, Operator]) -> Operator:
+    """The operator `name` ('reach' or 'weigh') of `rule`: from `made`, or made now and
+    kept there (once, however many threads ask)."""
+    if name not in made:
+        with _making:
+            if name not in made:
+                made[name] = getattr(rule, name)()
+    return made[name]
 
 
 def check_kernel(policy: str, kernel: Array, name: str, backend: Backend) -> None:
@@ -83,7 +99,7 @@ def check_kernel(policy: str, kernel: Array, name: str, backend: Backend) -> Non
         raise ValueError(msg)
 
 
-def _propagate(x: Array, xp: Any, sums_products: bool, run: Operator, reach: Operator) -> Array:
+def _propagate(x: Array, xp: Any, sums_products: bool, run: Operator, rule: NanRule, made: dict[str, Operator]) -> Array:
     """NaN (and inf) spread over their kernel footprint only, on every method."""
     # A NaN or inf makes the sum non-finite: one pass with no temporary array. (A sum
     # that overflows only sends finite data down the exact path below, which finds nothing.)
@@ -93,20 +109,5 @@ def _propagate(x: Array, xp: Any, sums_products: bool, run: Operator, reach: Ope
     if not bool(bad.any()):
         return run(x)
     y = run(xp.where(bad, xp.zeros((), x.dtype), x))
-    y[reach(bad.astype(xp.float32)) > 0.5] = xp.nan
+    y[_operator(rule, "reach", made)(bad.astype(xp.float32)) > 0.5] = xp.nan
     return y
-
-
-def once(make: Callable[[], Operator]) -> Operator:
-    """An operator made by ``make()`` on its first call (a plan for masks, made if needed)."""
-    made: list[Operator] = []
-    lock = threading.Lock()
-
-    def call(a: Array) -> Array:
-        if not made:
-            with lock:
-                if not made:
-                    made.append(make())
-        return made[0](a)
-
-    return call

@@ -142,6 +142,7 @@ class Plan:
             self.method = self.choice.method
             self._kernel = self._prepare(self.method)
         self._sums_products = METHODS[self.method].sums_products(self._kernel)
+        self._masks: dict[str, Callable[[Array], Array]] = {}  # the NaN rule's operators, made on first use
         del self._w
 
     x_shape = property(lambda self: self._spec.x.shape, doc="Shape of the input.")
@@ -179,7 +180,7 @@ class Plan:
         spec = self._spec
         with self._settings():
             work = spec.extend(x) if spec.extend else x
-            y = apply_nan_rule(spec.nan, work, spec.backend, self._sums_products, lambda a: self._result(a, out))
+            y = apply_nan_rule(spec.nan, work, spec.backend, self._sums_products, lambda a: self._result(a, out), self._masks)
             if spec.finish:
                 y = spec.finish(y)
         if out is None or y is out:

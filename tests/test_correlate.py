@@ -73,6 +73,16 @@ def test_auto_avoids_fft_for_large_integers(monkeypatch):
     np.testing.assert_array_equal(got, reference_correlate(big, kernel, "full"))
 
 
+def test_integer_guard_reads_each_calls_kernel():
+    """Calls of one shape share their cached layout, but not the bound on the kernel's values."""
+    x = np.array([3, -7, 2, 9], dtype=np.int64)
+    small, large = np.array([1, 2, 3], dtype=np.int64), np.array([2**40, 2**41, 1], dtype=np.int64)
+    np.testing.assert_array_equal(ac.correlate(x, small, method="fft"), reference_correlate(x, small, "full"))
+    with pytest.raises(ValueError, match="method 'fft' cannot run this problem: integer result"):
+        ac.correlate(x * 2**20, large, method="fft")
+    np.testing.assert_array_equal(ac.correlate(x * 2**20, large), reference_correlate(x * 2**20, large, "full"))
+
+
 @pytest.mark.parametrize("method", METHODS)
 def test_float16_computes_in_float32(method, rng):
     in1, in2 = random(rng, (40,), "float16"), random(rng, (5,), "float16")

@@ -262,6 +262,15 @@ def test_nan_normalize(xp, method, mode, rng):
     assert_nan_matches(got, normalized_reference(x, k, mode), "float64", xp.__name__)
 
 
+def test_nan_normalize_weighs_by_each_calls_kernel(rng):
+    """Calls of one shape share their cached layout; the weights come from each call's kernel."""
+    x = with_nans(rng, (20, 24), "float64", count=30)
+    for k in (rng.random((3, 5)) + 0.1, rng.random((3, 5)) + 2.0):
+        for method in ("direct", "fft"):
+            got = ac.correlate(x, k, "same", method, nan="normalize")
+            assert_nan_matches(got, normalized_reference(x, k, "same"), "float64")
+
+
 def test_nan_normalize_matches_astropy(rng):
     convolution = pytest.importorskip("astropy.convolution")
     x, k = with_nans(rng, (40, 50), "float64", count=60), rng.random((5, 7)) + 0.1

@@ -1,8 +1,10 @@
 """Plans, choose_method, measure=True, calibrate and the caches."""
 
 import dataclasses
+import gc
 import json
 import re
+import weakref
 
 import numpy as np
 import pytest
@@ -226,8 +228,23 @@ def test_caches_are_bounded_in_count_and_bytes_and_cleared():
         assert cache.get("huge") is None
         ac.clear_caches()
         assert ac.cache_info()["test_lru"].size == 0 and ac.cache_info()["test_lru"].nbytes == 0
+        assert cache.get_or_make(("axes", [0, 1]), lambda: "made") == "made"  # unhashable: made, not kept
+        assert ac.cache_info()["test_lru"].size == 0
     finally:
         del ac._cache._REGISTRY["test_lru"]
+
+
+@pytest.mark.parametrize("nan", ["propagate", "normalize", "ignore"])
+@pytest.mark.parametrize("dtype", ["float32", "int16"])
+def test_plain_calls_leave_no_kernel_in_the_caches(nan, dtype, rng):
+    """What a call's shapes decide is cached; the kernel it was given must not be."""
+    x, kernel = random(rng, (40, 30), dtype), random(rng, (5, 4), dtype)
+    alive = weakref.ref(kernel)
+    ac.correlate(x, kernel, "same", nan=nan)
+    ac.convolve(x, kernel, "same", axes=[0, 1], nan=nan)  # a list: a key that cannot be hashed
+    del kernel
+    gc.collect()
+    assert alive() is None
 
 
 @pytest.mark.parametrize("method", METHODS)
