@@ -17,6 +17,7 @@ from ._conv import Padding, conv, conv_padding, conv_spec
 from ._correlate import MethodName, Mode, convolve, correlate, correlate_spec
 from ._docstrings import fill
 from ._problem import ArraySpec, as_array, input_spec, int_tuple, normalize_axes
+from ._shapes import mode_padding
 from ._window import scatter_strided, window
 
 ConvMethod = Literal["auto", "direct", "im2col", "fft", "oa"]
@@ -371,13 +372,12 @@ def convolve_weight_grad(
     return _weight_grad(in1, y, in2_shape, mode, method, axes, flip=True)
 
 
-def _forward_spec(in1: ArraySpec, in2: Array, y: Array, mode: str, method: str, axes: object, backend):  # type: ignore[no-untyped-def]
+def _check_forward(in1: ArraySpec, in2: Array, y: Array, mode: str, method: str, axes: object, backend) -> None:  # type: ignore[no-untyped-def]
     """Check the forward correlation and that `y` has its result's shape."""
     spec, _ = correlate_spec(in1, in2, backend, mode, method, axes, flip=False, x_bound=0)  # type: ignore[arg-type]
     if tuple(y.shape) != spec.y.shape:
         msg = f"`y` must have the forward result's shape {spec.y.shape}, got {tuple(y.shape)}"
         raise ValueError(msg)
-    return spec
 
 
 def _reversed(a: Array, axes: tuple[int, ...]) -> Array:
@@ -403,11 +403,12 @@ def _transpose(y, in2, in1_shape, mode, method, axes, *, flip):  # type: ignore[
     in1 = input_spec("in1_shape", in1_shape, y.dtype)
     axes = normalize_axes(axes, len(in1.shape)) if in1.shape else ()
     kernel = _reversed(in2, axes) if flip else in2
-    spec = _forward_spec(in1, kernel, y, mode, method, axes or None, backend)
+    _check_forward(in1, kernel, y, mode, method, axes or None, backend)
     if not in1.shape:
         return convolve(y, kernel, method=method)
     full = convolve(y, kernel, "full", method, axes=axes)
-    grad = window(backend.xp, full, axes, spec.problem.pad_lo, [in1.shape[ax] for ax in axes])
+    starts = [mode_padding(in1.shape[ax], in2.shape[ax], mode)[0] for ax in axes]
+    grad = window(backend.xp, full, axes, starts, [in1.shape[ax] for ax in axes])
     return _contiguous(backend.xp, _unbroadcast(backend.xp, grad, in1.shape))
 
 
@@ -417,12 +418,12 @@ def _weight_grad(in1, y, in2_shape, mode, method, axes, *, flip):  # type: ignor
     in2 = input_spec("in2_shape", in2_shape, y.dtype)
     x = ArraySpec(tuple(in1.shape), in1.dtype)
     axes = normalize_axes(axes, in1.ndim) if in1.ndim else ()
-    spec = _forward_spec(x, backend.xp.zeros(in2.shape, y.dtype), y, mode, method, axes or None, backend)
+    _check_forward(x, backend.xp.zeros(in2.shape, y.dtype), y, mode, method, axes or None, backend)
     if not in1.ndim:
         grad = correlate(in1, y, method=method)
     else:
         full = correlate(in1, y, "full", method, axes=axes)
-        starts = [y.shape[ax] - 1 - lo for ax, lo in zip(axes, spec.problem.pad_lo)]
+        starts = [y.shape[ax] - 1 - mode_padding(in1.shape[ax], in2.shape[ax], mode)[0] for ax in axes]
         grad = window(backend.xp, full, axes, starts, [in2.shape[ax] for ax in axes])
         grad = _unbroadcast(backend.xp, grad, in2.shape)
     return _contiguous(backend.xp, _reversed(grad, axes) if flip else grad)

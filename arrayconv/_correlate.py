@@ -391,6 +391,7 @@ def _shaped(
     if mode == "valid":
         check_valid_sizes(tuple(x.shape[a] for a in axes), tuple(w.shape[a] for a in axes))
     compute, result = result_dtype(x, w)
+    axes = _correlated_axes(x.shape, w.shape, axes, mode, compute, circular)
     problem, x_order, w_order, inverse, lead = _as_problem(x.shape, w.shape, mode, axes, compute, circular)
     ordered = (*lead, *problem.out_spatial)
     y_shape = () if scalar else tuple(ordered[a] for a in inverse)
@@ -448,6 +449,17 @@ def _nan_rule(
         weigh=None if kernel is None else lambda: mask_plan(kernel, x.dtype, flip),
         fillvalue=edges.fillvalue,
     )
+
+
+def _correlated_axes(s1: Shape, s2: Shape, axes: tuple[int, ...], mode: str, dtype: np.dtype, circular: bool) -> tuple[int, ...]:
+    """`axes` less the leading ones along which `in2` has length 1: along those the
+    correlation is a product, with no padding in any mode, so they are batch axes (a
+    ``(1, k)`` kernel on an image runs as 1-D lines). They stay where moving them would
+    reorder the input's axes."""
+    first = next((i for i, a in enumerate(axes) if s2[a] > 1), len(axes) - 1)
+    if first == 0 or _as_problem(s1, s2, mode, axes[first:], dtype, circular)[1] != tuple(range(len(s1))):
+        return axes
+    return axes[first:]
 
 
 def _as_problem(

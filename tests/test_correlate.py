@@ -73,6 +73,25 @@ def test_auto_avoids_fft_for_large_integers(monkeypatch):
     np.testing.assert_array_equal(got, reference_correlate(big, kernel, "full"))
 
 
+@pytest.mark.parametrize(("x_shape", "k_shape", "axes", "lines"), [
+    ((8, 1000), (1, 3), None, 8),  # a row filter on an image: 8 lines
+    ((2, 3, 50), (1, 1, 31), (0, 1, 2), 6),  # leading axes of length one in the kernel, a long row
+    ((1000, 8), (3, 1), None, 0),  # a column filter: its lines would need the image transposed
+    ((1, 6, 40), (4, 1, 5), (1, 2), 0),  # a bank of 4 along axis 0: the lines would move it
+    ((5, 7), (1, 1), None, 5),  # 1x1: one axis stays correlated
+])
+def test_kernel_axes_of_length_one_are_batch_axes(x_shape, k_shape, axes, lines, rng):
+    """Along an axis where the kernel has length 1, every mode is a product with no padding:
+    leading such axes become batch axes, so a row filter runs as 1-D lines."""
+    x, k = random(rng, x_shape, "float64"), random(rng, k_shape, "float64")
+    problem = ac.plan_correlate(k, x.shape, "same", axes=axes)._spec.problem
+    assert (problem.batch * problem.groups if len(problem.spatial) == 1 else 0) == lines
+    for mode in MODES:
+        for flip in (False, True):
+            got = (ac.convolve if flip else ac.correlate)(x, k, mode, axes=axes)
+            assert_matches(got, reference_correlate(x, k, mode, axes=axes, flip=flip), dtype="float64")
+
+
 def test_integer_guard_reads_each_calls_kernel():
     """Calls of one shape share their cached layout, but not the bound on the kernel's values."""
     x = np.array([3, -7, 2, 9], dtype=np.int64)
