@@ -267,8 +267,8 @@ def test_direct_row_form(x_shape, w_shape, options, chunk_bytes, dtype, circular
 
 @settings(max_examples=examples(40), deadline=None)
 @given(
-    length=st.integers(1, 40),
-    taps=st.integers(1, 11),
+    length=st.integers(1, 80),
+    taps=st.integers(1, 70),
     mode=st.sampled_from(["full", "same", "valid"]),
     lines=st.sampled_from([(), (3,)]),
     dtype=st.sampled_from(["float32", "float64"]),
@@ -280,7 +280,8 @@ def test_direct_row_form_reads_1d_lines_in_place(length, taps, mode, lines, dtyp
     # 1-D signals skip the padded copy: numpy.correlate's 'full' mode supplies the zeros
     # past each end, and each piece of a line (whole lines, or a few samples when the
     # pieces are tiny) goes straight into the output (the caller's `out`, or one call's
-    # result returned as is). Signals shorter than the kernel too.
+    # result returned as is). Signals shorter than the kernel too, and kernels longer than
+    # numpy's unrolled loop (11 taps).
     from arrayconv._methods import _rows, direct
 
     if mode == "valid" and taps > length:
@@ -352,14 +353,17 @@ def test_direct_takes_the_row_form_for_small_kernels_and_keeps_nans_in_their_foo
 
 
 @pytest.mark.parametrize("mode", ["full", "same", "valid"])
-def test_direct_takes_1d_lines_in_place_for_short_kernels_and_keeps_nans_in_their_footprint(mode, rng):
+@pytest.mark.parametrize(("length", "taps"), [(10**5, 5), (2000, 31)])
+def test_direct_takes_1d_lines_in_place_for_short_kernels_and_keeps_nans_in_their_footprint(mode, length, taps, rng):
+    # Short kernels on long signals, and longer kernels on short ones (past 11 taps numpy
+    # takes a dot product per output sample; the banded GEMM wins from about 3000 samples).
     from arrayconv._methods import _rows
 
-    x, k = random(rng, (10**5,), "float64"), random(rng, (5,), "float64")
+    x, k = random(rng, (length,), "float64"), random(rng, (taps,), "float64")
     plan = ac.plan_correlate(k, x.shape, mode, "direct")
     assert isinstance(plan._kernel, _rows.RowKernels) and _rows.reads_lines(plan._spec.problem)
-    x[[0, 17, 18, 50_000, 10**5 - 1]] = np.nan
-    x[70_000] = np.inf
+    x[[0, 17, 18, length // 2, length - 1]] = np.nan
+    x[length * 7 // 10] = np.inf
     got, ref = plan(x), scipy.signal.correlate(x, k, mode, method="direct")
     np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
     np.testing.assert_array_equal(np.isinf(got), np.isinf(ref))

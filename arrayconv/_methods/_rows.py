@@ -10,13 +10,15 @@ a plan on 64x64 float32 with 7x7 ran 119 against 240 us by taps, 512x512 float64
 2.9 against 7.4 ms (bench/results/direct-rows-2026-11-23.md). Rows of 2-3 taps on float32
 images from 128x128 stay faster as taps; the cost model picks the form.
 
-Longer rows go to BLAS one output sample at a time (10-30 ns each), so this form takes
-rows of up to :data:`MAX_TAPS` taps only.
+Longer rows go to a dot product per output sample (10-35 ns each), so on images this form
+takes rows of up to :data:`MAX_TAPS` taps only.
 
 1-D signals skip the padded copy (:func:`reads_lines`): ``numpy.correlate``'s 'full' mode
 supplies the zeros past each end, and each piece of a line goes straight from its result
 into the output, on the worker threads. A 10**6-sample float64 signal with 9 taps ran
 4.1 ms through the padded grid, 1.4 ms so (``numpy.correlate`` alone, one thread: 2.1 ms).
+Lines take kernels of any length: up to about 3000 samples, even the dot per output sample
+beats the banded form's fixed cost (1000 samples, 31 taps: 31-35 against 86-89 us).
 """
 
 from __future__ import annotations
@@ -39,6 +41,9 @@ MAX_TAPS = 11
 # Its time per output sample (ns) for 1 to 11 taps, float32 and float64 alike within
 # 0.3 ns (numpy 2.4, this 2-core machine: 10**5 samples).
 _NS_PER_SAMPLE = (0.5, 0.7, 1.1, 0.9, 1.1, 1.3, 1.5, 1.8, 2.0, 2.3, 3.4)
+# Past 11 taps, the dot product per output sample took about 5.5 * log2(taps) - 8 ns
+# (11-14 ns at 12 taps, 22-28 at 63, 26-35 at 127; 10**3-10**5 samples, float32 and float64).
+_DOT_NS_PER_LOG2_TAP, _DOT_NS_OFFSET = 5.5, 8.0
 # Adds of each row's result into the sum ran at about this multiple of the stream rate
 # (cache-sized chunks), as the taps' multiply-adds.
 _CACHE_SPEEDUP = 6
@@ -75,7 +80,8 @@ class RowKernels:
 
 def takes(problem: Problem, backend: Backend) -> bool:
     """Whether the row form applies: NumPy, float32/float64, unit stride (the wide
-    layout), one input channel per group, and undilated rows of at most :data:`MAX_TAPS`."""
+    layout), one input channel per group, and undilated rows of at most :data:`MAX_TAPS`
+    (of any length on 1-D lines read in place)."""
     p = problem
     return (
         backend.name == "numpy"
@@ -83,7 +89,7 @@ def takes(problem: Problem, backend: Backend) -> bool:
         and p.unit_stride
         and p.in_per_group == 1
         and p.dilation[-1] == 1
-        and p.kernel[-1] <= MAX_TAPS
+        and (p.kernel[-1] <= MAX_TAPS or reads_lines(p))
     )
 
 
@@ -173,6 +179,12 @@ def run_lines(x: Array, kernels: RowKernels, problem: Problem, out: Array | None
     return out
 
 
+def _ns_per_sample(taps: int) -> float:
+    """``numpy.correlate``'s time per output sample (ns) with `taps` taps: its unrolled
+    loop up to :data:`MAX_TAPS`, then one dot product per output sample."""
+    return _NS_PER_SAMPLE[taps - 1] if taps <= MAX_TAPS else _DOT_NS_PER_LOG2_TAP * math.log2(taps) - _DOT_NS_OFFSET
+
+
 def seconds(problem: Problem, samples: int, runs: int, threads: int, rates: Rates) -> float:
     """Estimated time of the rows' work for `samples` flat output samples (all batch items
     and groups) on `threads` threads, in `runs` runs of calls (a run: a chunk's rows of
@@ -181,7 +193,7 @@ def seconds(problem: Problem, samples: int, runs: int, threads: int, rates: Rate
     p = problem
     n_rows = math.prod(p.kernel[:-1])
     products = samples * p.out_per_group * n_rows
-    dots = products * _NS_PER_SAMPLE[p.kernel[-1] - 1] * 1e-9
+    dots = products * _ns_per_sample(p.kernel[-1]) * 1e-9
     adds = products * 3 * p.dtype.itemsize / (_CACHE_SPEEDUP * rates.stream_bytes)
     calls = 2 * n_rows * p.out_per_group * runs
     return _WEIGHT * (dots + adds) / threads + calls * rates.call_seconds
@@ -193,7 +205,7 @@ def line_seconds(problem: Problem, runs: int, threads: int, rates: Rates) -> flo
     filter, and the store of its result."""
     p = problem
     products = p.batch * p.groups * p.out_per_group * p.out_spatial[0]
-    dots = products * _NS_PER_SAMPLE[p.kernel[-1] - 1] * 1e-9
+    dots = products * _ns_per_sample(p.kernel[-1]) * 1e-9
     stored = products * p.dtype.itemsize / rates.stream_bytes
     calls = runs * p.out_per_group
     return (_LINE_WEIGHT * dots + _LINE_STORE_PASSES * stored) / threads + calls * rates.call_seconds
