@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 
 from ._backend import Array, Backend, get_backend
 from ._boundary import PADDING_MODES, extend
+from ._cache import LRUCache
 from ._docstrings import fill
 from ._methods import METHODS
 from ._nan import IGNORE, NAN_POLICIES, NanPolicy, NanRule, check_kernel
@@ -204,13 +206,77 @@ def conv_spec(
 
     'circular' makes a circular problem (periodic padding, native to the FFT). With another
     `padding_mode` than zeros (or nan='normalize', which counts the padding as data), the
-    input is extended by the mode and the problem has no padding.
+    input is extended by the mode and the problem has no padding. What the shapes decide is
+    cached (:func:`_shaped`); the bias, the integer guard and the weights of
+    nan='normalize' read each call's arrays.
     """
+    check_kernel(nan, w, "w", backend)
+    bias_spec = None if bias is None else ArraySpec(tuple(bias.shape), bias.dtype)
+    key = (x, tuple(w.shape), w.dtype, bias_spec, backend, method, stride, padding, dilation, groups, padding_mode, nan)
+    shaped = _shaped_specs.get_or_make(key, lambda: _shaped(*key))
+    problem, nd = shaped.problem, len(shaped.problem.spatial)
+    shift = None if bias is None else bias.reshape(-1, *(1,) * nd)
+
+    def add_bias(y: Array) -> Array:
+        if shift is not None:
+            y += shift.astype(y.dtype, copy=False)
+        return y
+
+    late = nan == "normalize" and shift is not None  # normalized first, then shifted
+    rule = shaped.nan
+    if nan == "normalize":  # weighs by the kernel itself
+        rule = NanRule(nan, "x", reach=rule.reach, weigh=lambda: shaped.mask_plan(w, x.dtype))
+    return Spec(
+        problem=problem,
+        backend=backend,
+        x=x,
+        y=ArraySpec(problem.y_shape, shaped.result),
+        to_problem=lambda a: a,
+        from_problem=(lambda y: y) if late else add_bias,
+        excluded=int_guard(np.result_type(x.dtype, w.dtype), x_bound, abs_bound(w, w.dtype), terms(problem)),
+        same_layout=True,
+        extend=shaped.extend,
+        nan=rule,
+        finish=add_bias if late else None,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Shaped:
+    """What the shapes of a conv layer decide: the problem, the result's dtype, how the
+    input is extended, the NaN rule (less the weights of nan='normalize'), and how to make
+    a plan of the same layer on masks."""
+
+    problem: Problem
+    result: np.dtype[Any]
+    extend: Callable[[Array], Array] | None
+    nan: NanRule
+    mask_plan: Callable[[Array, np.dtype[Any]], Plan]
+
+
+_shaped_specs = LRUCache("conv_specs", maxsize=256)
+
+
+def _shaped(
+    x: ArraySpec,
+    w_shape: tuple[int, ...],
+    w_dtype: np.dtype[Any],
+    bias: ArraySpec | None,
+    backend: Backend,
+    method: str,
+    stride: int | Sequence[int],
+    padding: Padding,
+    dilation: int | Sequence[int],
+    groups: int,
+    padding_mode: str,
+    nan: str,
+) -> _Shaped:
+    """:func:`conv_spec`'s checks and layout, for a kernel of `w_shape` and `w_dtype`."""
     check_choice("method", method, ("auto", *METHODS))
     check_choice("padding_mode", padding_mode, PADDING_MODES)
     check_choice("nan", nan, NAN_POLICIES)
+    w = ArraySpec(w_shape, w_dtype)
     check_conv_shapes(x, w, bias, groups)
-    check_kernel(nan, w, "w", backend)
     nd = x.ndim - 2
     kernel = tuple(w.shape[2:])
     stride = int_tuple("stride", stride, nd, 1)
@@ -239,38 +305,13 @@ def conv_spec(
         circular=circular,
     ))
     check_fits(problem, given.shape, w.shape)
-    shift = None if bias is None else bias.reshape(-1, *(1,) * nd)
-
-    def add_bias(y: Array) -> Array:
-        if shift is not None:
-            y += shift.astype(y.dtype, copy=False)
-        return y
-
-    late = nan == "normalize" and shift is not None  # normalized first, then shifted
 
     def mask_plan(kernel_: Array, dtype: np.dtype[Any]) -> Plan:
         options = dict(stride=stride, padding=padding if extension is None else 0, dilation=dilation, groups=groups, padding_mode="circular" if circular else "zeros")
         return Plan(conv_spec(ArraySpec(x.shape, dtype), kernel_, None, backend, "auto", x_bound=1, **options), kernel_, "auto")
 
-    rule = IGNORE if nan == "ignore" else NanRule(
-        nan,
-        "x",
-        reach=lambda: mask_plan(backend.xp.ones(w.shape, np.float32), np.dtype(np.float32)),
-        weigh=(lambda: mask_plan(w, x.dtype)) if nan == "normalize" else None,
-    )
-    return Spec(
-        problem=problem,
-        backend=backend,
-        x=given,
-        y=ArraySpec(problem.y_shape, result),
-        to_problem=lambda a: a,
-        from_problem=(lambda y: y) if late else add_bias,
-        excluded=int_guard(np.result_type(given.dtype, w.dtype), x_bound, abs_bound(w, w.dtype), terms(problem)),
-        same_layout=True,
-        extend=extension,
-        nan=rule,
-        finish=add_bias if late else None,
-    )
+    rule = IGNORE if nan == "ignore" else NanRule(nan, "x", reach=lambda: mask_plan(backend.xp.ones(w.shape, np.float32), np.dtype(np.float32)))
+    return _Shaped(problem, result, extension, rule, mask_plan)
 
 
 def conv_padding(

@@ -239,12 +239,32 @@ def test_caches_are_bounded_in_count_and_bytes_and_cleared():
 def test_plain_calls_leave_no_kernel_in_the_caches(nan, dtype, rng):
     """What a call's shapes decide is cached; the kernel it was given must not be."""
     x, kernel = random(rng, (40, 30), dtype), random(rng, (5, 4), dtype)
-    alive = weakref.ref(kernel)
+    w, bias = random(rng, (3, 2, 3, 3), dtype), random(rng, (3,), dtype)
+    alive = [weakref.ref(a) for a in (kernel, w, bias)]
     ac.correlate(x, kernel, "same", nan=nan)
     ac.convolve(x, kernel, "same", axes=[0, 1], nan=nan)  # a list: a key that cannot be hashed
-    del kernel
+    ac.conv(x.reshape(2, 2, 10, 30), w, bias, padding=1, nan=nan)
+    del kernel, w, bias
     gc.collect()
-    assert alive() is None
+    assert all(a() is None for a in alive)
+
+
+@pytest.mark.parametrize("nan", ["propagate", "normalize"])
+def test_conv_calls_of_one_shape_read_their_own_kernel_and_bias(nan, rng):
+    """conv caches what the shapes decide; the kernel, the bias and the NaN weights are each call's."""
+    x = random(rng, (1, 2, 12, 13), "float64")
+    x[0, 1, 4, 5] = np.nan
+    for _ in range(2):
+        w, bias = rng.random((3, 2, 3, 3)) + 0.1, random(rng, (3,), "float64")
+        got = ac.conv(x, w, bias, padding=1, nan=nan)
+        missing = np.isnan(x)
+        ref = reference_conv(np.where(missing, 0, x), w, bias, padding=1)
+        ref[reference_conv(missing.astype(float), np.ones_like(w), padding=1) > 0] = np.nan
+        if nan == "normalize":  # the padding counts as data; the bias comes after
+            weight = w.sum(axis=(1, 2, 3))[:, None, None] - reference_conv(missing.astype(float), w, padding=1)
+            ref = reference_conv(np.where(missing, 0, x), w, padding=1) / weight + bias[:, None, None]
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+        assert_matches(np.where(np.isnan(ref), 0, got), np.where(np.isnan(ref), 0, ref), dtype="float64")
 
 
 @pytest.mark.parametrize("method", METHODS)
