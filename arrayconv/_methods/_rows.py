@@ -56,10 +56,11 @@ _CACHE_SPEEDUP = 6
 _WEIGHT = 2.0
 # 1-D lines read in place (:func:`run_lines`): weights on the loop and on one pass storing
 # its result (with one call per line, filter and piece), fitted (as the wide form's, against
-# the taps' and banded estimates) on 84 timings: 1-D signals of 10**3-10**6 samples, 16-256
-# of 10**3-10**4, 64 of 10**5; 2-11 taps; float32 and float64
-# (bench/results/direct-lines-2026-11-23.md).
-_LINE_WEIGHT, _LINE_STORE_PASSES = 1.2, 0.67
+# the taps' and banded estimates) on 156 timings: 1-D signals of 10**3-10**6 samples,
+# 16-256 of 10**3-10**4, 64 of 10**5 and 3000; 2-127 taps; float32 and float64
+# (bench/results/direct-lines-2026-11-23.md, direct-lines-long-kernels-2026-11-23.md).
+# The loop's weight 1.2 put the pick within 1.2x of the fastest form on 146, 1.0 on 150.
+_LINE_WEIGHT, _LINE_STORE_PASSES = 1.0, 0.67
 
 
 @dataclass(frozen=True, slots=True)
