@@ -47,6 +47,8 @@ def test_readme_section_uses_the_newest_full_results(tmp_path):
     other = {"command": "sweep --seed 3", "date": "2026-01-02", "summary": {**summary, "worst_ratio": 1.9}}
     (tmp_path / "sweep-2026-01-02-seed3.json").write_text(json.dumps(other))
     (tmp_path / "sweep-2026-01-01.json").write_text(json.dumps({"command": "old sweep", "date": "2026-01-01", "summary": summary}))
+    double = {"command": "sweep --seed 4 --dtype float64", "date": "2026-01-02", "summary": summary}
+    (tmp_path / "sweep-2026-01-02-float64.json").write_text(json.dumps(double))
     (tmp_path / "sweep-gpu-2026-01-02.json").write_text("the GPU's: not in the CPU section")
     (tmp_path / "plans-gpu-2026-01-02.json").write_text("the GPU's: not in the CPU section")
     text = readme.section(tmp_path)
@@ -55,6 +57,8 @@ def test_readme_section_uses_the_newest_full_results(tmp_path):
     assert "| a | 2.0 | im2col | torch conv2d (CPU) | 1.0 | **0.50** | 0.5 | 1.0e-07 | 3.00 |" in text
     assert "- `sweep`: 10 problems, within 1.2x on 90%, worst 1.70x" in text
     assert "- `sweep --seed 3`: 10 problems, within 1.2x on 90%, worst 1.90x" in text
+    assert "- `sweep --seed 4 --dtype float64`: 10 problems" in text
+    assert "![method choice sweep](" + str(tmp_path / "sweep-2026-01-02-seed3.png") + ")" in text  # float32's plot
     assert "old sweep" not in text
 
 
@@ -85,6 +89,23 @@ def test_sweep_points_of_one_function_and_size():
     assert {p["op"] for p in points} == {"correlate"}
     assert max(max(p["x"]) for p in points) <= 256
     assert {128, 256} <= {p["x"][0] for p in points}
+
+
+def test_sweep_points_of_another_dtype_say_so_and_fit_at_its_size():
+    points = sweep.draw_points(6, seed=3, dtype="complex128")
+    assert {p["dtype"] for p in points} == {"complex128"}
+    assert all(16 * math.prod(p["x"]) <= sweep.MAX_BYTES for p in points)
+    assert len(points) < len(sweep.draw_points(6, seed=3))  # the largest corners no longer fit
+    data = sweep._random(np.random.default_rng(0), (3, 4), "complex64")
+    assert data.dtype == np.complex64 and np.all(data.imag != 0)
+
+
+def test_sweep_times_points_in_their_dtype(tmp_path):
+    point = {"id": "p0", "op": "correlate", "x": (24, 24), "w": (5, 5), "mode": "same", "dtype": "float64"}
+    result = sweep.time_point(point, device("cpu"))
+    assert result["dtype"] == "float64" and result["ratio"] >= 1
+    path = sweep.write([result], tmp_path, ["--dtype", "float64"], device("cpu"))
+    assert path.name.endswith("-float64.md") and "\nfloat64, " in path.read_text()
 
 
 def test_report_commands_are_quoted_as_typed_in_a_shell():

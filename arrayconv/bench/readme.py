@@ -39,11 +39,12 @@ def _link(report: Path) -> str:
     return f"[{page}]({page})"
 
 
-def _sweep_order(found: tuple[Path, dict]) -> tuple[str, int]:
-    """Sweeps by date, then seed (the newest seed's plot is shown)."""
+def _sweep_order(found: tuple[Path, dict]) -> tuple[str, bool, int]:
+    """Sweeps by date, then float32 after other dtypes, then seed (the plot shown is the
+    newest day's float32 sweep of the highest seed, where there is one)."""
     words = shlex.split(found[1].get("command", ""))
     seed = int(words[words.index("--seed") + 1]) if "--seed" in words else 0
-    return found[1].get("date", ""), seed
+    return found[1].get("date", ""), "--dtype" not in words or "float32" in words, seed
 
 
 def section(folder: Path) -> str:

@@ -1,14 +1,14 @@
 """How good is ``method='auto'``? Time every method over a sweep of problem sizes.
 
 Usage: ``python -m arrayconv.bench.sweep [--points 60] [--seed 0] [--device cpu|gpu] [--out bench/results]
-[--op both|correlate|conv] [--max-side 4096]``.
+[--op both|correlate|conv] [--max-side 4096] [--dtype float32|float64|complex64|complex128]``.
 Points are drawn at random (seeded) from image sides 64..4096, kernels 1..63, input and
 output channels 1..256 and batches 1..256 (``conv``, padding 'same'), plus
 single-image ``correlate`` points, the corners of those ranges and the DESIGN.md cases,
 keeping those whose inputs and outputs fit in 256 MiB and whose best estimate is under 2 s. Each method is timed
 (one warm-up, then the median of 2 to 15 interleaved repeats, at least 0.2 s of
 timings each; calls over 3 s are timed once); a method estimated over 20 times slower
-than the best estimate and over 3 s is not run. Writes ``sweep-<date>.json``, ``.md``
+than the best estimate and over 3 s is not run. Writes ``sweep-<date>[-<dtype>].json``, ``.md``
 and ``.png``: for each point, time(auto's method) / time(best method).
 
 With ``--device gpu`` the same points (drawn by the CPU's size filters, so both sweeps
@@ -76,10 +76,11 @@ def corner_points() -> list[dict]:
     return [{"id": f"k{i}", **point} for i, point in enumerate(kept)]
 
 
-def draw_points(n: int, seed: int, op: str = "both", max_side: int = SIDES[-1]) -> list[dict]:
+def draw_points(n: int, seed: int, op: str = "both", max_side: int = SIDES[-1], dtype: str = "float32") -> list[dict]:
     """DESIGN.md cases, the corners of the ranges, then random conv and correlate points
     that pass the size filters; only `op`'s points ('correlate', 'conv' or 'both') with
-    image sides up to `max_side`."""
+    image sides up to `max_side`. Points of another `dtype` than float32 say so (key
+    ``dtype``) and pass the filters at its size."""
     points = [
         {"id": c.id, "op": "correlate", "x": c.x, "w": c.w, "mode": c.mode}
         if c.kind == "image"
@@ -87,6 +88,8 @@ def draw_points(n: int, seed: int, op: str = "both", max_side: int = SIDES[-1]) 
         for c in CASES
     ]
     points = [p for p in [*points, *corner_points()] if _wanted(p, op, max_side)]
+    if dtype != "float32":
+        points = [point for point in ({**p, "dtype": dtype} for p in points) if _fits(point)]
     fixed = len(points)
     sides = [side for side in SIDES if side <= max_side]
     rng = np.random.default_rng(seed)
@@ -99,6 +102,8 @@ def draw_points(n: int, seed: int, op: str = "both", max_side: int = SIDES[-1]) 
         else:
             b, c, o = (int(rng.choice(v)) for v in (BATCHES, CHANNELS, CHANNELS))
             point = {"op": "conv", "x": (b, c, side, side), "w": (o, c, k, k), "padding": k // 2}
+        if dtype != "float32":
+            point["dtype"] = dtype
         if _wanted(point, op, max_side) and _fits(point):
             points.append({"id": f"p{len(points) - fixed}", **point})
     return points
@@ -111,23 +116,35 @@ def _wanted(point: dict, op: str, max_side: int) -> bool:
 def _fits(point: dict) -> bool:
     choice = _choice(point)
     best = min((c.seconds for n, c in choice.estimates.items() if n not in choice.rejected), default=math.inf)
-    out_bytes = 4 * math.prod(point["x"]) * (point["w"][0] / point["x"][1] if point["op"] == "conv" else 1)
-    return 4 * math.prod(point["x"]) <= MAX_BYTES and out_bytes <= MAX_BYTES and best <= MAX_BEST_ESTIMATE
+    size = np.dtype(_dtype(point)).itemsize
+    out_bytes = size * math.prod(point["x"]) * (point["w"][0] / point["x"][1] if point["op"] == "conv" else 1)
+    return size * math.prod(point["x"]) <= MAX_BYTES and out_bytes <= MAX_BYTES and best <= MAX_BEST_ESTIMATE
 
 
 def _choice(point: dict, x: object = None, w: object = None) -> ac.Choice:
     """'auto's choice for `point`: from its shapes on the CPU, or for arrays `x` and `w`."""
     options = {"mode": point["mode"]} if point["op"] == "correlate" else {"padding": point["padding"]}
     if x is None:
-        return ac.choose_method(tuple(point["x"]), tuple(point["w"]), op=point["op"], dtype="float32", **options)
+        return ac.choose_method(tuple(point["x"]), tuple(point["w"]), op=point["op"], dtype=_dtype(point), **options)
     return ac.choose_method(x, w, op=point["op"], **options)
+
+
+def _dtype(point: dict) -> str:
+    """The dtype of `point`'s arrays: float32 unless the point says otherwise."""
+    return point.get("dtype", "float32")
+
+
+def _random(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> np.ndarray:
+    """Standard normal data of `dtype` (complex: in both parts)."""
+    if np.dtype(dtype).kind == "c":
+        return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+    return rng.standard_normal(shape).astype(dtype)
 
 
 def time_point(point: dict, where: Device) -> dict:
     """Time each method on `point` (interleaved) and compare auto's pick with the best."""
     rng = np.random.default_rng(0)
-    x = where.xp.asarray(rng.standard_normal(point["x"], dtype=np.float32))
-    w = where.xp.asarray(rng.standard_normal(point["w"], dtype=np.float32))
+    x, w = (where.xp.asarray(_random(rng, point[key], _dtype(point))) for key in ("x", "w"))
     choice = _choice(point, x, w)
     estimates = {n: c.seconds for n, c in choice.estimates.items() if n not in choice.rejected}
     best_estimate = min(estimates.values())
@@ -169,7 +186,7 @@ def rescore(report: dict) -> tuple[dict, list[str]]:
     where = device(report.get("device", "cpu"))
     results, changed = [], []
     for point in report["points"]:
-        x, w = (where.xp.empty(tuple(point[key]), dtype=np.float32) for key in ("x", "w"))  # never filled
+        x, w = (where.xp.empty(tuple(point[key]), dtype=_dtype(point)) for key in ("x", "w"))  # never filled
         pick = _choice(point, x, w).method
         times = point["median_s"]
         ratio = times.get(pick, math.inf) / min(times.values())
@@ -196,7 +213,8 @@ def write(results: list[dict], folder: Path, argv: list[str], where: Device, not
     the README's list of sweeps); returns the Markdown path."""
     date = datetime.date.today().isoformat()
     folder.mkdir(parents=True, exist_ok=True)
-    stem = folder / report_stem("sweep", where.name, date)
+    dtype = _dtype(results[0])
+    stem = folder / (report_stem("sweep", where.name, date) + ("" if dtype == "float32" else f"-{dtype}"))
     stats = summary(results)
     rates = rates_for(get_backend(probe=where.xp.empty(1)))
     default = rates in (DEFAULT_RATES, DEFAULT_GPU_RATES)
@@ -217,7 +235,7 @@ def write(results: list[dict], folder: Path, argv: list[str], where: Device, not
         f"Command: `{report['command']}`  ",
         *([f"Note: {note}  "] if note else []),
         machine_line(report["versions"]),
-        f"float32, {'default' if default else 'calibrated'} rates ({rates}). Ratio = time of auto's method / time of the fastest method.",
+        f"{dtype}, {'default' if default else 'calibrated'} rates ({rates}). Ratio = time of auto's method / time of the fastest method.",
         "",
         f"**{stats['within_1.2x']:.0%} of {stats['points']} points within {WITHIN}x of the best method; "
         f"worst ratio {stats['worst_ratio']:.2f}; {stats['over_2x']} points over {NEVER}x.**",
@@ -274,6 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="bench/results")
     parser.add_argument("--op", default="both", choices=["both", "correlate", "conv"], help="draw only this function's points")
     parser.add_argument("--max-side", type=int, default=SIDES[-1], help="draw only images with sides up to this")
+    parser.add_argument("--dtype", default="float32", choices=["float32", "float64", "complex64", "complex128"], help="dtype of the arrays")
     parser.add_argument("--note", default="", help="what the sweep was run after or for (shown in the README)")
     parser.add_argument("--rescore", nargs="+", metavar="JSON", help="judge committed sweeps' timings by the current cost model; time nothing")
     args = parser.parse_args(argv)
@@ -287,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
 
     where = device(args.device)
     results = []
-    for point in tqdm(draw_points(args.points, args.seed, args.op, args.max_side), unit="point", dynamic_ncols=True):
+    for point in tqdm(draw_points(args.points, args.seed, args.op, args.max_side, args.dtype), unit="point", dynamic_ncols=True):
         results.append(time_point(point, where))
         path = write(results, Path(args.out), argv, where, args.note)
     print(path.read_text().split("\n\n")[2])
