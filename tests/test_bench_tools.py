@@ -9,7 +9,7 @@ import pytest
 import arrayconv as ac
 from arrayconv.__main__ import main
 from arrayconv.bench import accuracy, images, plans, readme, sweep
-from arrayconv.bench.cases import Case
+from arrayconv.bench.cases import Case, random_array
 from arrayconv.bench.devices import device
 
 
@@ -96,7 +96,7 @@ def test_sweep_points_of_another_dtype_say_so_and_fit_at_its_size():
     assert {p["dtype"] for p in points} == {"complex128"}
     assert all(16 * math.prod(p["x"]) <= sweep.MAX_BYTES for p in points)
     assert len(points) < len(sweep.draw_points(6, seed=3))  # the largest corners no longer fit
-    data = sweep._random(np.random.default_rng(0), (3, 4), "complex64")
+    data = random_array(np.random.default_rng(0), (3, 4), "complex64")
     assert data.dtype == np.complex64 and np.all(data.imag != 0)
 
 

@@ -21,18 +21,12 @@ import scipy.signal
 
 import arrayconv as ac
 
+from .cases import random_array
 from .devices import Device, device, report_stem
 from .run import machine_line
 
 DTYPES = ("float32", "float64", "complex64", "complex128")
 KERNEL_SIDES = (3, 7, 15, 31, 63)
-
-
-def _random(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> np.ndarray:
-    data = rng.standard_normal(shape)
-    if dtype.startswith("complex"):
-        data = data + 1j * rng.standard_normal(shape)
-    return data.astype(dtype)
 
 
 def relative_error(got: np.ndarray, reference: np.ndarray) -> float:
@@ -55,7 +49,7 @@ def worst_errors(n_cases: int, where: Device, seed: int = 0) -> dict[str, dict[s
         s2 = tuple(int(rng.integers(1, min(n, 12) + 1)) for n in s1)
         mode = str(rng.choice(["full", "same", "valid"]))
         for dtype in DTYPES:
-            x, k = _random(rng, s1, dtype), _random(rng, s2, dtype)
+            x, k = random_array(rng, s1, dtype), random_array(rng, s2, dtype)
             wide = "complex128" if dtype.startswith("complex") else "float64"
             reference = scipy.signal.correlate(x.astype(wide), k.astype(wide), mode, method="direct")
             for method in ac.METHODS:

@@ -1,8 +1,19 @@
-"""The benchmark cases of DESIGN.md section 4, as data (float32, conv-layer semantics)."""
+"""The benchmark cases of DESIGN.md section 4, as data (float32, conv-layer semantics), and
+the random arrays the benchmarks fill."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+import numpy as np
+
+
+def random_array(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> np.ndarray:
+    """Standard normal data of `dtype` (complex: in both parts)."""
+    data = rng.standard_normal(shape)
+    if np.dtype(dtype).kind == "c":
+        data = data + 1j * rng.standard_normal(shape)
+    return data.astype(dtype)
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ import arrayconv as ac
 from arrayconv._backend import get_backend
 from arrayconv._rates import DEFAULT_GPU_RATES, DEFAULT_RATES, rates_for
 
-from .cases import CASES
+from .cases import CASES, random_array
 from .devices import Device, device, ms_digits, report_stem
 from .run import command_line, machine_line
 
@@ -134,17 +134,10 @@ def _dtype(point: dict) -> str:
     return point.get("dtype", "float32")
 
 
-def _random(rng: np.random.Generator, shape: tuple[int, ...], dtype: str) -> np.ndarray:
-    """Standard normal data of `dtype` (complex: in both parts)."""
-    if np.dtype(dtype).kind == "c":
-        return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
-    return rng.standard_normal(shape).astype(dtype)
-
-
 def time_point(point: dict, where: Device) -> dict:
     """Time each method on `point` (interleaved) and compare auto's pick with the best."""
     rng = np.random.default_rng(0)
-    x, w = (where.xp.asarray(_random(rng, point[key], _dtype(point))) for key in ("x", "w"))
+    x, w = (where.xp.asarray(random_array(rng, point[key], _dtype(point))) for key in ("x", "w"))
     choice = _choice(point, x, w)
     estimates = {n: c.seconds for n, c in choice.estimates.items() if n not in choice.rejected}
     best_estimate = min(estimates.values())
