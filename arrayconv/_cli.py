@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from . import _config
+from ._allocator import keep_freed_memory
 from ._boundary import BOUNDARIES
 from ._cache import cache_info
 from ._tiled import correlate_into
@@ -72,6 +73,7 @@ def run_info() -> int:
 
     print(f"arrayconv {__version__} (numpy {np.__version__}, scipy {scipy.__version__})")
     print(f"cpu: memory budget {_config.memory_limit('cpu') / 2**20:.0f} MiB, {_config.workers()} FFT workers")
+    print(f"cpu: malloc thresholds for freed memory kept for reuse: {keep_freed_memory()}")
     print(f"gpu: {_gpu_line()}")
     for name, info in cache_info().items():
         print(f"cache {name}: {info.size}/{info.maxsize} entries, {info.nbytes / 2**10:.0f} KiB, {info.hits} hits, {info.misses} misses")

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from . import _config
+from ._allocator import keep_freed_memory
 from ._backend import Array, Backend, is_cupy_array
 from ._choose import Choice, choose, measured_choice
 from ._methods import METHODS
@@ -134,6 +135,8 @@ class Plan:
         sample: Array | None = None,
     ) -> None:
         _check_result_fits(spec)
+        if spec.backend.name == "numpy":
+            keep_freed_memory()
         self._spec = spec
         self._memory_limit = memory_limit
         self._w = w
