@@ -6,8 +6,8 @@ Usage: ``python -m arrayconv.bench.images [--sides 64,128,256,512] [--kernels 3,
 For each image side and square kernel, and each signal length and kernel length, and each
 dtype, ``arrayconv.correlate(x, w, 'same')`` ('auto'), ``scipy.signal.correlate`` (its own
 'auto'), ``scipy.signal.fftconvolve`` and ``scipy.ndimage.correlate`` (zero padding: the
-centring of 'same', even kernels too) run interleaved in one process, each timed once per
-round for 15 to 300 rounds (about 3e7 / (samples * kernel side)); the best of the rounds is
+centring of 'same', even kernels too) run interleaved in one process, in a new order each
+round, each timed once per round for 15 to 300 rounds (about 3e7 / (samples * kernel side)); the best of the rounds is
 kept (the machine's drifts hit them all alike). Writes ``images-<date>.md`` and ``.json``.
 """
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import random
 import sys
 import time
 from collections.abc import Callable
@@ -45,10 +46,12 @@ def time_point(shape: tuple[int, ...], k: int, dtype: str, rng: np.random.Genera
     for call in calls.values():  # warm-up: caches, pages, plans
         call()
     best = dict.fromkeys(calls, float("inf"))
-    for _ in range(min(300, max(15, int(3e7 / (x.size * k))))):
-        for name, call in calls.items():
+    order = list(calls)
+    for round_ in range(min(300, max(15, int(3e7 / (x.size * k))))):
+        random.Random(round_).shuffle(order)  # none always runs after the same one (ndimage's long calls cool the next)
+        for name in order:
             start = time.perf_counter()
-            call()
+            calls[name]()
             best[name] = min(best[name], time.perf_counter() - start)
     peer = min(seconds for name, seconds in best.items() if name != "arrayconv")
     method = ac.choose_method(x, w, mode="same").method
@@ -68,7 +71,7 @@ def write(points: list[dict], folder: Path, argv: list[str]) -> Path:
         f"Command: `{report['command']}`  ",
         machine_line(report["versions"]),
         "`arrayconv.correlate(x, w, 'same')` ('auto'), `scipy.signal.correlate` (its 'auto'), `fftconvolve` and",
-        "`scipy.ndimage.correlate` (mode 'constant'), interleaved; best of the rounds, microseconds.",
+        "`scipy.ndimage.correlate` (mode 'constant'), interleaved in a new order each round; best of the rounds, microseconds.",
         "Ratio = arrayconv / the fastest SciPy call (under 1: arrayconv faster).",
         "",
         "| input | kernel | dtype | arrayconv | auto picks | scipy correlate | scipy fftconvolve | scipy ndimage | ratio |",

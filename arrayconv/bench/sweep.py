@@ -6,7 +6,7 @@ Points are drawn at random (seeded) from image sides 64..4096, kernels 1..63, in
 output channels 1..256 and batches 1..256 (``conv``, padding 'same'), plus
 single-image ``correlate`` points, the corners of those ranges and the DESIGN.md cases,
 keeping those whose inputs and outputs fit in 256 MiB and whose best estimate is under 2 s. Each method is timed
-(one warm-up, then the median of 2 to 15 interleaved repeats, at least 0.2 s of
+(one warm-up, then the median of 2 to 15 interleaved repeats in a new order each, at least 0.2 s of
 timings each; calls over 3 s are timed once); a method estimated over 20 times slower
 than the best estimate and over 3 s is not run. Writes ``sweep-<date>[-<dtype>].json``, ``.md``
 and ``.png``: for each point, time(auto's method) / time(best method).
@@ -26,6 +26,7 @@ import dataclasses
 import datetime
 import json
 import math
+import random
 import statistics
 import sys
 from pathlib import Path
@@ -155,6 +156,7 @@ def time_point(point: dict, where: Device) -> dict:
         again = [n for n in run if times[n][0] < ONCE_SECONDS and (round_ < 2 or (times[n][0] < 1.0 and sum(times[n][1:]) < MIN_SECONDS))]
         if not again:
             break
+        random.Random(round_).shuffle(again)  # none always runs after the same one
         for name in again:
             times[name].append(where.time_call(run[name]))
     medians = {name: statistics.median(t[1:] or t) for name, t in times.items()}
