@@ -86,6 +86,34 @@ def test_float32_stays_float32_inside_fft(monkeypatch, rng):
 @pytest.mark.parametrize(
     "x_shape, w_shape, options",
     [
+        ((2, 4, 20, 17), (6, 2, 5, 4), dict(groups=2, stride=2, padding=3, dilation=2)),
+        ((1, 3, 9, 10, 11), (4, 3, 3, 2, 5), dict(padding=2, dilation=(1, 2, 1), padding_mode="circular")),
+        ((1, 1, 16, 16), (1, 1, 7, 7), dict(padding=3, padding_mode="circular")),  # native wrap
+        ((3, 16, 12, 12), (32, 16, 3, 3), dict(padding=1)),  # frequency-major for the GEMM
+        ((1, 2, 30), (3, 2, 7), dict(stride=3, padding=5, dilation=2)),
+    ],
+)
+@pytest.mark.parametrize("dtype", ["float32", "complex128"])
+def test_fft_kernel_spectrum_by_axis_equals_the_whole_transform(x_shape, w_shape, options, dtype):
+    # The CPU transforms the kernel one axis at a time, skipping zero lines; a GPU
+    # transforms the whole zero-filled grid at once. Both must give the same spectrum.
+    from arrayconv import _backend
+    from arrayconv._conv import conv_spec
+    from arrayconv._methods import fft
+    from arrayconv._problem import ArraySpec
+
+    w = random(np.random.default_rng(0), w_shape, dtype)
+    settings = {"stride": 1, "dilation": 1, "groups": 1, **options}
+    problem = conv_spec(ArraySpec(x_shape, np.dtype(dtype)), w, None, _backend.NUMPY, "fft", x_bound=0, **settings).problem
+    whole = fft._spectrum_at_once(w, problem, _backend.NUMPY)
+    by_axis = fft._spectrum_by_axis(w, problem, _backend.NUMPY)
+    assert by_axis.dtype == whole.dtype == np.result_type(dtype, np.complex64)
+    np.testing.assert_allclose(by_axis, whole, rtol=0, atol=np.finfo(whole.dtype).eps * 16 * np.abs(whole).max())
+
+
+@pytest.mark.parametrize(
+    "x_shape, w_shape, options",
+    [
         ((3, 4, 10, 11), (6, 2, 3, 2), dict(groups=2, padding=(2, 1), dilation=(1, 2))),
         ((2, 3, 19), (4, 3, 4), dict(padding=3, dilation=2)),
         ((1, 2, 5, 6, 7), (3, 2, 2, 3, 2), dict(padding=1)),

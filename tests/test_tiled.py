@@ -31,7 +31,7 @@ def test_oa_runs_slabs_on_the_workers_within_the_budget(workers, rng):
     from arrayconv._methods import overlap
     from arrayconv._rates import rates_for
 
-    x, k = random(rng, (2, 3, 600, 64), "float64"), random(rng, (4, 3, 9, 6), "float64")
+    x, k = random(rng, (2, 3, 600, 256), "float64"), random(rng, (4, 3, 9, 6), "float64")
     expected = ac.conv(x, k, padding=4, method="direct")
     problem = ac.plan_conv(k, x.shape, padding=4, method="oa")._spec.problem
     one_row = overlap._slab_cost(problem, NUMPY, 1, 1, rates_for(NUMPY)).temp_bytes
