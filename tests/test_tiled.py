@@ -23,6 +23,25 @@ def test_oa_matches_reference_over_many_slabs(xp, mode, options, rng):
     assert_matches(got, expected.astype(np.float64), dtype="float64", backend=xp.__name__)
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+def test_oa_cuts_a_stack_of_frames_into_one_frame_per_slab(xp, workers, mode, rng):
+    """Each output map reads one input map: on the CPU one frame per slab (its spectra stay
+    in cache whatever the stack's length), several rows of slabs per frame, all of them on
+    the workers; on a GPU, and for a filter bank that sums channels, the whole batch in each
+    slab."""
+    frames, k = random(rng, (4, 50, 33), "float64"), random(rng, (1, 6, 5), "float64")
+    with ac.config(workers=workers, memory_limit=48 << 10):  # slabs of a few rows
+        plan = ac.plan_correlate(xp.asarray(k), frames.shape, mode, "oa", axes=(1, 2))
+        got = plan(xp.asarray(frames))
+    rows, _, slab, _ = plan._kernel
+    assert slab.batch == (1 if xp is np else 4) and rows < plan._spec.problem.out_spatial[0], (rows, slab)
+    expected = np.stack([scipy.signal.correlate(frame, k[0], mode) for frame in frames])
+    assert_matches(got, expected, dtype="float64", backend=xp.__name__)
+    bank = ac.plan_conv(random(rng, (4, 3, 5, 5), "float64"), (2, 3, 40, 40), method="oa")
+    assert bank._kernel[2].batch == 2
+
+
 @pytest.mark.parametrize("workers", [1, 2, 3])
 def test_oa_runs_slabs_on_the_workers_within_the_budget(workers, rng):
     """On the CPU, `workers` slabs at a time (each with its own single-threaded FFT) when
