@@ -3,7 +3,7 @@ spectra do not fit the memory budget.
 
 The output is cut along its first spatial axis into slabs of `rows` rows (and on the CPU,
 when each output map reads one input map, into one batch item per slab: a stack of 8 frames of
-1920x1920 ran in 0.59 of the time of slabs holding the whole stack, whose spectra left the
+1920x1920 ran in 0.55-0.59 of the time of slabs holding the whole stack, whose spectra left the
 cache; bench/results/oa-stacks-2026-11-23.md). Each slab needs
 ``(rows - 1) * stride + dilation * (kernel - 1) + 1`` input rows (its halo overlaps the
 next slab's); those are cut from the input (zero-filled past the padding, or read around the input's
