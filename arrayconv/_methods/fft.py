@@ -202,8 +202,9 @@ def prepare(w: Array, problem: Problem, backend: Backend) -> Array:
     The result is ``(G, Og, Cg, *freq)``, or frequency-major ``(G, F, Cg, Og)`` when the
     channel sum is a batched GEMM.
     """
-    p = layout(problem, backend).problem
-    spectrum = (_spectrum_by_axis if backend.name == "numpy" else _spectrum_at_once)(w, problem, backend)
+    fixed = layout(problem, backend)
+    p = fixed.problem
+    spectrum = (_spectrum_by_axis if backend.name == "numpy" else _spectrum_at_once)(w, fixed, backend)
     spectrum = spectrum.reshape(p.groups, p.out_per_group, p.in_per_group, *spectrum.shape[2:])
     if not _sums_by_gemm(p, backend):
         return spectrum
@@ -212,10 +213,9 @@ def prepare(w: Array, problem: Problem, backend: Backend) -> Array:
     return backend.xp.ascontiguousarray(flat.transpose(0, 3, 2, 1))
 
 
-def _spectrum_at_once(w: Array, problem: Problem, backend: Backend) -> Array:
+def _spectrum_at_once(w: Array, fixed: Layout, backend: Backend) -> Array:
     """The placed kernel's spectrum by one N-D transform of the whole zero-filled grid: on
     a GPU one launch, where per-axis transforms would take one each."""
-    fixed = layout(problem, backend)
     nd = len(fixed.shape)
     placed = backend.xp.zeros((*w.shape[:2], *fixed.shape), dtype=w.dtype)
     for combo in itertools.product(*fixed.pieces):
@@ -224,14 +224,14 @@ def _spectrum_at_once(w: Array, problem: Problem, backend: Backend) -> Array:
     return forward(placed, fixed.shape, tuple(range(2, 2 + nd)))
 
 
-def _spectrum_by_axis(w: Array, problem: Problem, backend: Backend) -> Array:
+def _spectrum_by_axis(w: Array, fixed: Layout, backend: Backend) -> Array:
     """The placed kernel's spectrum one axis at a time, last axis first, each axis placed
     just before it is transformed: the lines of the axes not yet reached are only the
     kernel's taps, so the transforms of the zero lines between them are skipped (the
     same values as the N-D transform: a zero line's transform is zero). On the CPU this
     made plain calls on 128x128-512x512 images 0.87-0.94 of their time, and a filter bank
     of 16x16 kernels 0.81 (bench/results/kernel-spectrum-by-axis-2026-11-23.md)."""
-    fixed, xp, fft = layout(problem, backend), backend.xp, backend.fft
+    xp, fft = backend.xp, backend.fft
     spectrum = w
     for ax in reversed(range(len(fixed.shape))):
         axis, length = 2 + ax, fixed.shape[ax]
