@@ -20,7 +20,7 @@ from . import _config
 from ._allocator import keep_freed_memory
 from ._backend import Array, Backend, is_cupy_array
 from ._choose import Choice, choose, measured_choice
-from ._methods import METHODS
+from ._methods import METHODS, direct
 from ._nan import IGNORE, NanRule
 from ._nan import apply as apply_nan_rule
 from ._problem import ArraySpec, Problem
@@ -190,6 +190,12 @@ class Plan:
             return y
         out[...] = y
         return out
+
+    def line_window(self) -> tuple[int, int, int] | None:
+        """``(start, stop, first)`` when a call without `out` is one ``numpy.correlate`` of
+        ``x[start:stop]`` with the kernel, whose 'full' result from index `first` on is the
+        result (direct's 1-D lines, :func:`._methods.direct.line_window`); else None."""
+        return direct.line_window(self._kernel, self._spec.problem) if self.method == "direct" else None
 
     def _result(self, x: Array, out: Array | None) -> Array:
         """The method's result for the (extended) input `x`, in `out` when it can write there."""

@@ -4,8 +4,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy import ndimage
 
 import arrayconv as ac
+from arrayconv._plan import Plan
 from _reference import assert_matches, random, reference_correlate
 from _strategies import FLOAT_DTYPES, MODES, correlate_shapes, examples
 
@@ -128,6 +130,75 @@ def test_axes_batching(xp, method, s1, s2, axes, mode, rng):
     assert_matches(ac.correlate(xp.asarray(in1), xp.asarray(in2), mode, method, axes=axes), expected, dtype="float64", backend=xp.__name__)
     expected = reference_correlate(in1, in2, mode, axes=axes, flip=True)
     assert_matches(ac.convolve(xp.asarray(in1), xp.asarray(in2), mode, method, axes=axes), expected, dtype="float64", backend=xp.__name__)
+
+
+@pytest.mark.parametrize("method", ["auto", "direct"])
+@settings(max_examples=examples(30), deadline=None)
+@given(n=st.integers(1, 3000), k=st.integers(1, 80), dtype=st.sampled_from(["float32", "float64"]), seed=st.integers(0, 2**16))
+def test_plain_1d_calls_that_are_one_numpy_correlate_skip_the_plan(method, n, k, dtype, seed):
+    """From the second call on, a plain call on two 1-D signals whose plan runs one
+    numpy.correlate runs it without the plan: the same bits as the plan, and no plan.
+    Every mode and both functions on the same signals: each call has its own entry."""
+    rng = np.random.default_rng(seed)
+    in1, in2 = random(rng, (n,), dtype), random(rng, (k,), dtype)
+    calls = [(mode, flip) for mode in MODES for flip in (False, True)]
+    plans, results = {}, {}
+    for mode, flip in calls:
+        plans[mode, flip] = (ac.plan_convolve if flip else ac.plan_correlate)(in2, in1.shape, mode, method=method)
+        results[mode, flip] = plans[mode, flip](in1)
+        assert_matches(results[mode, flip], reference_correlate(in1, in2, mode, flip=flip), dtype=dtype)
+        np.testing.assert_array_equal((ac.convolve if flip else ac.correlate)(in1, in2, mode, method), results[mode, flip])
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Plan, "__call__", _refuse_call)
+        for mode, flip in calls:
+            fn = ac.convolve if flip else ac.correlate
+            if plans[mode, flip].line_window() is None:
+                with pytest.raises(AssertionError, match="a plan ran"):
+                    fn(in1, in2, mode, method)
+            else:
+                got = fn(in1, in2, mode, method)
+                np.testing.assert_array_equal(got, results[mode, flip])
+                assert got.dtype == in1.dtype
+
+
+@pytest.mark.parametrize(("n", "k", "dtype", "mode"), [(1000, 3, "float64", "same"), (10000, 9, "float32", "full"), (3000, 21, "float32", "same"), (50, 80, "float64", "valid")])
+def test_short_signals_run_as_one_numpy_correlate(n, k, dtype, mode, rng):
+    """The calls the previous test skips the plan for include these (the cost model picks
+    numpy.correlate's lines for them)."""
+    plan = ac.plan_correlate(random(rng, (k,), dtype), (n,), mode, dtype=dtype)
+    assert plan.line_window() is not None
+
+
+def _refuse_call(self, x, out=None):
+    raise AssertionError("a plan ran")
+
+
+def test_one_numpy_correlate_calls_leave_other_options_to_the_plan(rng):
+    """A call that differs from a cached one-numpy.correlate call in anything but the
+    values goes through its plan: other options, dtypes, `out`, array types."""
+    x, w = random(rng, (500,), "float64"), random(rng, (5,), "float64")
+    for _ in range(2):
+        assert_matches(ac.correlate(x, w, "same"), reference_correlate(x, w, "same"), dtype="float64")
+    bad = x.copy()
+    bad[7] = np.nan
+    with pytest.raises(ValueError, match="nan='raise'"):
+        ac.correlate(bad, w, "same", nan="raise")
+    spread = ac.correlate(bad, w, "same")  # 'propagate': the footprint only, as SciPy's direct method
+    np.testing.assert_array_equal(np.flatnonzero(np.isnan(spread)), np.arange(5, 10))
+    assert_matches(ac.correlate(bad, w, "same", nan="fill"), reference_correlate(np.nan_to_num(bad, nan=0.0), w, "same"), dtype="float64")
+    wrapped = ac.correlate(x, w, "same", boundary="wrap")
+    assert_matches(wrapped, ndimage.correlate(x, w, mode="wrap"), dtype="float64")
+    assert_matches(ac.correlate(x, w, "same", fillvalue=2.0), ndimage.correlate(x, w, mode="constant", cval=2.0), dtype="float64")
+    out = np.full(500, 7.0)
+    assert ac.correlate(x, w, "same", out=out) is out
+    assert_matches(out, reference_correlate(x, w, "same"), dtype="float64")
+    assert ac.correlate(x.astype(np.float32), w, "same").dtype == np.float64
+    assert ac.correlate(x.astype(np.float32), w.astype(np.float32), "same").dtype == np.float32
+    assert_matches(ac.correlate(list(x), w, "same"), reference_correlate(x, w, "same"), dtype="float64")
+    swapped = x.astype(x.dtype.newbyteorder())
+    assert_matches(ac.correlate(swapped, w.astype(w.dtype.newbyteorder()), "same"), reference_correlate(x, w, "same"), dtype="float64")
+    with pytest.raises(ValueError, match="mode"):
+        ac.correlate(x, w, "middle")
 
 
 def test_zero_dim_inputs_as_scipy():

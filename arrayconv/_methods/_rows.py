@@ -142,12 +142,28 @@ def line_pieces(problem: Problem, target_bytes: int) -> list[tuple[int, int, int
     return [(line, line + 1, r0, min(r0 + per_piece, length)) for line in range(lines) for r0 in range(0, length, per_piece)]
 
 
+def line_window(problem: Problem, r0: int, r1: int) -> tuple[int, int, int]:
+    """For output samples ``r0:r1`` of a 1-D line: the input samples ``s0:s1`` they read
+    (from ``r0 - pad_lo`` to ``r1 - pad_lo + K - 2``, clipped to the signal), and the index
+    of sample ``r0`` in the 'full' correlation of that stretch (``numpy.correlate`` supplies
+    the zeros where it was clipped)."""
+    p = problem
+    n, width, lo = p.spatial[0], p.kernel[-1], p.pad_lo[0]
+    s0, s1 = max(0, r0 - lo), min(n, r1 - lo + width - 1)
+    return s0, s1, r0 - lo - s0 + width - 1
+
+
+def one_call(problem: Problem, target_bytes: int) -> bool:
+    """Whether :func:`run_lines` without `out` makes a single ``numpy.correlate`` call and
+    returns its result: one line, one filter, one piece."""
+    p = problem
+    return p.batch * p.groups * p.out_per_group == 1 and len(line_pieces(p, target_bytes)) == 1
+
+
 def run_lines(x: Array, kernels: RowKernels, problem: Problem, out: Array | None, target_bytes: int, workers: int) -> Array:
     """The 1-D `problem` on `x` ``(B, G, 1, n)``, unpadded, in `out` ``(B, G, Og, n_out)``
     (the caller reshapes the result to ``problem.y_shape``):
-    output samples ``r0:r1`` need input samples from ``r0 - pad_lo`` to
-    ``r1 - pad_lo + K - 2``, clipped to the signal; 'full' correlation of that stretch
-    holds them from index ``r0 - pad_lo - s0 + K - 1``, with zeros where it was clipped.
+    each piece of output samples is one ``numpy.correlate`` of its :func:`line_window`.
 
     Without `out`, a problem of one call returns that call's result (a view, no copy), as
     SciPy does: a second buffer of the output's size, allocated and freed on every call,
@@ -155,18 +171,17 @@ def run_lines(x: Array, kernels: RowKernels, problem: Problem, out: Array | None
     faults per call of 10**5 float64 samples on the 2-core machine, 0.9 ms against 0.17).
     """
     p = problem
-    n, width, lo = p.spatial[0], p.kernel[-1], p.pad_lo[0]
+    n, width = p.spatial[0], p.kernel[-1]
     signals = x.reshape(p.batch * p.groups, n)
     rows = kernels.rows.reshape(p.groups, p.out_per_group, width)
 
     def correlation(line: int, o: int, r0: int, r1: int) -> Array:
-        s0, s1 = max(0, r0 - lo), min(n, r1 - lo + width - 1)
-        first = r0 - lo - s0 + width - 1
+        s0, s1, first = line_window(p, r0, r1)
         return np.correlate(signals[line, s0:s1], rows[line % p.groups, o], "full")[first : first + r1 - r0]
 
-    pieces = line_pieces(p, target_bytes)
-    if out is None and len(pieces) == 1 and p.batch * p.groups * p.out_per_group == 1:
+    if out is None and one_call(p, target_bytes):
         return correlation(0, 0, 0, p.out_spatial[0])
+    pieces = line_pieces(p, target_bytes)
     out = output(out, p, NUMPY, x.dtype)
     results = out.reshape(p.batch * p.groups, p.out_per_group, -1)
 

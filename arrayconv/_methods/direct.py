@@ -120,6 +120,14 @@ def run(x: Array, kernel: Kernel, problem: Problem, backend: Backend, out: Array
     return out.reshape(p.y_shape)
 
 
+def line_window(kernel: Kernel, problem: Problem) -> tuple[int, int, int] | None:
+    """When :func:`run` without `out` is one ``numpy.correlate`` of a whole 1-D signal
+    (:func:`._rows.one_call`): that call's :func:`._rows.line_window`; else None."""
+    if isinstance(kernel, _rows.RowKernels) and _rows.reads_lines(problem) and _rows.one_call(problem, _ROWS_CHUNK_BYTES):
+        return _rows.line_window(problem, 0, problem.out_spatial[0])
+    return None
+
+
 def accumulate(padded: Array, w_taps: Array, lay: Layout, chunk: Chunk, backend: Backend) -> Array:
     """The sum over taps of kernel times input for `chunk` of `padded` (laid out by
     :func:`._taps.pad_input`): ``(Bc, G, Og, chunk_length)``, junk columns included.
