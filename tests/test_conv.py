@@ -335,6 +335,19 @@ def test_direct_row_form_reads_1d_lines_in_place(length, taps, mode, lines, dtyp
     assert_matches(got, ref, dtype=dtype)
 
 
+@pytest.mark.parametrize(("taps", "dtype", "whole"), [(2, "float64", True), (2, "float32", False), (5, "float64", False), (9, "float32", False)])
+def test_one_long_line_stays_whole_where_cutting_it_does_not_pay(taps, dtype, whole):
+    # The pieces' copy into the output costs more than two threads save on numpy.correlate's
+    # fastest loops (float64, 1-2 taps): the whole line is one call, its result the output.
+    from arrayconv._methods import _rows
+    from arrayconv._rates import DEFAULT_RATES
+
+    problem = ac.plan_correlate(np.ones(taps, dtype), (10**6,), "same", method="direct")._spec.problem
+    pieces = _rows.line_pieces(problem, 1 << 20, 2, DEFAULT_RATES)
+    assert (len(pieces) == 1) == whole
+    assert len(_rows.line_pieces(problem, 1 << 20, 1, DEFAULT_RATES)) == 1  # one thread: never cut
+
+
 def test_direct_row_form_pads_wide_where_the_lines_cannot_be_read_in_place():
     # Zero padding longer than the kernel, or periodic padding, is not what numpy.correlate's
     # 'full' mode supplies: those take the padded grid.

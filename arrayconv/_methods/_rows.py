@@ -130,16 +130,33 @@ def reads_lines(problem: Problem) -> bool:
     return len(p.spatial) == 1 and not p.circular and p.pad_lo[0] <= reach and p.pad_hi[0] <= reach
 
 
-def line_pieces(problem: Problem, target_bytes: int) -> list[tuple[int, int, int, int]]:
+def line_pieces(problem: Problem, target_bytes: int, workers: int, rates: Rates) -> list[tuple[int, int, int, int]]:
     """Work of :func:`run_lines` in pieces of about `target_bytes` of output: lines
-    ``l0:l1`` (batch items times groups) and output samples ``r0:r1`` of each."""
+    ``l0:l1`` (batch items times groups) and output samples ``r0:r1`` of each. One line
+    with one filter stays whole unless cutting it pays (:func:`_cutting_pays`)."""
     p = problem
     lines, length = p.batch * p.groups, p.out_spatial[0]
     per_piece = max(1, target_bytes // (p.dtype.itemsize * p.out_per_group))
-    if per_piece >= length:
-        step = per_piece // length
+    if per_piece >= length or (lines * p.out_per_group == 1 and not _cutting_pays(p, per_piece, workers, rates)):
+        step = max(1, per_piece // length)
         return [(l0, min(l0 + step, lines), 0, length) for l0 in range(0, lines, step)]
     return [(line, line + 1, r0, min(r0 + per_piece, length)) for line in range(lines) for r0 in range(0, length, per_piece)]
+
+
+def _cutting_pays(problem: Problem, per_piece: int, workers: int, rates: Rates) -> bool:
+    """Whether one line cut into pieces of `per_piece` samples on `workers` threads is
+    estimated faster than one ``numpy.correlate`` of the whole line, whose result is the
+    output itself: the threads share the loop, but each piece's result is then copied into
+    the output, a store (weighted as in :func:`line_seconds`) that two cores of the CI
+    machine did not share. So float64 signals of 1-2 taps stay whole: plans on 2*10**5
+    samples with 2 taps took 0.44 of the time cut in two (1-4*10**6 samples: 0.84-0.96);
+    float32 ones with 2 taps, and float64 ones with 5 taps, ran 0.8-0.9 of the whole call's
+    time cut up (bench/results/one-line-calls-2026-11-23.md)."""
+    p = problem
+    length = p.out_spatial[0]
+    loop = length * _ns_per_sample(p.kernel[-1]) * 1e-9
+    threads = min(workers, -(-length // per_piece))
+    return loop / threads + _LINE_STORE_PASSES * length * p.dtype.itemsize / rates.stream_bytes < loop
 
 
 def line_window(problem: Problem, r0: int, r1: int) -> tuple[int, int, int]:
@@ -153,14 +170,14 @@ def line_window(problem: Problem, r0: int, r1: int) -> tuple[int, int, int]:
     return s0, s1, r0 - lo - s0 + width - 1
 
 
-def one_call(problem: Problem, target_bytes: int) -> bool:
+def one_call(problem: Problem, target_bytes: int, workers: int, rates: Rates) -> bool:
     """Whether :func:`run_lines` without `out` makes a single ``numpy.correlate`` call and
     returns its result: one line, one filter, one piece."""
     p = problem
-    return p.batch * p.groups * p.out_per_group == 1 and len(line_pieces(p, target_bytes)) == 1
+    return p.batch * p.groups * p.out_per_group == 1 and len(line_pieces(p, target_bytes, workers, rates)) == 1
 
 
-def run_lines(x: Array, kernels: RowKernels, problem: Problem, out: Array | None, target_bytes: int, workers: int) -> Array:
+def run_lines(x: Array, kernels: RowKernels, problem: Problem, out: Array | None, target_bytes: int, workers: int, rates: Rates) -> Array:
     """The 1-D `problem` on `x` ``(B, G, 1, n)``, unpadded, in `out` ``(B, G, Og, n_out)``
     (the caller reshapes the result to ``problem.y_shape``):
     each piece of output samples is one ``numpy.correlate`` of its :func:`line_window`.
@@ -179,9 +196,9 @@ def run_lines(x: Array, kernels: RowKernels, problem: Problem, out: Array | None
         s0, s1, first = line_window(p, r0, r1)
         return np.correlate(signals[line, s0:s1], rows[line % p.groups, o], "full")[first : first + r1 - r0]
 
-    if out is None and one_call(p, target_bytes):
+    if out is None and one_call(p, target_bytes, workers, rates):
         return correlation(0, 0, 0, p.out_spatial[0])
-    pieces = line_pieces(p, target_bytes)
+    pieces = line_pieces(p, target_bytes, workers, rates)
     out = output(out, p, NUMPY, x.dtype)
     results = out.reshape(p.batch * p.groups, p.out_per_group, -1)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 
 from .. import _config
-from .._backend import Array, Backend
+from .._backend import NUMPY, Array, Backend
 from .._cache import LRUCache
 from .._cuda import C_TYPES
 from .._problem import Problem
@@ -101,7 +101,8 @@ def run(x: Array, kernel: Kernel, problem: Problem, backend: Backend, out: Array
     p = problem
     rows = isinstance(kernel, _rows.RowKernels)
     if rows and _rows.reads_lines(p):
-        return _rows.run_lines(x, kernel, p, out, _ROWS_CHUNK_BYTES, _config.workers()).reshape(p.y_shape)
+        lines = _rows.run_lines(x, kernel, p, out, _ROWS_CHUNK_BYTES, _config.workers(), rates_for(backend))
+        return lines.reshape(p.y_shape)
     out = output(out, p, backend, x.dtype)
     if _on_gpu(p, backend):
         return _direct_cuda.run(x, kernel, p, backend, out).reshape(p.y_shape)
@@ -123,7 +124,8 @@ def run(x: Array, kernel: Kernel, problem: Problem, backend: Backend, out: Array
 def line_window(kernel: Kernel, problem: Problem) -> tuple[int, int, int] | None:
     """When :func:`run` without `out` is one ``numpy.correlate`` of a whole 1-D signal
     (:func:`._rows.one_call`): that call's :func:`._rows.line_window`; else None."""
-    if isinstance(kernel, _rows.RowKernels) and _rows.reads_lines(problem) and _rows.one_call(problem, _ROWS_CHUNK_BYTES):
+    lines = isinstance(kernel, _rows.RowKernels) and _rows.reads_lines(problem)
+    if lines and _rows.one_call(problem, _ROWS_CHUNK_BYTES, _config.workers(), rates_for(NUMPY)):
         return _rows.line_window(problem, 0, problem.out_spatial[0])
     return None
 
@@ -215,7 +217,7 @@ def _rows_cost(problem: Problem, rates: Rates, workers: int) -> Cost:
     1-D lines read in place, one pass storing the result instead."""
     p = problem
     if _rows.reads_lines(p):
-        pieces = _rows.line_pieces(p, _ROWS_CHUNK_BYTES)
+        pieces = _rows.line_pieces(p, _ROWS_CHUNK_BYTES, workers, rates)
         runs = sum(l1 - l0 for l0, l1, _, _ in pieces)
         seconds = _rows.line_seconds(p, runs, min(workers, len(pieces)), rates)
         return Cost(seconds, workers * _ROWS_CHUNK_BYTES)
