@@ -42,6 +42,28 @@ def test_oa_cuts_a_stack_of_frames_into_one_frame_per_slab(xp, workers, mode, rn
     assert bank._kernel[2].batch == 2
 
 
+@pytest.mark.parametrize("boundary", ["fill", "wrap"])
+def test_fft_copies_no_input_and_no_result_it_need_not(monkeypatch, boundary, rng):
+    """Slabs (and plain FFT calls) are extended periodically only where circular padding
+    is not native to the transform, not because an equal problem is another object; and
+    one chunk's result is its inverse transform's samples as they are (a view, as SciPy's)."""
+    from arrayconv._methods import fft
+
+    extended = []
+    monkeypatch.setattr(fft, "extend", lambda *args: extended.append(args) or args[1])
+    x, k = random(rng, (61, 37), "float64"), random(rng, (7, 6), "float64")  # 37: not a fast length
+    with ac.config(memory_limit=64 << 10):  # slabs of a few rows
+        plan = ac.plan_correlate(k, x.shape, "same", "oa", boundary=boundary)
+        for _ in range(2):  # the second call finds the layouts of the first in the cache
+            extended.clear()
+            plan(x)
+            assert not extended if boundary == "fill" else extended
+    monkeypatch.undo()
+    y = ac.correlate(x, k, "same", "fft")
+    assert not y.flags.owndata
+    assert_matches(y, scipy.signal.correlate(x, k, "same"), dtype="float64")
+
+
 @pytest.mark.parametrize("workers", [1, 2, 3])
 def test_oa_runs_slabs_on_the_workers_within_the_budget(workers, rng):
     """On the CPU, `workers` slabs at a time (each with its own single-threaded FFT) when

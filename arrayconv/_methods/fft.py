@@ -292,23 +292,30 @@ def _channel_sum(x_hat: Array, w_hat: Array, problem: Problem, backend: Backend)
 
 def run(x: Array, w_hat: Array, problem: Problem, backend: Backend, out: Array | None = None) -> Array:
     """Solve `problem` by FFT (`w_hat` from :func:`prepare`), in batch chunks that fit the
-    memory budget."""
+    memory budget. Without `out`, one chunk returns its inverse transform's samples as they
+    are: a view of the transform's grid, with no copy."""
     xp, fixed = backend.xp, layout(problem, backend)
     p, shape = fixed.problem, fixed.shape
     nd = len(shape)
     axes = tuple(range(3, 3 + nd))
     forward, inverse = _transforms(backend, real=x.dtype.kind != "c")
-    out = output(out, p, backend, x.dtype)
     x_groups = x.reshape(p.batch, p.groups, p.in_per_group, *problem.spatial)
-    if p is not problem:  # extend periodically where the padding is not native
+    if p.spatial != problem.spatial:  # extend periodically where the padding is not native
         pads = [(lo, hi) if n != q else (0, 0) for n, q, lo, hi in zip(problem.spatial, p.spatial, problem.pad_lo, problem.pad_hi)]
         x_groups = extend(xp, x_groups, axes, pads, "wrap")
     step = _batch_step(fixed, p.batch, _config.budget(backend.name))
-    for b0 in range(0, p.batch, step):
+
+    def items(b0: int) -> Array:  # the result of batch items b0:b0 + step
         x_hat = forward(x_groups[b0 : b0 + step], shape, axes)
         y_hat = _channel_sum(x_hat, w_hat, p, backend)
         del x_hat
-        out[b0 : b0 + step] = _samples(inverse(y_hat, shape, axes), p, shape, xp)
+        return _samples(inverse(y_hat, shape, axes), p, shape, xp)
+
+    if out is None and step >= p.batch:  # one chunk: its samples are the result (a view, as SciPy's)
+        return items(0).reshape(p.y_shape)
+    out = output(out, p, backend, x.dtype)
+    for b0 in range(0, p.batch, step):
+        out[b0 : b0 + step] = items(b0)
     return out.reshape(p.y_shape)
 
 
