@@ -312,8 +312,8 @@ def _correlate(
 class _OneLine:
     """A plain call on two 1-D signals whose plan runs one ``numpy.correlate``
     (:meth:`Plan.line_window`), run without the plan: the same call on the same samples,
-    so the same result, for about a tenth of the plan's fixed cost (1000 samples: 5 us
-    against 47, where SciPy takes 23)."""
+    so the same result, for a sixth of the plan's cost or less (1000 samples with 3 taps:
+    about 7 us against 47, where SciPy takes 15-23; bench/results/one-line-calls-2026-11-23.md)."""
 
     start: int
     stop: int
