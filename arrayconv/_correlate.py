@@ -15,6 +15,7 @@ from ._cache import LRUCache
 from ._boundary import BOUNDARIES, extend
 from ._docstrings import fill
 from ._methods import METHODS
+from ._methods._rows import correlate_window
 from ._nan import IGNORE, NAN_POLICIES, NanPolicy, NanRule, check_kernel
 from ._plan import Plan, Spec, abs_bound, int_guard, terms
 from ._problem import (
@@ -304,7 +305,7 @@ def _correlate(
     plan = Plan(spec, w, method, measure=measure, sample=in1)
     if key is not None and line is None:
         window = plan.line_window()
-        _one_lines.put(key, False if window is None else _OneLine(*window, spec.y.shape[0], flip))
+        _one_lines.put(key, False if window is None else _OneLine(window, spec.y.shape[0], flip))
     return plan(in1, out)
 
 
@@ -315,15 +316,12 @@ class _OneLine:
     so the same result, for a sixth of the plan's cost or less (1000 samples with 3 taps:
     about 7 us against 47, where SciPy takes 15-23; bench/results/one-line-calls-2026-11-23.md)."""
 
-    start: int
-    stop: int
-    first: int
+    window: tuple[int, int, int]
     length: int
     flip: bool
 
     def __call__(self, in1: np.ndarray, in2: np.ndarray) -> np.ndarray:
-        kernel = in2[::-1] if self.flip else in2
-        return np.correlate(in1[self.start : self.stop], kernel, "full")[self.first : self.first + self.length]
+        return correlate_window(in1, in2[::-1] if self.flip else in2, self.window, self.length)
 
 
 # Plain 1-D calls seen: their _OneLine, or False where the plan runs anything else.

@@ -170,6 +170,13 @@ def line_window(problem: Problem, r0: int, r1: int) -> tuple[int, int, int]:
     return s0, s1, r0 - lo - s0 + width - 1
 
 
+def correlate_window(signal: Array, row: Array, window: tuple[int, int, int], length: int) -> Array:
+    """`length` output samples of a 1-D line from its :func:`line_window`: one
+    ``numpy.correlate`` of the window's input samples with the kernel row."""
+    s0, s1, first = window
+    return np.correlate(signal[s0:s1], row, "full")[first : first + length]
+
+
 def one_call(problem: Problem, target_bytes: int, workers: int, rates: Rates) -> bool:
     """Whether :func:`run_lines` without `out` makes a single ``numpy.correlate`` call and
     returns its result: one line, one filter, one piece."""
@@ -193,8 +200,7 @@ def run_lines(x: Array, kernels: RowKernels, problem: Problem, out: Array | None
     rows = kernels.rows.reshape(p.groups, p.out_per_group, width)
 
     def correlation(line: int, o: int, r0: int, r1: int) -> Array:
-        s0, s1, first = line_window(p, r0, r1)
-        return np.correlate(signals[line, s0:s1], rows[line % p.groups, o], "full")[first : first + r1 - r0]
+        return correlate_window(signals[line], rows[line % p.groups, o], line_window(p, r0, r1), r1 - r0)
 
     if out is None and one_call(p, target_bytes, workers, rates):
         return correlation(0, 0, 0, p.out_spatial[0])

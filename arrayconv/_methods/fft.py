@@ -372,7 +372,8 @@ def split_cost(problem: Problem, backend: Backend, rates: Rates) -> tuple[float,
     """Seconds of :func:`cost` spent on the kernel (its transforms and passes over its
     spectra, paid once per plan or call) and on the data (everything else)."""
     p = problem
-    size = math.prod(fft_shape(p, backend))
+    shape = fft_shape(p, backend)
+    size = math.prod(shape)
     transform = 2.5 * size * math.log2(max(size, 2)) / rates.fft_flops
     if backend.name == "numpy":
         per_map = size * work_dtype(p).itemsize  # bytes of one map's spectrum
@@ -389,19 +390,19 @@ def split_cost(problem: Problem, backend: Backend, rates: Rates) -> tuple[float,
     else:
         fixed, data_passes = _FIXED_CALLS, _DATA_PASSES
         kernel_passes = _KERNEL_PASSES if _sums_by_gemm(p, backend) else _KERNEL_PASSES_IN_PLACE
-    kernel_transform = transform * (_by_axis_share(p, backend) if backend.name == "numpy" else 1.0)
+    kernel_transform = transform * (_by_axis_share(p.kernel, shape) if backend.name == "numpy" else 1.0)
     kernel_seconds = 0.5 * kernel_maps * kernel_transform + kernel_passes * kernels / rates.stream_bytes
     data_seconds = 0.5 * data_maps * transform + contraction + data_passes * p.batch * per_item / rates.stream_bytes
     data_seconds += fixed * rates.call_seconds
     return kernel_seconds, data_seconds
 
 
-def _by_axis_share(problem: Problem, backend: Backend) -> float:
-    """Share of a whole transform's ``n log n`` that :func:`_spectrum_by_axis` does: along
-    each axis, only the lines through the kernel's taps on the axes before it."""
-    shape = fft_shape(problem, backend)
+def _by_axis_share(kernel: tuple[int, ...], shape: tuple[int, ...]) -> float:
+    """Share of a whole transform's ``n log n`` at lengths `shape` that
+    :func:`_spectrum_by_axis` does for a `kernel`: along each axis, only the lines through
+    the kernel's taps on the axes before it."""
     work, lines = 0.0, 1.0
-    for taps, length in zip(problem.kernel, shape):
+    for taps, length in zip(kernel, shape):
         work += lines * math.log2(max(length, 2))
         lines *= min(1.0, taps / length)
     return work / math.log2(max(math.prod(shape), 2))
