@@ -95,6 +95,22 @@ def test_oa_estimate_counts_its_slab_threads_and_choices_are_cached_per_worker_c
     assert shared.estimates["oa"].seconds < alone.estimates["oa"].seconds
 
 
+def test_oa_weighs_its_slabs_once_per_problem_budget_and_worker_count(monkeypatch, rng):
+    from arrayconv._methods import overlap
+
+    weighed = []
+    real = overlap._weigh_slabs
+    monkeypatch.setattr(overlap, "_weigh_slabs", lambda *args: weighed.append(args[2]) or real(*args))
+    ac.clear_caches()
+    x, k = random(rng, (300, 200), "float32"), random(rng, (9, 9), "float32")
+    expected = scipy.signal.correlate(x.astype(np.float64), k.astype(np.float64), "same")
+    for budget, workers in ((1 << 30, 2), (1 << 30, 2), (300_000, 2), (300_000, 1), (1 << 30, 2)):
+        with ac.config(memory_limit=budget, workers=workers):
+            assert_matches(ac.correlate(x, k, "same", method="oa"), expected, dtype="float32")
+    assert weighed == [1 << 30, 300_000, 300_000]  # a new budget or worker count weighs again
+    assert ac.cache_info()["oa_slab_plans"].size == 3
+
+
 def test_auto_takes_oa_for_large_images_and_when_the_whole_fft_does_not_fit(rng):
     assert ac.choose_method((2048, 2048), (41, 41), mode="same", dtype="float32").method == "oa"  # slabs in cache beat one large FFT
     x, k = random(rng, (1024, 1024), "float32"), random(rng, (41, 41), "float32")
