@@ -123,6 +123,15 @@ def test_auto_takes_oa_for_large_images_and_when_the_whole_fft_does_not_fit(rng)
     assert_matches(got, reference, dtype="float32")
 
 
+def test_auto_takes_oa_for_a_large_stack_of_small_frames():
+    """256 frames of 128x128 with four filters: one call transforming all 1280 maps leaves the
+    cache, one frame per slab does not (timed: oa 76.9 ms, fft 198; bench/results/sweep-2026-11-23-seed29.md)."""
+    choice = ac.choose_method((256, 1, 128, 128), (4, 1, 11, 11), op="conv", padding=5, dtype="float32")
+    assert choice.method == "oa", choice
+    one = ac.choose_method((1, 1, 128, 128), (4, 1, 11, 11), op="conv", padding=5, dtype="float32")
+    assert one.method == "fft", one  # a single frame: the whole FFT
+
+
 def test_memmap_larger_than_the_budget_63x63(tmp_path, rng):
     """A 16 MiB memmap through an 8 MiB budget: the in-memory result, with bounded peak memory."""
     shape, budget = (2048, 2048), 8 << 20

@@ -67,8 +67,11 @@ _FIXED_GPU_CALLS = 20
 # weight in the FFT's cost (5; 3 to 10 gave the same picks) was fitted to the sweep.
 _SMALL_GEMM_EFFICIENCY = (0.018, 0.23, 0.26, 0.30)
 _CONTRACTION_WEIGHT = 5
-# On the CPU a transform whose spectrum outgrows the cache runs slower per n log n:
-# measured on this 2-core machine, 1.0x up to 2 MiB, 1.2x at 4, 1.45x at 8, 1.75x at 14.
+# On the CPU a transform call whose maps outgrow the cache runs slower per n log n: measured
+# on this 2-core machine, one map: 1.0x up to 2 MiB, 1.2x at 4, 1.45x at 8, 1.75x at 14; many
+# maps of 135x135 in one call: 1.4-1.9x per map at 4-18 MiB against 1 MiB, and of 540x540
+# 1.1-2.3x at 17-71 MiB (bench/results/fft-many-maps-2026-11-23.md; maps of 72x72 showed no
+# steady growth). So the bytes counted are those of all the maps that one call transforms.
 _CACHE_BYTES = 2 << 20
 _OUT_OF_CACHE_SLOWDOWN = 0.75
 
@@ -375,11 +378,9 @@ def split_cost(problem: Problem, backend: Backend, rates: Rates) -> tuple[float,
     shape = fft_shape(p, backend)
     size = math.prod(shape)
     transform = 2.5 * size * math.log2(max(size, 2)) / rates.fft_flops
-    if backend.name == "numpy":
-        per_map = size * work_dtype(p).itemsize  # bytes of one map's spectrum
-        transform *= 1 + _OUT_OF_CACHE_SLOWDOWN * min(1.0, max(0.0, math.log2(per_map / _CACHE_BYTES) / 3))
     kernel_maps = p.groups * p.out_per_group * p.in_per_group
-    data_maps = p.batch * p.groups * (p.in_per_group + p.out_per_group)
+    in_maps, out_maps = p.batch * p.groups * p.in_per_group, p.batch * p.groups * p.out_per_group
+    map_bytes = size * work_dtype(p).itemsize
     kernels, per_item = _spectrum_bytes(p, backend)
     if not _sums_by_gemm(p, backend):  # one pass of the kernel spectra per batch item, a few times over
         contraction = _MAC_PASSES * p.batch * kernels / rates.stream_bytes
@@ -391,10 +392,18 @@ def split_cost(problem: Problem, backend: Backend, rates: Rates) -> tuple[float,
         fixed, data_passes = _FIXED_CALLS, _DATA_PASSES
         kernel_passes = _KERNEL_PASSES if _sums_by_gemm(p, backend) else _KERNEL_PASSES_IN_PLACE
     kernel_transform = transform * (_by_axis_share(p.kernel, shape) if backend.name == "numpy" else 1.0)
-    kernel_seconds = 0.5 * kernel_maps * kernel_transform + kernel_passes * kernels / rates.stream_bytes
-    data_seconds = 0.5 * data_maps * transform + contraction + data_passes * p.batch * per_item / rates.stream_bytes
+    kernel_seconds = 0.5 * _slowed(kernel_maps, map_bytes, backend) * kernel_transform + kernel_passes * kernels / rates.stream_bytes
+    data_seconds = 0.5 * (_slowed(in_maps, map_bytes, backend) + _slowed(out_maps, map_bytes, backend)) * transform + contraction + data_passes * p.batch * per_item / rates.stream_bytes
     data_seconds += fixed * rates.call_seconds
     return kernel_seconds, data_seconds
+
+
+def _slowed(maps: int, map_bytes: int, backend: Backend) -> float:
+    """`maps` transforms made by one call, counted slower on the CPU where their bytes
+    together outgrow the cache (the call transforms all of them axis by axis)."""
+    if backend.name != "numpy":
+        return maps
+    return maps * (1 + _OUT_OF_CACHE_SLOWDOWN * min(1.0, max(0.0, math.log2(maps * map_bytes / _CACHE_BYTES) / 3)))
 
 
 def _by_axis_share(kernel: tuple[int, ...], shape: tuple[int, ...]) -> float:
