@@ -85,9 +85,10 @@ def _most_threads(problem: Problem, backend: Backend, rows: int) -> int:
 
 
 def _slab_cost(problem: Problem, backend: Backend, rows: int, threads: int, rates: Rates) -> Cost:
-    """Time of the kernel's spectrum (once) and of every slab (its transforms, and copying
-    its input in and its result out), `threads` slabs at a time, and the temporaries of the
-    slabs in flight (their spectra, inputs and outputs)."""
+    """Time of the kernel's spectrum (once) and of every slab (its transforms, and two passes
+    over its input and result), `threads` slabs at a time, and the temporaries of the slabs
+    in flight (their spectra, inputs and outputs). Only the result is copied now (the input
+    is a view); charging one pass instead picked worse on sweeps 30-31, so two are kept."""
     slab = slab_problem(problem, backend, rows)
     one = fft.cost(slab, backend, rates)
     kernel_seconds, data_seconds = fft.split_cost(slab, backend, rates)  # the kernel once, the data per slab
