@@ -180,8 +180,13 @@ def correlate_window(signal: Array, row: Array, window: tuple[int, int, int], le
 def one_call(problem: Problem, target_bytes: int, workers: int, rates: Rates) -> bool:
     """Whether :func:`run_lines` without `out` makes a single ``numpy.correlate`` call and
     returns its result: one line, one filter, one piece."""
+    return _is_one_call(problem, line_pieces(problem, target_bytes, workers, rates))
+
+
+def _is_one_call(problem: Problem, pieces: list[tuple[int, int, int, int]]) -> bool:
+    """Whether `pieces` of :func:`line_pieces` are one line, one filter, one piece."""
     p = problem
-    return p.batch * p.groups * p.out_per_group == 1 and len(line_pieces(p, target_bytes, workers, rates)) == 1
+    return p.batch * p.groups * p.out_per_group == 1 and len(pieces) == 1
 
 
 def run_lines(x: Array, kernels: RowKernels, problem: Problem, out: Array | None, target_bytes: int, workers: int, rates: Rates) -> Array:
@@ -202,9 +207,9 @@ def run_lines(x: Array, kernels: RowKernels, problem: Problem, out: Array | None
     def correlation(line: int, o: int, r0: int, r1: int) -> Array:
         return correlate_window(signals[line], rows[line % p.groups, o], line_window(p, r0, r1), r1 - r0)
 
-    if out is None and one_call(p, target_bytes, workers, rates):
-        return correlation(0, 0, 0, p.out_spatial[0])
     pieces = line_pieces(p, target_bytes, workers, rates)
+    if out is None and _is_one_call(p, pieces):
+        return correlation(0, 0, 0, p.out_spatial[0])
     out = output(out, p, NUMPY, x.dtype)
     results = out.reshape(p.batch * p.groups, p.out_per_group, -1)
 

@@ -366,9 +366,14 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     (:func:`_contraction_seconds`).
     """
     kernel_seconds, data_seconds = split_cost(problem, backend, rates)
+    return Cost(kernel_seconds + data_seconds, temp_bytes(problem, backend))
+
+
+def temp_bytes(problem: Problem, backend: Backend) -> int:
+    """Bytes of the kernel spectra and of every batch item's spectra: the temporaries of
+    :func:`run` in one chunk."""
     fixed = layout(problem, backend)
-    step = _batch_step(fixed, problem.batch, 1 << 62)
-    return Cost(kernel_seconds + data_seconds, fixed.kernel_bytes + fixed.item_bytes * step)
+    return fixed.kernel_bytes + fixed.item_bytes * problem.batch
 
 
 def split_cost(problem: Problem, backend: Backend, rates: Rates) -> tuple[float, float]:

@@ -90,13 +90,12 @@ def _slab_cost(problem: Problem, backend: Backend, rows: int, threads: int, rate
     in flight (their spectra, inputs and outputs). Only the result is copied now (the input
     is a view); charging one pass instead picked worse on sweeps 30-31, so two are kept."""
     slab = slab_problem(problem, backend, rows)
-    one = fft.cost(slab, backend, rates)
     kernel_seconds, data_seconds = fft.split_cost(slab, backend, rates)  # the kernel once, the data per slab
     count = _slab_count(problem, backend, rows)
     itemsize = fft.work_dtype(slab).itemsize
     data = (math.prod(slab.x_shape) + math.prod(slab.y_shape)) * itemsize
     slabs_seconds = count * (data_seconds + 2 * data / rates.stream_bytes) / (_THREADED_SPEEDUP if threads > 1 else 1)
-    return Cost(kernel_seconds + slabs_seconds, threads * (one.temp_bytes + data))
+    return Cost(kernel_seconds + slabs_seconds, threads * (fft.temp_bytes(slab, backend) + data))
 
 
 def _candidates(problem: Problem) -> list[int]:
@@ -128,7 +127,7 @@ def _weigh_slabs(problem: Problem, backend: Backend, memory_limit: int, rates: R
         return 1, 1
     rows = min(fitting, key=lambda r: costs[r].seconds)
     threads = _most_threads(problem, backend, rows)
-    if _slab_cost(problem, backend, rows, threads, rates).temp_bytes > memory_limit:
+    if threads * costs[rows].temp_bytes > memory_limit:  # each slab in flight holds its temporaries
         threads = 1
     return rows, threads
 
