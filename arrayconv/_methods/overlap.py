@@ -105,8 +105,9 @@ def _candidates(problem: Problem) -> list[int]:
     return [*rows, total]
 
 
-# Slab plans of recent problems: weighing every candidate height costs about as much as one
-# 512x512 FFT (1.6 ms of a plain 5.4 ms call before it was kept).
+# Slab plans of recent problems: weighing every candidate height on every plain call cost
+# 1-2 ms (plain 256x256 calls 0.64-0.72 of the time once kept, 512x512 0.71-0.76;
+# bench/results/oa-slab-plans-2026-11-23.md).
 _slab_plans = LRUCache("oa_slab_plans", maxsize=256)
 
 
