@@ -92,6 +92,12 @@ class Problem:
             math.prod(self.y_shape) * self.in_per_group * math.prod(self.kernel)
         )
 
+    @property
+    def mac_flops(self) -> int:
+        """Real floating-point operations of one multiply-add: 2, or 8 in complex (four
+        real products and four sums)."""
+        return 8 if self.dtype.kind == "c" else 2
+
     @cached_property
     def unit_stride(self) -> bool:
         """True when every stride is 1."""

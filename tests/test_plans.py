@@ -151,6 +151,20 @@ def test_choose_method_respects_memory_limit():
     assert "over memory_limit=83886080" in repr(tight)
 
 
+def test_complex_estimates_count_complex_arithmetic():
+    """A complex multiply-add is four real products and four sums, and a complex transform
+    does twice a real one's work over the whole spectrum. On a (1, 64, 64, 64) x (16, 64, 15,
+    15) bank, complex64 over float32 measured 2.99 (direct), 3.09 (im2col), 2.17 (fft), 2.12
+    (oa); the estimates had 1.44, 1.37, 1.78, 1.83, and 'auto' took im2col for complex128 at
+    3.28x of oa's time (bench/results/chooser-complex-2026-11-24.md)."""
+    bank = dict(x=(1, 64, 64, 64), w=(16, 64, 15, 15), op="conv", padding=7)
+    real = ac.choose_method(**bank, dtype="float32").estimates
+    complex_ = ac.choose_method(**bank, dtype="complex64").estimates
+    ratio = {name: complex_[name].seconds / real[name].seconds for name in real}
+    assert 2.5 < ratio["direct"] < 4 and 2.5 < ratio["im2col"] < 4, ratio
+    assert 1.9 < ratio["fft"] < 2.5 and 1.9 < ratio["oa"] < 2.5, ratio
+
+
 def test_choose_method_errors():
     with pytest.raises(TypeError, match=r"choose_method\(op='conv'\) takes options \('stride', 'padding', 'dilation', 'groups'\), got unknown \['mode'\]"):
         ac.choose_method((1, 1, 8, 8), (1, 1, 3, 3), op="conv", mode="same")

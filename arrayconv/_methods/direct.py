@@ -207,7 +207,7 @@ def _taps_cost(problem: Problem, rates: Rates) -> Cost:
         seconds = traffic / (_MATVEC_SPEEDUP * rates.stream_bytes)
     else:
         per_tap = samples * size * (p.in_per_group + 3 * p.out_per_group)
-        seconds = 2 * p.macs / rates.gemm_flops + n_taps * per_tap / (GEMM_CACHE_SPEEDUP * rates.stream_bytes)
+        seconds = p.mac_flops * p.macs / rates.gemm_flops + n_taps * per_tap / (GEMM_CACHE_SPEEDUP * rates.stream_bytes)
     calls = n_taps * n_chunks  # the batch items and groups of a chunk are one batched matmul
     return Cost(seconds + once + calls * rates.call_seconds, padded_bytes(p) + _CHUNK_BYTES)
 

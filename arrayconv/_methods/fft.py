@@ -382,7 +382,8 @@ def split_cost(problem: Problem, backend: Backend, rates: Rates) -> tuple[float,
     p = problem
     shape = fft_shape(p, backend)
     size = math.prod(shape)
-    transform = 2.5 * size * math.log2(max(size, 2)) / rates.fft_flops
+    complex_data = work_dtype(p).kind == "c"  # a complex transform does twice a real one's work
+    transform = (5 if complex_data else 2.5) * size * math.log2(max(size, 2)) / rates.fft_flops
     kernel_maps = p.groups * p.out_per_group * p.in_per_group
     in_maps, out_maps = p.batch * p.groups * p.in_per_group, p.batch * p.groups * p.out_per_group
     map_bytes = size * work_dtype(p).itemsize
@@ -390,7 +391,7 @@ def split_cost(problem: Problem, backend: Backend, rates: Rates) -> tuple[float,
     if not _sums_by_gemm(p, backend):  # one pass of the kernel spectra per batch item, a few times over
         contraction = _MAC_PASSES * p.batch * kernels / rates.stream_bytes
     else:
-        contraction = _contraction_seconds(p, size, kernels, backend, rates)
+        contraction = _contraction_seconds(p, size if complex_data else size / 2, kernels, backend, rates)
     if backend.name == "cupy":
         fixed, kernel_passes, data_passes = _FIXED_GPU_CALLS, _GPU_KERNEL_PASSES, _GPU_DATA_PASSES
     else:
@@ -422,11 +423,11 @@ def _by_axis_share(kernel: tuple[int, ...], shape: tuple[int, ...]) -> float:
     return work / math.log2(max(math.prod(shape), 2))
 
 
-def _contraction_seconds(problem: Problem, size: int, kernels: int, backend: Backend, rates: Rates) -> float:
-    """Seconds of the channel sum as per-frequency GEMMs over ``size / 2`` frequencies,
-    reading `kernels` bytes of kernel spectra."""
+def _contraction_seconds(problem: Problem, frequencies: float, kernels: int, backend: Backend, rates: Rates) -> float:
+    """Seconds of the channel sum as per-frequency GEMMs over `frequencies`, reading
+    `kernels` bytes of kernel spectra."""
     p = problem
-    flops = 8 * p.batch * p.groups * p.in_per_group * p.out_per_group * size / 2
+    flops = 8 * p.batch * p.groups * p.in_per_group * p.out_per_group * frequencies
     if backend.name == "cupy":  # the earlier CPU fit, with which the GPU's picks were measured
         return 10 * (flops / rates.gemm_flops + 2 * kernels / rates.stream_bytes)
     scale, batch, filters, channels = _SMALL_GEMM_EFFICIENCY

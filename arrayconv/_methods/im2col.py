@@ -269,7 +269,7 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     if _operator_fits(p):
         rows, columns = p.groups * p.in_per_group * math.prod(p.spatial), p.groups * p.out_per_group * math.prod(p.out_spatial)
         efficiency = min(1.0, p.batch / 64) * min(1.0, columns / 64)
-        gemm = 2 * p.batch * rows * columns / (rates.gemm_flops * max(efficiency, 0.05))
+        gemm = p.mac_flops * p.batch * rows * columns / (rates.gemm_flops * max(efficiency, 0.05))
         data = (p.batch * (rows + columns) + rows * columns) * p.dtype.itemsize
         return Cost(_operator_seconds(p, rates) + gemm + data / rates.stream_bytes + rates.call_seconds, 0)
     if _gathers_last_axis(p, backend):
@@ -280,7 +280,7 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     out_bytes = samples * p.out_per_group * p.dtype.itemsize
     n_chunks = max(1, cols_bytes // _CHUNK_BYTES)
     chunk_columns = min(samples, _CHUNK_BYTES // (depth * p.dtype.itemsize))
-    gemm = 2 * p.macs / (rates.gemm_flops * _gemm_efficiency(p.out_per_group, depth, chunk_columns, backend))
+    gemm = p.mac_flops * p.macs / (rates.gemm_flops * _gemm_efficiency(p.out_per_group, depth, chunk_columns, backend))
     if backend.name == "cupy":  # larger chunks, one gather and one GEMM launch per chunk
         calls = max(1, cols_bytes // _chunk_bytes(backend)) * _GPU_CALLS_PER_CHUNK
     else:
@@ -300,7 +300,7 @@ def _operator_seconds(problem: Problem, rates: Rates) -> float:
     for axis, taps in enumerate(p.kernel):
         pairs = p.spatial[axis] * p.out_spatial[axis]
         rest = math.prod(p.kernel[axis + 1 :])
-        seconds += 2 * lead * rest * taps * pairs / (0.5 * rates.gemm_flops)
+        seconds += p.mac_flops * lead * rest * taps * pairs / (0.5 * rates.gemm_flops)
         seconds += 3 * lead * rest * pairs * size / rates.stream_bytes + 40 * rates.call_seconds
         lead *= pairs
     return seconds + 2 * lead * size / rates.stream_bytes
@@ -334,7 +334,7 @@ def _last_axis_cost(problem: Problem, rates: Rates) -> Cost:
     out_bytes = samples * p.out_per_group * size
     chunk_columns = min(samples, _CHUNK_BYTES // (depth * size))
     efficiency = _gemm_efficiency(p.out_per_group, depth, chunk_columns, NUMPY)  # a CPU-only path
-    gemm = 2 * samples * p.out_per_group * depth * lead_taps / (rates.gemm_flops * efficiency)
+    gemm = p.mac_flops * samples * p.out_per_group * depth * lead_taps / (rates.gemm_flops * efficiency)
     per_tap = samples * size * (depth + 3 * p.out_per_group)
     taps = lead_taps * per_tap / (direct.GEMM_CACHE_SPEEDUP * rates.stream_bytes)
     calls = max(1, slab_bytes // _CHUNK_BYTES) * lead_taps
