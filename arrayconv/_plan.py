@@ -19,6 +19,7 @@ import numpy as np
 from . import _config
 from ._allocator import keep_freed_memory
 from ._backend import Array, Backend, is_cupy_array
+from ._cache import approximate_size
 from ._choose import Choice, choose, measured_choice
 from ._methods import METHODS, direct
 from ._nan import IGNORE, NanRule
@@ -160,6 +161,10 @@ class Plan:
             f"Plan(method={self.method!r}, x={self.x_shape} {self.x_dtype} on {where} "
             f"-> y={self.y_shape} {self.y_dtype})"
         )
+
+    def __sizeof__(self) -> int:
+        """Bytes held, the kernel in its method's form included (bounded caches weigh plans by it)."""
+        return object.__sizeof__(self) + approximate_size(self._kernel) + approximate_size(self._masks)
 
     def __call__(self, x: Array, out: Array | None = None) -> Array:
         """Apply the plan to `x`.
