@@ -9,7 +9,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ._backend import Array, Backend, get_backend
+from . import _kept
+from ._backend import NUMPY, Array, Backend, get_backend
 from ._boundary import PADDING_MODES, extend
 from ._cache import LRUCache
 from ._docstrings import fill
@@ -116,13 +117,21 @@ def conv(
     >>> ac.conv(x, w, stride=2, padding="valid").shape
     (2, 8, 15, 15)
     """
+    options = dict(stride=stride, padding=padding, dilation=dilation, groups=groups, padding_mode=padding_mode, nan=nan)
+    kept_key = _kept.plan_key("conv", x, (w, bias), (*options.values(), method), measure)
+    if plan := _kept.kept(kept_key):
+        check_no_overlap(out, NUMPY, w=w, bias=bias)
+        return plan(x, out)
     backend = get_backend(x=x, w=w, bias=bias)
     x, w = as_array(x, "x", backend), as_array(w, "w", backend)
     bias = None if bias is None else as_array(bias, "bias", backend)
     check_no_overlap(out, backend, w=w, bias=bias)
-    options = dict(stride=stride, padding=padding, dilation=dilation, groups=groups, padding_mode=padding_mode, nan=nan)
+    if kept_key is not None:  # a kept plan must not read the caller's arrays, which may change
+        w, bias = w.copy(), None if bias is None else bias.copy()
     spec = conv_spec(ArraySpec(tuple(x.shape), x.dtype), w, bias, backend, method, x_bound=abs_bound(x, x.dtype), **options)
-    return Plan(spec, w, method, measure=measure, sample=x)(x, out)
+    plan = Plan(spec, w, method, measure=measure, sample=x)
+    _kept.keep(kept_key, plan)
+    return plan(x, out)
 
 
 @fill

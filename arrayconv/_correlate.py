@@ -9,7 +9,7 @@ from typing import Literal
 
 import numpy as np
 
-from . import _config
+from . import _config, _kept
 from ._backend import NUMPY, Array, Backend, get_backend
 from ._cache import LRUCache
 from ._boundary import BOUNDARIES, extend
@@ -297,10 +297,8 @@ def _correlate(
     if line:
         return line(in1, in2)
     edges = Edges(boundary, fillvalue, nan)
-    # A plain call with a small kernel seen before (same bytes, shapes and options) reuses its plan.
-    kept_key = None if measure else _kept_plan_key(in1, in2, mode, method, axes, edges, flip)
-    plan = None if kept_key is None else _kept_plans.get(kept_key)
-    if plan is not None:
+    kept_key = _kept.plan_key("correlate", in1, (in2,), (mode, method, axes, edges, flip), measure)
+    if plan := _kept.kept(kept_key):
         check_no_overlap(out, NUMPY, in2=in2)
         return plan(in1, out)
     backend = get_backend(in1=in1, in2=in2)
@@ -314,34 +312,8 @@ def _correlate(
     if key is not None and line is None:
         window = plan.line_window()
         _one_lines.put(key, False if window is None else _OneLine(window, spec.y.shape[0], flip))
-    if kept_key is not None:
-        _kept_plans.put(kept_key, plan)
+    _kept.keep(kept_key, plan)
     return plan(in1, out)
-
-
-# Plain calls' plans, kept for calls with the same kernel bytes, shapes, dtypes and options:
-# a repeated call skips the checks, the choice and the kernel's transform (64x64 with 11x11
-# in 0.54-0.67 of the time, 512x512 with 31x31 in 0.74-0.78; bench/results/kept-plans-2026-11-24.md).
-# Only kernels of up to _KEPT_KERNEL_BYTES are compared (their bytes are the key).
-_kept_plans = LRUCache("plain_call_plans", maxsize=64, maxbytes=64 << 20)
-_KEPT_KERNEL_BYTES = 16 << 10
-
-
-def _kept_plan_key(in1: Array, in2: Array, mode: str, method: str, axes: object, edges: Edges, flip: bool) -> tuple[object, ...] | None:
-    """For a call on NumPy arrays of native float or complex dtypes with a kernel of at most
-    :data:`_KEPT_KERNEL_BYTES`, the key of its kept plan: everything the plan depends on (the
-    kernel's bytes, the shapes and dtypes, the options, the memory budget, workers and
-    rates); None for any other call (integers: the plan's guard reads the input's values)."""
-    if type(in1) is not np.ndarray or type(in2) is not np.ndarray or in2.nbytes > _KEPT_KERNEL_BYTES:
-        return None
-    if not all(a.dtype.char in "fdFD" and a.dtype.isnative and a.size for a in (in1, in2)):
-        return None
-    try:
-        hash((axes, edges))  # axes given as a list
-    except TypeError:
-        return None
-    key = (in1.shape, in1.dtype, in2.shape, in2.dtype, in2.tobytes(), mode, method, axes, edges, flip)
-    return (*key, _config.budget("numpy"), _config.workers(), rates_for(NUMPY))
 
 
 @dataclass(frozen=True, slots=True)
