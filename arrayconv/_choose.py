@@ -36,6 +36,9 @@ class Choice:
         One line on why `method` won.
     measured : dict of str to float
         Seconds measured for each candidate, when the choice was measured.
+    repeated : bool
+        Whether the choice is for repeated calls (a plan's): each method's kernel form is
+        made once, so it ranks by :func:`per_call` time.
     """
 
     method: str
@@ -43,19 +46,25 @@ class Choice:
     rejected: dict[str, str]
     reason: str
     measured: dict[str, float] = field(default_factory=dict)
+    repeated: bool = False
 
     def __repr__(self) -> str:
         lines = [
             f"Choice(method={self.method!r}): {self.reason}",
             "  method    est. time   temp memory   measured",
         ]
-        for name, cost in sorted(self.estimates.items(), key=lambda kv: kv[1].seconds):
+        for name, cost in sorted(self.estimates.items(), key=lambda kv: per_call(kv[1], self.repeated)):
             mark = "*" if name == self.method else " "
             seen = f"{self.measured[name] * 1e3:9.2f} ms" if name in self.measured else ""
-            row = f"{mark} {name:<8} {cost.seconds * 1e3:9.2f} ms {cost.temp_bytes / 2**20:10.1f} MiB {seen}"
+            row = f"{mark} {name:<8} {per_call(cost, self.repeated) * 1e3:9.2f} ms {cost.temp_bytes / 2**20:10.1f} MiB {seen}"
             lines.append(row.rstrip())
         lines += [f"  {name:<8} cannot run: {why}" for name, why in self.rejected.items()]
         return "\n".join(lines)
+
+
+def per_call(cost: Cost, repeated: bool) -> float:
+    """Seconds of one call: all of `cost`, or for repeated calls all but the kernel's form."""
+    return cost.seconds - cost.prepare_seconds if repeated else cost.seconds
 
 
 def choose(
@@ -63,21 +72,25 @@ def choose(
     backend: Backend,
     memory_limit: int,
     excluded: Mapping[str, str] | None = None,
+    *,
+    repeated: bool = False,
 ) -> Choice:
     """Pick the fastest method for `problem` within `memory_limit`; never raises.
 
-    Methods in `excluded` (name -> reason) are not considered. If no method fits the
-    budget, the one with the smallest temporaries is chosen. Choices are cached by
-    backend, device, problem, budget, exclusions, rates and workers (overlap-save runs
-    its slabs on them).
+    Methods in `excluded` (name -> reason) are not considered. With `repeated` (a plan,
+    or a plain call whose kernel came again), each method's kernel form is made once, so
+    methods rank by their time per call without it. If no method fits the budget, the one
+    with the smallest temporaries is chosen. Choices are cached by backend, device,
+    problem, budget, exclusions, rates, workers (overlap-save runs its slabs on them) and
+    `repeated`.
     """
     rates = rates_for(backend)
-    key = (backend.name, backend.device, problem, memory_limit, tuple(sorted((excluded or {}).items())), rates, _config.workers())
-    return _estimated.get_or_make(key, lambda: _estimate(problem, backend, memory_limit, excluded, rates))
+    key = (backend.name, backend.device, problem, memory_limit, tuple(sorted((excluded or {}).items())), rates, _config.workers(), repeated)
+    return _estimated.get_or_make(key, lambda: _estimate(problem, backend, memory_limit, excluded, rates, repeated))
 
 
 def _estimate(
-    problem: Problem, backend: Backend, memory_limit: int, excluded: Mapping[str, str] | None, rates: Rates
+    problem: Problem, backend: Backend, memory_limit: int, excluded: Mapping[str, str] | None, rates: Rates, repeated: bool
 ) -> Choice:
     rejected = dict(excluded or {})
     for name, method in METHODS.items():
@@ -90,12 +103,12 @@ def _estimate(
     }
     fitting = {name: cost for name, cost in estimates.items() if name not in rejected}
     if fitting:
-        best = min(fitting, key=lambda name: fitting[name].seconds)
-        reason = "fastest estimate within the memory budget"
+        best = min(fitting, key=lambda name: per_call(fitting[name], repeated))
+        reason = f"fastest estimate{' per repeated call (the kernel form made once)' if repeated else ''} within the memory budget"
     else:
         best = min(estimates, key=lambda name: estimates[name].temp_bytes)
         reason = f"no method fits memory_limit={memory_limit}; smallest temporaries"
-    return Choice(best, estimates, rejected, reason)
+    return Choice(best, estimates, rejected, reason, repeated=repeated)
 
 
 def measured_choice(
@@ -109,15 +122,16 @@ def measured_choice(
     """Time the viable candidates once with ``time_method(name)`` and keep the fastest.
 
     Viable: within the memory budget and estimated at most :data:`MEASURE_WITHIN` times
-    the best estimate. The winner is cached by backend, device and problem, in memory
-    and, with `disk`, in ``measured.json`` of :func:`~arrayconv._rates.cache_dir`.
+    the best estimate (per call, for a plan's choice). The winner is cached by backend,
+    device, problem and whether it is a plan's, in memory and, with `disk`, in
+    ``measured.json`` of :func:`~arrayconv._rates.cache_dir`.
     """
-    key = f"{backend.name}:{backend.device}:{problem!r}:{sorted(estimated.rejected)}"
+    key = f"{backend.name}:{backend.device}:{problem!r}:{sorted(estimated.rejected)}{':plan' if estimated.repeated else ''}"
     known = _measured.get(key) or (_read_disk().get(key) if disk else None)
     if known in METHODS and known not in estimated.rejected:
         _measured.put(key, known)
         return replace(estimated, method=known, reason="measured earlier on this machine (cached)")
-    fitting = {n: c.seconds for n, c in estimated.estimates.items() if n not in estimated.rejected}
+    fitting = {n: per_call(c, estimated.repeated) for n, c in estimated.estimates.items() if n not in estimated.rejected}
     if len(fitting) < 2:
         return estimated
     best_estimate = min(fitting.values())

@@ -30,9 +30,10 @@ def choose_method(
     dtype: object = None,
     memory_limit: int | None = None,
     measure: bool | Literal["disk"] = False,
+    plan: bool = False,
     **options: Any,
 ) -> Choice:
-    """The method ``method='auto'`` picks for a call, with every candidate's estimate.
+    """The method ``method='auto'`` picks for a call (or a plan), with every candidate's estimate.
 
     Parameters
     ----------
@@ -46,6 +47,10 @@ def choose_method(
         Budget for temporaries. Default :func:`memory_limit`.
     measure : bool or 'disk', optional
         Time the viable candidates on random data of these shapes (see :func:`correlate`).
+    plan : bool, optional
+        The choice of a plan (:func:`plan_correlate`, :func:`plan_conv`): each method's
+        kernel form (spectra, an operator matrix) is made once, so the methods rank by
+        their time per call without it. Default False: one call, which makes it.
     **options
         The options of `op`: ``mode``, ``axes`` for correlate/convolve; ``stride``,
         ``padding``, ``dilation``, ``groups`` for conv.
@@ -63,6 +68,8 @@ def choose_method(
     'oa'
     >>> ac.choose_method((4096, 4096), (3, 3), mode="same", dtype="float32").method
     'direct'
+    >>> ac.choose_method((64, 64), (63, 63), mode="valid", dtype="float32", plan=True).method
+    'im2col'
     """
     check_choice("op", op, _OPTIONS)
     unknown = sorted(set(options) - set(_OPTIONS[op]))
@@ -88,9 +95,9 @@ def choose_method(
             x_spec, w_array, backend, options["mode"], "auto", options["axes"], flip=op == "convolve", x_bound=bound
         )
     if measure:
-        return Plan(spec, w_problem, "auto", memory_limit=memory_limit, measure=measure).choice
+        return Plan(spec, w_problem, "auto", memory_limit=memory_limit, measure=measure, repeated=plan).choice
     with _config.config(memory_limit=memory_limit):
-        return choose(spec.problem, spec.backend, _config.budget(spec.backend.name), spec.excluded)
+        return choose(spec.problem, spec.backend, _config.budget(spec.backend.name), spec.excluded, repeated=plan)
 
 
 def _is_shape(a: object) -> bool:

@@ -7,7 +7,9 @@ kernel (and bias) take at most :data:`KERNEL_BYTES` keeps its plan, keyed by the
 bytes, the shapes, dtypes and options, the memory budget, workers and rates: a later call with
 the same kernel values calls that plan (bench/results/kept-plans-2026-11-24.md). The plan is
 made from a copy of the kernel, so that a kernel changed in place is a new kernel and the kept
-plan keeps the old values. Integer inputs (the plan's overflow guard reads the input's values),
+plan keeps the old values. The kept plan keeps the method chosen for one call, so every call
+gives the same bits (an explicit plan chooses for repeated calls, its kernel form made once,
+and may pick another method). Integer inputs (the plan's overflow guard reads the input's values),
 measured calls, larger kernels and CuPy arrays make their plan every time.
 """
 

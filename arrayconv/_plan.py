@@ -111,7 +111,8 @@ class Plan:
     :func:`~arrayconv.plan_conv`; call it as ``plan(x, out=None)``. It owns the chosen
     method and the kernel in that method's form (for FFT: the kernel spectra at the FFT
     lengths), so repeated calls skip the choice, the checks on the kernel and its
-    transform. A plan may be called from several threads at once.
+    transform; 'auto' picks the method fastest per call with that form made once. A plan
+    may be called from several threads at once.
 
     Attributes
     ----------
@@ -134,15 +135,17 @@ class Plan:
         memory_limit: int | None = None,
         measure: bool | str = False,
         sample: Array | None = None,
+        repeated: bool = True,
     ) -> None:
         _check_result_fits(spec)
         if spec.backend.name == "numpy":
             keep_freed_memory()
         self._spec = spec
         self._memory_limit = memory_limit
+        self._repeated = repeated
         self._w = w
         with self._settings():
-            self.choice = self._choose(method, measure, sample)
+            self.choice = self._choose(method, measure, sample, repeated)
             self.method = self.choice.method
             self._kernel = self._prepare(self.method)
         self._sums_products = METHODS[self.method].sums_products(self._kernel)
@@ -234,7 +237,7 @@ class Plan:
             y = spec.backend.xp.rint(y)  # integers computed in float are rounded, as SciPy
         return y.astype(spec.y.dtype, copy=False)
 
-    def _choose(self, method: str, measure: bool | str, sample: Array | None) -> Choice:
+    def _choose(self, method: str, measure: bool | str, sample: Array | None, repeated: bool) -> Choice:
         spec, limit = self._spec, _config.budget(self._spec.backend.name)
         if method != "auto":
             reason = spec.excluded.get(method) or METHODS[method].unsupported(spec.problem, spec.backend, limit)
@@ -242,7 +245,7 @@ class Plan:
                 msg = f"method {method!r} cannot run this problem: {reason}"
                 raise ValueError(msg)
             return Choice(method, {}, {}, "chosen by the caller")
-        estimated = choose(spec.problem, spec.backend, limit, spec.excluded)
+        estimated = choose(spec.problem, spec.backend, limit, spec.excluded, repeated=repeated)
         if not measure:
             return estimated
         if sample is None:
@@ -253,11 +256,19 @@ class Plan:
         if self._spec.extend:
             x = self._spec.extend(x)
         start = time.perf_counter()
-        y = self._run(method, self._prepare(method), x)
-        if self._spec.backend.name == "cupy":
-            self._spec.backend.xp.cuda.get_current_stream().synchronize()
+        kernel = self._prepare(method)
+        if self._repeated:  # a plan makes its kernel form once: time the call alone
+            self._synchronize()
+            start = time.perf_counter()
+        y = self._run(method, kernel, x)
+        self._synchronize()
         del y
         return time.perf_counter() - start
+
+    def _synchronize(self) -> None:
+        """Wait for the GPU's queued work (nothing on the CPU)."""
+        if self._spec.backend.name == "cupy":
+            self._spec.backend.xp.cuda.get_current_stream().synchronize()
 
     def _check_input(self, x: Array) -> None:
         spec = self._spec

@@ -108,6 +108,20 @@ def test_sweep_times_points_in_their_dtype(tmp_path):
     assert path.name.endswith("-float64.md") and "\nfloat64, " in path.read_text()
 
 
+def test_sweep_of_plans_times_plans_and_judges_the_plan_choice(tmp_path, monkeypatch):
+    """With --plans each method runs through its plan, made once before the timing, and auto's
+    pick is the plan's choice; the report says so in its name and text."""
+    made = []
+    real = ac.plan_correlate
+    monkeypatch.setattr(ac, "plan_correlate", lambda *a, **k: made.append(a[3]) or real(*a, **k))
+    point = {"id": "k5", "op": "correlate", "x": (64, 64), "w": (63, 63), "mode": "valid", "plans": True}
+    result = sweep.time_point(point, device("cpu"))
+    assert result["chosen"] == ac.choose_method((64, 64), (63, 63), mode="valid", dtype="float32", plan=True).method == "im2col"
+    assert sorted(made) == sorted(result["median_s"])  # one plan per timed method
+    path = sweep.write([result], tmp_path, ["--plans"], device("cpu"))
+    assert path.name.endswith("-plans.md") and "Plans: each method's plan is made once" in path.read_text()
+
+
 def test_report_commands_are_quoted_as_typed_in_a_shell():
     from arrayconv.bench.run import command_line
 

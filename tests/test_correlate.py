@@ -137,14 +137,17 @@ def test_axes_batching(xp, method, s1, s2, axes, mode, rng):
 @given(n=st.integers(1, 3000), k=st.integers(1, 80), dtype=st.sampled_from(["float32", "float64"]), seed=st.integers(0, 2**16))
 def test_plain_1d_calls_that_are_one_numpy_correlate_skip_the_plan(method, n, k, dtype, seed):
     """From the second call on, a plain call on two 1-D signals whose plan runs one
-    numpy.correlate runs it without the plan: the same bits as the plan, and no plan.
-    Every mode and both functions on the same signals: each call has its own entry."""
+    numpy.correlate runs it without the plan: the same bits as the plan of the method 'auto'
+    picks for one call, and no plan. Every mode and both functions on the same signals:
+    each call has its own entry."""
     rng = np.random.default_rng(seed)
     in1, in2 = random(rng, (n,), dtype), random(rng, (k,), dtype)
     calls = [(mode, flip) for mode in MODES for flip in (False, True)]
     plans, results = {}, {}
     for mode, flip in calls:
-        plans[mode, flip] = (ac.plan_convolve if flip else ac.plan_correlate)(in2, in1.shape, mode, method=method)
+        op = "convolve" if flip else "correlate"
+        one_call = ac.choose_method(in1, in2, op=op, mode=mode).method if method == "auto" else method
+        plans[mode, flip] = (ac.plan_convolve if flip else ac.plan_correlate)(in2, in1.shape, mode, method=one_call)
         results[mode, flip] = plans[mode, flip](in1)
         assert_matches(results[mode, flip], reference_correlate(in1, in2, mode, flip=flip), dtype=dtype)
         np.testing.assert_array_equal((ac.convolve if flip else ac.correlate)(in1, in2, mode, method), results[mode, flip])

@@ -23,10 +23,14 @@ class Cost:
         Estimated run time.
     temp_bytes : int
         Peak bytes of temporaries beyond the input, kernel and output.
+    prepare_seconds : float
+        Of `seconds`, the time of ``prepare`` (the kernel's form: spectra, an operator
+        matrix), which a plan pays once.
     """
 
     seconds: float
     temp_bytes: int
+    prepare_seconds: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -366,7 +366,7 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     (:func:`_contraction_seconds`).
     """
     kernel_seconds, data_seconds = split_cost(problem, backend, rates)
-    return Cost(kernel_seconds + data_seconds, temp_bytes(problem, backend))
+    return Cost(kernel_seconds + data_seconds, temp_bytes(problem, backend), kernel_seconds)
 
 
 def temp_bytes(problem: Problem, backend: Backend) -> int:

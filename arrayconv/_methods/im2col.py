@@ -271,7 +271,8 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
         efficiency = min(1.0, p.batch / 64) * min(1.0, columns / 64)
         gemm = p.mac_flops * p.batch * rows * columns / (rates.gemm_flops * max(efficiency, 0.05))
         data = (p.batch * (rows + columns) + rows * columns) * p.dtype.itemsize
-        return Cost(_operator_seconds(p, rates) + gemm + data / rates.stream_bytes + rates.call_seconds, 0)
+        building = _operator_seconds(p, rates)
+        return Cost(building + gemm + data / rates.stream_bytes + rates.call_seconds, 0, building)
     if _gathers_last_axis(p, backend):
         return _last_axis_cost(p, rates)
     samples = p.batch * p.groups * math.prod(layout(p).row_shape) * p.out_spatial[0]

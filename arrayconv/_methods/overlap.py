@@ -95,7 +95,7 @@ def _slab_cost(problem: Problem, backend: Backend, rows: int, threads: int, rate
     itemsize = fft.work_dtype(slab).itemsize
     data = (math.prod(slab.x_shape) + math.prod(slab.y_shape)) * itemsize
     slabs_seconds = count * (data_seconds + 2 * data / rates.stream_bytes) / (_THREADED_SPEEDUP if threads > 1 else 1)
-    return Cost(kernel_seconds + slabs_seconds, threads * (fft.temp_bytes(slab, backend) + data))
+    return Cost(kernel_seconds + slabs_seconds, threads * (fft.temp_bytes(slab, backend) + data), kernel_seconds)
 
 
 def _candidates(problem: Problem) -> list[int]:

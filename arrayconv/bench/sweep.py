@@ -1,15 +1,18 @@
 """How good is ``method='auto'``? Time every method over a sweep of problem sizes.
 
 Usage: ``python -m arrayconv.bench.sweep [--points 60] [--seed 0] [--device cpu|gpu] [--out bench/results]
-[--op both|correlate|conv] [--max-side 4096] [--dtype float32|float64|complex64|complex128]``.
+[--op both|correlate|conv] [--max-side 4096] [--dtype float32|float64|complex64|complex128] [--plans]``.
 Points are drawn at random (seeded) from image sides 64..4096, kernels 1..63, input and
 output channels 1..256 and batches 1..256 (``conv``, padding 'same'), plus
 single-image ``correlate`` points, the corners of those ranges and the DESIGN.md cases,
 keeping those whose inputs and outputs fit in 256 MiB and whose best estimate is under 2 s. Each method is timed
 (one warm-up, then the median of 2 to 15 interleaved repeats in a new order each, at least 0.2 s of
 timings each; calls over 3 s are timed once); a method estimated over 20 times slower
-than the best estimate and over 3 s is not run. Writes ``sweep-<date>[-<dtype>].json``, ``.md``
+than the best estimate and over 3 s is not run. Writes ``sweep-<date>[-<dtype>][-plans].json``, ``.md``
 and ``.png``: for each point, time(auto's method) / time(best method).
+
+With ``--plans`` each method runs through its plan, made once before the timing (the kernel
+form paid once), and auto's pick is the plan's choice (``choose_method(..., plan=True)``).
 
 With ``--device gpu`` the same points (drawn by the CPU's size filters, so both sweeps
 cover the same problems) are timed on CuPy arrays with CUDA events, and 'auto' is asked
@@ -29,6 +32,7 @@ import math
 import random
 import statistics
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -125,14 +129,29 @@ def _fits(point: dict) -> bool:
 def _choice(point: dict, x: object = None, w: object = None) -> ac.Choice:
     """'auto's choice for `point`: from its shapes on the CPU, or for arrays `x` and `w`."""
     options = {"mode": point["mode"]} if point["op"] == "correlate" else {"padding": point["padding"]}
+    plan = point.get("plans", False)
     if x is None:
-        return ac.choose_method(tuple(point["x"]), tuple(point["w"]), op=point["op"], dtype=_dtype(point), **options)
-    return ac.choose_method(x, w, op=point["op"], **options)
+        return ac.choose_method(tuple(point["x"]), tuple(point["w"]), op=point["op"], dtype=_dtype(point), plan=plan, **options)
+    return ac.choose_method(x, w, op=point["op"], plan=plan, **options)
 
 
 def _dtype(point: dict) -> str:
     """The dtype of `point`'s arrays: float32 unless the point says otherwise."""
     return point.get("dtype", "float32")
+
+
+def _caller(point: dict, x: object, w: object, method: str) -> Callable[[], object]:
+    """One call of `method` on `point`: a plain call, or with ``point['plans']`` a call of the
+    method's plan (made here, once)."""
+    if point.get("plans"):
+        if point["op"] == "correlate":
+            plan = ac.plan_correlate(w, x.shape, point["mode"], method)
+        else:
+            plan = ac.plan_conv(w, x.shape, padding=point["padding"], method=method)
+        return lambda: plan(x)
+    if point["op"] == "correlate":
+        return lambda: ac.correlate(x, w, point["mode"], method)
+    return lambda: ac.conv(x, w, padding=point["padding"], method=method)
 
 
 def time_point(point: dict, where: Device) -> dict:
@@ -142,13 +161,8 @@ def time_point(point: dict, where: Device) -> dict:
     choice = _choice(point, x, w)
     estimates = {n: c.seconds for n, c in choice.estimates.items() if n not in choice.rejected}
     best_estimate = min(estimates.values())
-    run = {
-        name: (lambda m=name: ac.correlate(x, w, point["mode"], m))
-        if point["op"] == "correlate"
-        else (lambda m=name: ac.conv(x, w, padding=point["padding"], method=m))
-        for name, s in estimates.items()
-        if s <= SKIP_FACTOR * best_estimate or s <= SKIP_SECONDS
-    }
+    wanted = [name for name, s in estimates.items() if s <= SKIP_FACTOR * best_estimate or s <= SKIP_SECONDS]
+    run = {name: _caller(point, x, w, name) for name in wanted}
     times: dict[str, list[float]] = {name: [] for name in run}
     for name, fn in run.items():  # warm-up, which is also the only timing of slow calls
         times[name].append(where.time_call(fn))
@@ -209,7 +223,7 @@ def write(results: list[dict], folder: Path, argv: list[str], where: Device, not
     date = datetime.date.today().isoformat()
     folder.mkdir(parents=True, exist_ok=True)
     dtype = _dtype(results[0])
-    stem = folder / (report_stem("sweep", where.name, date) + ("" if dtype == "float32" else f"-{dtype}"))
+    stem = folder / (report_stem("sweep", where.name, date) + ("" if dtype == "float32" else f"-{dtype}") + ("-plans" if results[0].get("plans") else ""))
     stats = summary(results)
     rates = rates_for(get_backend(probe=where.xp.empty(1)))
     default = rates in (DEFAULT_RATES, DEFAULT_GPU_RATES)
@@ -230,7 +244,8 @@ def write(results: list[dict], folder: Path, argv: list[str], where: Device, not
         f"Command: `{report['command']}`  ",
         *([f"Note: {note}  "] if note else []),
         machine_line(report["versions"]),
-        f"{dtype}, {'default' if default else 'calibrated'} rates ({rates}). Ratio = time of auto's method / time of the fastest method.",
+        f"{dtype}, {'default' if default else 'calibrated'} rates ({rates}). Ratio = time of auto's method / time of the fastest method."
+        + (" Plans: each method's plan is made once and its calls are timed; auto's pick is the plan's choice (per call, the kernel form made once)." if results[0].get("plans") else ""),
         "",
         f"**{stats['within_1.2x']:.0%} of {stats['points']} points within {WITHIN}x of the best method; "
         f"worst ratio {stats['worst_ratio']:.2f}; {stats['over_2x']} points over {NEVER}x.**",
@@ -288,6 +303,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--op", default="both", choices=["both", "correlate", "conv"], help="draw only this function's points")
     parser.add_argument("--max-side", type=int, default=SIDES[-1], help="draw only images with sides up to this")
     parser.add_argument("--dtype", default="float32", choices=["float32", "float64", "complex64", "complex128"], help="dtype of the arrays")
+    parser.add_argument("--plans", action="store_true", help="time each method's plan (kernel form made once) and judge the plans' choice")
     parser.add_argument("--note", default="", help="what the sweep was run after or for (shown in the README)")
     parser.add_argument("--rescore", nargs="+", metavar="JSON", help="judge committed sweeps' timings by the current cost model; time nothing")
     args = parser.parse_args(argv)
@@ -302,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     where = device(args.device)
     results = []
     for point in tqdm(draw_points(args.points, args.seed, args.op, args.max_side, args.dtype), unit="point", dynamic_ncols=True):
-        results.append(time_point(point, where))
+        results.append(time_point({**point, "plans": True} if args.plans else point, where))
         path = write(results, Path(args.out), argv, where, args.note)
     print(path.read_text().split("\n\n")[2])
     return 0
