@@ -77,9 +77,9 @@ def choose(
 ) -> Choice:
     """Pick the fastest method for `problem` within `memory_limit`; never raises.
 
-    Methods in `excluded` (name -> reason) are not considered. With `repeated` (a plan,
-    or a plain call whose kernel came again), each method's kernel form is made once, so
-    methods rank by their time per call without it. If no method fits the budget, the one
+    Methods in `excluded` (name -> reason) are not considered. With `repeated` (a plan's
+    choice), each method's kernel form is made once, so methods rank by their time per
+    call without it. If no method fits the budget, the one
     with the smallest temporaries is chosen. Choices are cached by backend, device,
     problem, budget, exclusions, rates, workers (overlap-save runs its slabs on them) and
     `repeated`.
