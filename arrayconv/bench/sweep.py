@@ -9,7 +9,9 @@ keeping those whose inputs and outputs fit in 256 MiB and whose best estimate is
 (one warm-up, then the median of 2 to 15 interleaved repeats in a new order each, at least 0.2 s of
 timings each; calls over 3 s are timed once); a method estimated over 20 times slower
 than the best estimate and over 3 s is not run. Writes ``sweep-<date>[-<dtype>][-plans].json``, ``.md``
-and ``.png``: for each point, time(auto's method) / time(best method).
+and ``.png``: for each point, time(auto's method) / time(best method). Plain calls with a
+kernel of at most 16 KiB reuse the plan they kept from their second call on (sweeps from
+2026-11-24 seed 39 on), so their timings leave out the kernel's form, as a loop's would.
 
 With ``--plans`` each method runs through its plan, made once before the timing (the kernel
 form paid once), and auto's pick is the plan's choice (``choose_method(..., plan=True)``).
