@@ -145,7 +145,7 @@ class Plan:
         self._repeated = repeated
         self._w = w
         with self._settings():
-            self.choice = self._choose(method, measure, sample, repeated)
+            self.choice = self._choose(method, measure, sample)
             self.method = self.choice.method
             self._kernel = self._prepare(self.method)
         self._sums_products = METHODS[self.method].sums_products(self._kernel)
@@ -237,7 +237,7 @@ class Plan:
             y = spec.backend.xp.rint(y)  # integers computed in float are rounded, as SciPy
         return y.astype(spec.y.dtype, copy=False)
 
-    def _choose(self, method: str, measure: bool | str, sample: Array | None, repeated: bool) -> Choice:
+    def _choose(self, method: str, measure: bool | str, sample: Array | None) -> Choice:
         spec, limit = self._spec, _config.budget(self._spec.backend.name)
         if method != "auto":
             reason = spec.excluded.get(method) or METHODS[method].unsupported(spec.problem, spec.backend, limit)
@@ -245,7 +245,7 @@ class Plan:
                 msg = f"method {method!r} cannot run this problem: {reason}"
                 raise ValueError(msg)
             return Choice(method, {}, {}, "chosen by the caller")
-        estimated = choose(spec.problem, spec.backend, limit, spec.excluded, repeated=repeated)
+        estimated = choose(spec.problem, spec.backend, limit, spec.excluded, repeated=self._repeated)
         if not measure:
             return estimated
         if sample is None:
