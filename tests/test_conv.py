@@ -175,6 +175,25 @@ def test_im2col_operator_matrix_is_the_layer_applied_to_unit_inputs(xp, case, dt
     assert_matches(got, to_numpy(expected).astype(np.complex128), dtype=dtype, backend=xp.__name__)
 
 
+def test_im2col_operator_matrix_is_built_within_a_few_times_its_size(rng):
+    # Built through a taps x outputs x inputs selection tensor per axis, a (400,) input with
+    # 200 taps and full padding needed 383 MB for its 1.9 MB matrix (6 GB for 1000 and 500).
+    import tracemalloc
+
+    from arrayconv._methods import im2col
+
+    w = random(rng, (1, 1, 200), "float64")
+    problem = ac.plan_conv(w, (1, 1, 400), padding=199, method="direct")._spec.problem
+    tracemalloc.start()
+    try:
+        matrix = im2col._operator(w, problem, ac._backend.NUMPY).matrix
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert matrix.shape == (400, 599)
+    assert peak < 4 * matrix.nbytes, peak
+
+
 @settings(max_examples=examples(150))
 @given(case=conv_cases(), dtype=st.sampled_from(["float32", "float64", "complex128"]), seed=st.integers(0, 2**16), chunks=st.booleans())
 def test_im2col_gathering_only_the_last_axis(case, dtype, seed, chunks):
