@@ -129,7 +129,7 @@ def conv(
     if kept_key is not None:  # a kept plan must not read the caller's arrays, which may change
         w, bias = w.copy(), None if bias is None else bias.copy()
     spec = conv_spec(ArraySpec(tuple(x.shape), x.dtype), w, bias, backend, method, x_bound=abs_bound(x, x.dtype), **options)
-    plan = Plan(spec, w, method, measure=measure, sample=x, repeated=False)
+    plan = Plan(spec, w, method, measure=measure, sample=x, repeated=False, kept=kept_key is not None)
     _kept.keep(kept_key, plan)
     return plan(x, out)
 

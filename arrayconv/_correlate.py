@@ -308,7 +308,7 @@ def _correlate(
         in2 = in2.copy()  # a kept plan must not read the caller's kernel, which may change
     x = ArraySpec(tuple(in1.shape), in1.dtype)
     spec, w = correlate_spec(x, in2, backend, mode, method, axes, flip=flip, x_bound=abs_bound(in1, in1.dtype), edges=edges)
-    plan = Plan(spec, w, method, measure=measure, sample=in1, repeated=False)
+    plan = Plan(spec, w, method, measure=measure, sample=in1, repeated=False, kept=kept_key is not None)
     if key is not None and line is None:
         window = plan.line_window()
         _one_lines.put(key, False if window is None else _OneLine(window, spec.y.shape[0], flip))

@@ -3,19 +3,20 @@
 Each plain call builds a plan and calls it once: the checks, the choice and the kernel in its
 method's form (for the FFT, its spectrum) cost 25-55% of a call on a single image of
 64x64-512x512. A plain call on NumPy arrays of float32, float64, complex64 or complex128 whose
-kernel (and bias) take at most :data:`KERNEL_BYTES` keeps its plan, keyed by the kernel's
-bytes, the shapes, dtypes and options, the memory budget, workers and rates: a later call with
-the same kernel values calls that plan (bench/results/kept-plans-2026-11-24.md). The plan is
-made from a copy of the kernel, so that a kernel changed in place is a new kernel and the kept
-plan keeps the old values. The kept plan keeps the method chosen for one call, so every call
-gives the same bits (an explicit plan chooses for repeated calls, its kernel form made once,
-and may pick another method). Integer inputs (the plan's overflow guard reads the input's values),
-measured calls, larger kernels and CuPy arrays make their plan every time.
+kernel takes at most :data:`KERNEL_BYTES` keeps its plan, keyed by the kernel's (and bias's)
+bytes, the shapes, dtypes and options, the memory budget, workers and rates: a later call
+with the same kernel values calls that plan (bench/results/kept-plans-2026-11-24.md). The
+plan is made from a copy of the kernel, so that a kernel changed in place is a new kernel
+and the kept plan keeps the old values. Such a call chooses its method for the calls to come
+(:data:`~arrayconv._choose.KEPT_WITHIN`): the fastest per later call among the methods
+whose one call is estimated near the fastest; the choice depends on the problem alone, so
+every call gives the same bits. Integer inputs (the plan's overflow guard reads the
+input's values), measured calls, larger kernels and CuPy arrays make their plan every time.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable
 from typing import Any
 
 import numpy as np
@@ -35,9 +36,8 @@ def plan_key(op: str, x: Any, kernels: tuple[Any, ...], options: tuple[Hashable,
     given = [a for a in kernels if a is not None]
     if measure or type(x) is not np.ndarray or any(type(a) is not np.ndarray for a in given):
         return None
-    if sum(a.nbytes for a in given) > KERNEL_BYTES:
-        return None
-    if not all(a.dtype.char in "fdFD" and a.dtype.isnative and a.size for a in (x, *given)):
+    arrays = (x, *given)
+    if not keeps_plan([a.dtype for a in arrays], given[0].nbytes) or not all(a.dtype.isnative and a.size for a in arrays):
         return None
     try:
         hash(options)  # axes, stride or padding given as a list
@@ -45,6 +45,13 @@ def plan_key(op: str, x: Any, kernels: tuple[Any, ...], options: tuple[Hashable,
         return None
     values = tuple(None if a is None else (a.shape, a.dtype, a.tobytes()) for a in kernels)
     return (op, x.shape, x.dtype, values, options, _config.budget("numpy"), _config.workers(), rates_for(NUMPY))
+
+
+def keeps_plan(dtypes: Iterable[np.dtype[Any]], kernel_bytes: int) -> bool:
+    """Whether a plain, unmeasured call on NumPy arrays of `dtypes` with a kernel of
+    `kernel_bytes` keeps its plan (:func:`plan_key` also needs nonempty arrays in native
+    byte order)."""
+    return all(dtype.char in "fdFD" for dtype in dtypes) and kernel_bytes <= KERNEL_BYTES
 
 
 def kept(key: tuple[Hashable, ...] | None) -> Any:

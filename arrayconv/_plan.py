@@ -136,13 +136,15 @@ class Plan:
         measure: bool | str = False,
         sample: Array | None = None,
         repeated: bool = True,
+        kept: bool = False,
     ) -> None:
         _check_result_fits(spec)
         if spec.backend.name == "numpy":
             keep_freed_memory()
         self._spec = spec
         self._memory_limit = memory_limit
-        self._repeated = repeated
+        self._repeated = repeated  # a plan's choice: per call, its kernel form made once
+        self._kept = kept  # a plain call's plan, kept for later calls (choose's `kept`)
         self._w = w
         with self._settings():
             self.choice = self._choose(method, measure, sample)
@@ -245,7 +247,7 @@ class Plan:
                 msg = f"method {method!r} cannot run this problem: {reason}"
                 raise ValueError(msg)
             return Choice(method, {}, {}, "chosen by the caller")
-        estimated = choose(spec.problem, spec.backend, limit, spec.excluded, repeated=self._repeated)
+        estimated = choose(spec.problem, spec.backend, limit, spec.excluded, repeated=self._repeated, kept=self._kept)
         if not measure:
             return estimated
         if sample is None:
