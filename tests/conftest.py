@@ -29,3 +29,18 @@ def xp(request):
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)
+
+
+@pytest.fixture
+def plans_made(monkeypatch):
+    """The methods of the plans made while the test runs, in order (``Plan.__init__`` spied on)."""
+    from arrayconv._plan import Plan
+
+    made, make = [], Plan.__init__
+
+    def spy(self, *args, **kwargs):
+        make(self, *args, **kwargs)
+        made.append(self.method)
+
+    monkeypatch.setattr(Plan, "__init__", spy)
+    return made

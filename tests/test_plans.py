@@ -303,7 +303,7 @@ def test_out_with_moved_axes_and_integer_results(method, rng):
     np.testing.assert_array_equal(out, reference_correlate(frame, small, "same"))
 
 
-def test_plans_choose_for_repeated_calls(rng, monkeypatch):
+def test_plans_choose_for_repeated_calls(rng, plans_made):
     """A plan makes each method's kernel form once, so 'auto' ranks the methods by their time
     per call without it: a 64x64 image with a 57x57 kernel ('valid') runs im2col's operator
     matrix, one GEMM per call (0.054 ms; the FFT 0.106). A plain call that keeps its plan
@@ -317,22 +317,16 @@ def test_plans_choose_for_repeated_calls(rng, monkeypatch):
     plain = ac.choose_method(x, w, mode="valid")
     assert plain.method == "fft" and plain.kept, plain
     ac.clear_caches()
-    made, make = [], Plan.__init__
-
-    def spy(self, *args, **kwargs):
-        make(self, *args, **kwargs)
-        made.append(self.method)
-
-    monkeypatch.setattr(Plan, "__init__", spy)
+    plans_made.clear()
     results = [ac.correlate(x, w, "valid") for _ in range(3)]
-    assert made == ["fft"]
+    assert plans_made == ["fft"]
     assert_matches(results[0], reference_correlate(x, w, "valid"), dtype="float32")
     np.testing.assert_array_equal(results[1], results[0])
     np.testing.assert_array_equal(results[2], results[0])
     assert_matches(plan(x), reference_correlate(x, w, "valid"), dtype="float32")
 
 
-def test_plain_calls_that_keep_their_plan_choose_for_later_calls(rng, monkeypatch):
+def test_plain_calls_that_keep_their_plan_choose_for_later_calls(rng, plans_made):
     """A plain call that keeps its plan takes, of the methods whose one call is estimated
     within KEPT_WITHIN of the fastest, the fastest per later call: a 512x512 image with a
     7x7 kernel ('same', float32) runs the FFT with its spectrum kept (2.26 ms per later call
@@ -350,17 +344,11 @@ def test_plain_calls_that_keep_their_plan_choose_for_later_calls(rng, monkeypatc
     large = ac.choose_method((512, 512), (65, 65), mode="same", dtype="float32")
     assert not large.kept and large.method == min(large.estimates, key=lambda n: large.estimates[n].seconds)
     ac.clear_caches()
-    made, make = [], Plan.__init__
-
-    def spy(self, *args, **kwargs):
-        make(self, *args, **kwargs)
-        made.append(self.method)
-
-    monkeypatch.setattr(Plan, "__init__", spy)
+    plans_made.clear()
     x, w = random(rng, (512, 512), "float32"), random(rng, (7, 7), "float32")
     results = [ac.correlate(x, w, "same") for _ in range(3)]
-    assert made == ["fft"]
+    assert plans_made == ["fft"]
     assert_matches(results[0], reference_correlate(x, w, "same"), dtype="float32")
     np.testing.assert_array_equal(results[2], results[0])
     ac.correlate(x, w.astype(np.float64), "same", measure=True)  # measured calls keep no plan
-    assert len(made) == 2
+    assert len(plans_made) == 2
