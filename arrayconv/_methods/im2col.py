@@ -83,7 +83,10 @@ def _operator(w: Array, problem: Problem, backend: Backend) -> Operator:
     ``q = n*stride + m*dilation - pad_lo`` (wrapped when circular; none in the zero
     padding): the kernel's values are copied to ``(n, q)``, wrapped taps landing on one
     sample added up, and the groups' blocks placed on the diagonal. Memory and time are
-    those of the matrix, not of a ``taps x outputs x inputs`` selection tensor.
+    those of the matrix, not of a ``taps x outputs x inputs`` selection tensor. For one
+    image the matrix is the transposed view of a C-ordered ``(O * out, C * in)`` array:
+    its copy runs along input samples, and a matrix-vector product reads either order at
+    one speed (a batch's GEMM ran 12-25% slower with a transposed matrix).
     """
     p, xp = problem, backend.xp
     block = w.reshape(p.groups * p.out_per_group * p.in_per_group, *p.kernel)
@@ -91,14 +94,18 @@ def _operator(w: Array, problem: Problem, backend: Backend) -> Operator:
         block = _place_taps(block, axis, p, xp)
     nd = len(p.kernel)
     block = block.reshape(p.groups, p.out_per_group, p.in_per_group, *block.shape[1:])
-    order = (0, 2, *range(4, 4 + 2 * nd, 2), 1, *range(3, 3 + 2 * nd, 2))
-    block = block.transpose(order).reshape(p.groups, p.in_per_group * math.prod(p.spatial), -1)
+    outputs, inputs = (1, *range(3, 3 + 2 * nd, 2)), (2, *range(4, 4 + 2 * nd, 2))
+    transposed = p.batch == 1
+    order = (0, *outputs, *inputs) if transposed else (0, *inputs, *outputs)
+    block = block.transpose(order).reshape(p.groups, math.prod(block.shape[i] for i in order[1 : len(outputs) + 1]), -1)
     if p.groups == 1:
-        return Operator(block[0])
-    matrix = xp.zeros((p.groups, block.shape[1], p.groups, block.shape[2]), dtype=w.dtype)
-    for group in range(p.groups):
-        matrix[group, :, group] = block[group]
-    return Operator(matrix.reshape(p.groups * block.shape[1], -1))
+        matrix = block[0]
+    else:
+        matrix = xp.zeros((p.groups, block.shape[1], p.groups, block.shape[2]), dtype=w.dtype)
+        for group in range(p.groups):
+            matrix[group, :, group] = block[group]
+        matrix = matrix.reshape(p.groups * block.shape[1], -1)
+    return Operator(matrix.T if transposed else matrix)
 
 
 def _place_taps(block: Array, axis: int, problem: Problem, xp: Any) -> Array:
@@ -314,10 +321,11 @@ def _operator_seconds(problem: Problem, rates: Rates) -> float:
     """Time to build the operator matrix (:func:`_operator`): three array calls and three
     per axis; per axis, the placed array zeroed and the taps' values placed (rows of the
     later axes' pairs at stream speed; single values, on the first axis placed, at about 20
-    bytes' time each for their index arithmetic), and the matrix's final transposed copy.
-    Fitted to 200 builds (1-D to 3-D, 1-64 channels, groups, float32/float64): median
-    1.06x of measured, 89% within 2x (the rest, down to 0.25x, are large transposed copies
-    that miss the cache)."""
+    bytes' time each for their index arithmetic), and the matrix's final transposed copy
+    (for one image, along input samples: at twice the speed). Fitted to 200 builds (1-D to
+    3-D, 1-64 channels, groups, batches 1-64, float32/float64): median 1.10x of measured
+    for one image and 0.95x for batches, 88-89% within 2x (the rest, down to 0.2x, are
+    large transposed copies that miss the cache)."""
     p, size = problem, problem.dtype.itemsize
     lead, rest, moved = p.groups * p.out_per_group * p.in_per_group, 1, 0.0
     for axis in reversed(range(len(p.kernel))):
@@ -326,7 +334,7 @@ def _operator_seconds(problem: Problem, rates: Rates) -> float:
         placed = taps_lead * min(p.kernel[axis] * p.out_spatial[axis], pairs)
         moved += taps_lead * pairs * rest * size + (placed * rest * size if rest > 1 else 20 * placed)
         rest *= pairs
-    moved += p.groups * lead * rest * size
+    moved += (0.5 if p.batch == 1 else 1.0) * p.groups * lead * rest * size
     return (3 + 3 * len(p.kernel)) * rates.call_seconds + moved / rates.stream_bytes
 
 
