@@ -307,7 +307,7 @@ def test_plans_choose_for_repeated_calls(rng, plans_made):
     """A plan makes each method's kernel form once, so 'auto' ranks the methods by their time
     per call without it: a 64x64 image with a 57x57 kernel ('valid') runs im2col's operator
     matrix, one GEMM per call (0.054 ms; the FFT 0.106). A plain call that keeps its plan
-    takes the FFT: building the operator makes one im2col call 0.48 ms against the FFT's
+    takes the FFT: building the operator makes one im2col call 0.39 ms against the FFT's
     0.16, over KEPT_WITHIN of the fastest one call. Its kept plan keeps that method: every
     call gives the same bits."""
     x, w = random(rng, (64, 64), "float32"), random(rng, (57, 57), "float32")
