@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -100,7 +101,8 @@ def choose_method(
         )
     if measure:
         return Plan(spec, w_problem, "auto", memory_limit=memory_limit, measure=measure, repeated=plan).choice
-    kept = backend.name == "numpy" and keeps_plan((x_spec.dtype, w_array.dtype), w_array.nbytes)
+    sizes = (math.prod(x_spec.shape), w_array.size)
+    kept = backend.name == "numpy" and keeps_plan((x_spec.dtype, w_array.dtype), sizes, w_array.nbytes)
     with _config.config(memory_limit=memory_limit):
         return choose(spec.problem, spec.backend, _config.budget(spec.backend.name), spec.excluded, repeated=plan, kept=kept)
 

@@ -37,7 +37,7 @@ def plan_key(op: str, x: Any, kernels: tuple[Any, ...], options: tuple[Hashable,
     if measure or type(x) is not np.ndarray or any(type(a) is not np.ndarray for a in given):
         return None
     arrays = (x, *given)
-    if not keeps_plan([a.dtype for a in arrays], given[0].nbytes) or not all(a.dtype.isnative and a.size for a in arrays):
+    if not keeps_plan([a.dtype for a in arrays], [a.size for a in arrays], given[0].nbytes):
         return None
     try:
         hash(options)  # axes, stride or padding given as a list
@@ -47,11 +47,12 @@ def plan_key(op: str, x: Any, kernels: tuple[Any, ...], options: tuple[Hashable,
     return (op, x.shape, x.dtype, values, options, _config.budget("numpy"), _config.workers(), rates_for(NUMPY))
 
 
-def keeps_plan(dtypes: Iterable[np.dtype[Any]], kernel_bytes: int) -> bool:
-    """Whether a plain, unmeasured call on NumPy arrays of `dtypes` with a kernel of
-    `kernel_bytes` keeps its plan (:func:`plan_key` also needs nonempty arrays in native
-    byte order)."""
-    return all(dtype.char in "fdFD" for dtype in dtypes) and kernel_bytes <= KERNEL_BYTES
+def keeps_plan(dtypes: Iterable[np.dtype[Any]], sizes: Iterable[int], kernel_bytes: int) -> bool:
+    """Whether a plain, unmeasured call on NumPy arrays of `dtypes` and `sizes` with a
+    kernel of `kernel_bytes` keeps its plan: float or complex in native byte order,
+    nonempty, the kernel within :data:`KERNEL_BYTES`."""
+    floats = all(dtype.char in "fdFD" and dtype.isnative for dtype in dtypes)
+    return floats and all(sizes) and kernel_bytes <= KERNEL_BYTES
 
 
 def kept(key: tuple[Hashable, ...] | None) -> Any:

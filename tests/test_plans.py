@@ -343,6 +343,8 @@ def test_plain_calls_that_keep_their_plan_choose_for_later_calls(rng, plans_made
     assert min(later, key=later.__getitem__) == "fft"
     large = ac.choose_method((512, 512), (65, 65), mode="same", dtype="float32")
     assert not large.kept and large.method == min(large.estimates, key=lambda n: large.estimates[n].seconds)
+    for x_other in [np.ones((512, 512), ">f4"), np.ones((512, 512), "int32")]:  # calls that keep no plan
+        assert not ac.choose_method(x_other, np.ones((7, 7), "float32"), mode="same").kept
     ac.clear_caches()
     plans_made.clear()
     x, w = random(rng, (512, 512), "float32"), random(rng, (7, 7), "float32")

@@ -97,7 +97,8 @@ def _operator(w: Array, problem: Problem, backend: Backend) -> Operator:
     outputs, inputs = (1, *range(3, 3 + 2 * nd, 2)), (2, *range(4, 4 + 2 * nd, 2))
     transposed = p.batch == 1
     order = (0, *outputs, *inputs) if transposed else (0, *inputs, *outputs)
-    block = block.transpose(order).reshape(p.groups, math.prod(block.shape[i] for i in order[1 : len(outputs) + 1]), -1)
+    rows = p.out_per_group * math.prod(p.out_spatial) if transposed else p.in_per_group * math.prod(p.spatial)
+    block = block.transpose(order).reshape(p.groups, rows, -1)
     if p.groups == 1:
         matrix = block[0]
     else:
