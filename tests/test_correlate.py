@@ -166,9 +166,11 @@ def test_plain_1d_calls_that_are_one_numpy_correlate_skip_the_plan(method, n, k,
 
 @pytest.mark.parametrize(("n", "k", "dtype", "mode"), [(1000, 3, "float64", "same"), (10000, 9, "float32", "full"), (3000, 21, "float32", "same"), (50, 80, "float64", "valid")])
 def test_short_signals_run_as_one_numpy_correlate(n, k, dtype, mode, rng):
-    """The calls the previous test skips the plan for include these (the cost model picks
-    numpy.correlate's lines for them)."""
-    plan = ac.plan_correlate(random(rng, (k,), dtype), (n,), mode, dtype=dtype)
+    """The calls the previous test skips the plan for include these (for a plain call, the
+    cost model picks numpy.correlate's lines for them)."""
+    x, w = random(rng, (n,), dtype), random(rng, (k,), dtype)
+    assert ac.choose_method(x, w, mode=mode).method == "direct"
+    plan = ac.plan_correlate(w, (n,), mode, dtype=dtype, method="direct")
     assert plan.line_window() is not None
 
 

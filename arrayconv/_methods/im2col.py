@@ -35,6 +35,13 @@ _GPU_CALLS_PER_CHUNK = 4
 # times the kernel's taps (the share of the operator's zeros).
 _OPERATOR_BYTES = 16 << 20
 _OPERATOR_WASTE = 2.5
+# On the CPU the operator's GEMM is the slower of its arithmetic (at least this share of the
+# GEMM rate, however few images or outputs) and its bytes (the matrix, at most 16 MiB and
+# just built or kept, read from cache at this multiple of the stream rate). Fitted to 75
+# float32/float64 GEMMs (batches 1-256, matrices 144x1024 to 8000x500): median 3.0x of
+# measured, 4.8x for one image (as first fitted, their sum at a 5% floor: 4.9x, 15.5x).
+_OPERATOR_GEMM_FLOOR = 0.1
+_OPERATOR_CACHE_SPEEDUP = 2
 # When the last axis's taps alone make columns this deep (taps x input channels), only
 # they are gathered. Measured: case b (3 x 16 = 48 deep) ran 75 ms gathering all taps and
 # 88 ms gathering the last axis's; e3 (3 x 256) 5.8 vs 4.5 ms; e16 (16 x 256) 121 vs 65
@@ -297,10 +304,14 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     if _operator_fits(p):
         rows, columns = p.groups * p.in_per_group * math.prod(p.spatial), p.groups * p.out_per_group * math.prod(p.out_spatial)
         efficiency = min(1.0, p.batch / 64) * min(1.0, columns / 64)
-        gemm = p.mac_flops * p.batch * rows * columns / (rates.gemm_flops * max(efficiency, 0.05))
+        flops = p.mac_flops * p.batch * rows * columns
         data = (p.batch * (rows + columns) + rows * columns) * p.dtype.itemsize
+        if backend.name == "cupy":  # as first fitted (unrefitted on a GPU)
+            product = flops / (rates.gemm_flops * max(efficiency, 0.05)) + data / rates.stream_bytes
+        else:
+            product = max(flops / (rates.gemm_flops * max(efficiency, _OPERATOR_GEMM_FLOOR)), data / (_OPERATOR_CACHE_SPEEDUP * rates.stream_bytes))
         building = _operator_seconds(p, rates)
-        return Cost(building + gemm + data / rates.stream_bytes + rates.call_seconds, 0, building)
+        return Cost(building + product + rates.call_seconds, 0, building)
     if _gathers_last_axis(p, backend):
         return _last_axis_cost(p, rates)
     samples = p.batch * p.groups * math.prod(layout(p).row_shape) * p.out_spatial[0]

@@ -90,7 +90,7 @@ def _slab_cost(problem: Problem, backend: Backend, rows: int, threads: int, rate
     in flight (their spectra, inputs and outputs). Only the result is copied now (the input
     is a view); charging one pass instead picked worse on sweeps 30-31, so two are kept."""
     slab = slab_problem(problem, backend, rows)
-    kernel_seconds, data_seconds = fft.split_cost(slab, backend, rates)  # the kernel once, the data per slab
+    kernel_seconds, data_seconds = fft.split_cost(slab, backend, rates, slab=True)  # the kernel once, the data per slab
     count = _slab_count(problem, backend, rows)
     itemsize = fft.work_dtype(slab).itemsize
     data = (math.prod(slab.x_shape) + math.prod(slab.y_shape)) * itemsize
