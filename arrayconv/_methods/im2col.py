@@ -102,7 +102,7 @@ def _operator(w: Array, problem: Problem, backend: Backend) -> Operator:
     nd = len(p.kernel)
     block = block.reshape(p.groups, p.out_per_group, p.in_per_group, *block.shape[1:])
     outputs, inputs = (1, *range(3, 3 + 2 * nd, 2)), (2, *range(4, 4 + 2 * nd, 2))
-    transposed = p.batch == 1
+    transposed = _transposed(p)
     order = (0, *outputs, *inputs) if transposed else (0, *inputs, *outputs)
     rows = p.out_per_group * math.prod(p.out_spatial) if transposed else p.in_per_group * math.prod(p.spatial)
     block = block.transpose(order).reshape(p.groups, rows, -1)
@@ -114,6 +114,12 @@ def _operator(w: Array, problem: Problem, backend: Backend) -> Operator:
             matrix[group, :, group] = block[group]
         matrix = matrix.reshape(p.groups * block.shape[1], -1)
     return Operator(matrix.T if transposed else matrix)
+
+
+def _transposed(problem: Problem) -> bool:
+    """Whether the operator matrix is kept as a transposed view (one image: a matrix-vector
+    product reads either order at one speed; see :func:`_operator`)."""
+    return problem.batch == 1
 
 
 def _place_taps(block: Array, axis: int, problem: Problem, xp: Any) -> Array:
@@ -346,7 +352,7 @@ def _operator_seconds(problem: Problem, rates: Rates) -> float:
         placed = taps_lead * min(p.kernel[axis] * p.out_spatial[axis], pairs)
         moved += taps_lead * pairs * rest * size + (placed * rest * size if rest > 1 else 20 * placed)
         rest *= pairs
-    moved += (0.5 if p.batch == 1 else 1.0) * p.groups * lead * rest * size
+    moved += (0.5 if _transposed(p) else 1.0) * p.groups * lead * rest * size
     return (3 + 3 * len(p.kernel)) * rates.call_seconds + moved / rates.stream_bytes
 
 
