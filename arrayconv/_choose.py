@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import Literal
 
 from . import _config
 from ._backend import Backend
@@ -22,6 +23,9 @@ MEASURE_WITHIN = 10.0
 # points) every factor from 1.1 to 2 moved the same 5-6 points from 1.03-1.45x of the
 # fastest method to the fastest, and none away from it.
 KEPT_WITHIN = 1.25
+
+# What a choice is for: one plain call; a plain call that keeps its plan; a plan's calls.
+Calls = Literal["one", "kept", "plan"]
 
 _measured = LRUCache("measured_methods", maxsize=1024)
 _estimated = LRUCache("estimated_choices", maxsize=1024)
@@ -43,13 +47,11 @@ class Choice:
         One line on why `method` won.
     measured : dict of str to float
         Seconds measured for each candidate, when the choice was measured.
-    repeated : bool
-        Whether the choice is for repeated calls (a plan's): each method's kernel form is
-        made once, so it ranks by :func:`per_call` time.
-    kept : bool
-        Whether the choice is for a plain call that keeps its plan: of the methods whose
-        one call is estimated within :data:`KEPT_WITHIN` times the fastest, the fastest per
-        later call.
+    calls : {'one', 'kept', 'plan'}
+        What the choice is for. 'one': a plain call, ranked by its whole time. 'kept': a
+        plain call that keeps its plan: of the methods whose one call is estimated within
+        :data:`KEPT_WITHIN` times the fastest, the fastest per later call. 'plan': a plan's
+        calls, each method's kernel form made once, ranked by :func:`per_call` time.
     """
 
     method: str
@@ -57,28 +59,28 @@ class Choice:
     rejected: dict[str, str]
     reason: str
     measured: dict[str, float] = field(default_factory=dict)
-    repeated: bool = False
-    kept: bool = False
+    calls: Calls = "one"
 
     def __repr__(self) -> str:
-        later = "   later calls" if self.kept else ""
+        kept, plan = self.calls == "kept", self.calls == "plan"
+        later = "   later calls" if kept else ""
         lines = [
             f"Choice(method={self.method!r}): {self.reason}",
             f"  method    est. time{later}   temp memory   measured",
         ]
-        for name, cost in sorted(self.estimates.items(), key=lambda kv: per_call(kv[1], self.repeated)):
+        for name, cost in sorted(self.estimates.items(), key=lambda kv: per_call(kv[1], plan)):
             mark = "*" if name == self.method else " "
             seen = f"{self.measured[name] * 1e3:9.2f} ms" if name in self.measured else ""
-            each = f" {per_call(cost, True) * 1e3:10.2f} ms" if self.kept else ""
-            row = f"{mark} {name:<8} {per_call(cost, self.repeated) * 1e3:9.2f} ms{each} {cost.temp_bytes / 2**20:10.1f} MiB {seen}"
+            each = f" {per_call(cost, True) * 1e3:10.2f} ms" if kept else ""
+            row = f"{mark} {name:<8} {per_call(cost, plan) * 1e3:9.2f} ms{each} {cost.temp_bytes / 2**20:10.1f} MiB {seen}"
             lines.append(row.rstrip())
         lines += [f"  {name:<8} cannot run: {why}" for name, why in self.rejected.items()]
         return "\n".join(lines)
 
 
-def per_call(cost: Cost, repeated: bool) -> float:
-    """Seconds of one call: all of `cost`, or for repeated calls all but the kernel's form."""
-    return cost.seconds - cost.prepare_seconds if repeated else cost.seconds
+def per_call(cost: Cost, later: bool) -> float:
+    """Seconds of one call: all of `cost`, or for a later call all but the kernel's form."""
+    return cost.seconds - cost.prepare_seconds if later else cost.seconds
 
 
 def choose(
@@ -87,22 +89,21 @@ def choose(
     memory_limit: int,
     excluded: Mapping[str, str] | None = None,
     *,
-    repeated: bool = False,
-    kept: bool = False,
+    calls: Calls = "one",
 ) -> Choice:
     """Pick the fastest method for `problem` within `memory_limit`; never raises.
 
-    Methods in `excluded` (name -> reason) are not considered. With `repeated` (a plan's
-    choice), each method's kernel form is made once, so methods rank by their time per
-    call without it. With `kept` (a plain call that keeps its plan), they rank so among
-    those whose one call is estimated within :data:`KEPT_WITHIN` times the fastest. If no
-    method fits the budget, the one with the smallest temporaries is chosen. Choices are
-    cached by backend, device, problem, budget, exclusions, rates, workers (overlap-save
-    runs its slabs on them), `repeated` and `kept`.
+    Methods in `excluded` (name -> reason) are not considered. `calls` says what the
+    choice is for (:attr:`Choice.calls`): for a plan's calls each method's kernel form is
+    made once, so methods rank by their time per call without it; a plain call that keeps
+    its plan ranks them so among those whose one call is estimated within
+    :data:`KEPT_WITHIN` times the fastest. If no method fits the budget, the one with the
+    smallest temporaries is chosen. Choices are cached by backend, device, problem, budget,
+    exclusions, rates, workers (overlap-save runs its slabs on them) and `calls`.
     """
     rates = rates_for(backend)
-    key = (backend.name, backend.device, problem, memory_limit, tuple(sorted((excluded or {}).items())), rates, _config.workers(), repeated, kept)
-    return _estimated.get_or_make(key, lambda: _estimate(problem, backend, memory_limit, excluded, rates, repeated, kept))
+    key = (backend.name, backend.device, problem, memory_limit, tuple(sorted((excluded or {}).items())), rates, _config.workers(), calls)
+    return _estimated.get_or_make(key, lambda: _estimate(problem, backend, memory_limit, excluded, rates, calls))
 
 
 def _estimate(
@@ -111,8 +112,7 @@ def _estimate(
     memory_limit: int,
     excluded: Mapping[str, str] | None,
     rates: Rates,
-    repeated: bool,
-    kept: bool,
+    calls: Calls,
 ) -> Choice:
     rejected = dict(excluded or {})
     for name, method in METHODS.items():
@@ -124,8 +124,7 @@ def _estimate(
         if name not in (excluded or {})
     }
     fitting = {name: cost for name, cost in estimates.items() if name not in rejected}
-    kept = kept and not repeated
-    if fitting and kept:
+    if fitting and calls == "kept":
         fastest = min(cost.seconds for cost in fitting.values())
         near = {name: cost for name, cost in fitting.items() if cost.seconds <= KEPT_WITHIN * fastest}
         best = min(near, key=lambda name: per_call(near[name], True))
@@ -134,12 +133,12 @@ def _estimate(
             f"{KEPT_WITHIN}x of the fastest one call, within the memory budget"
         )
     elif fitting:
-        best = min(fitting, key=lambda name: per_call(fitting[name], repeated))
-        reason = f"fastest estimate{' per repeated call (the kernel form made once)' if repeated else ''} within the memory budget"
+        best = min(fitting, key=lambda name: per_call(fitting[name], calls == "plan"))
+        reason = f"fastest estimate{' per repeated call (the kernel form made once)' if calls == 'plan' else ''} within the memory budget"
     else:
         best = min(estimates, key=lambda name: estimates[name].temp_bytes)
         reason = f"no method fits memory_limit={memory_limit}; smallest temporaries"
-    return Choice(best, estimates, rejected, reason, repeated=repeated, kept=kept)
+    return Choice(best, estimates, rejected, reason, calls=calls)
 
 
 def measured_choice(
@@ -157,12 +156,12 @@ def measured_choice(
     device, problem and whether it is a plan's, in memory and, with `disk`, in
     ``measured.json`` of :func:`~arrayconv._rates.cache_dir`.
     """
-    key = f"{backend.name}:{backend.device}:{problem!r}:{sorted(estimated.rejected)}{':plan' if estimated.repeated else ''}"
+    key = f"{backend.name}:{backend.device}:{problem!r}:{sorted(estimated.rejected)}{':plan' if estimated.calls == 'plan' else ''}"
     known = _measured.get(key) or (_read_disk().get(key) if disk else None)
     if known in METHODS and known not in estimated.rejected:
         _measured.put(key, known)
         return replace(estimated, method=known, reason="measured earlier on this machine (cached)")
-    fitting = {n: per_call(c, estimated.repeated) for n, c in estimated.estimates.items() if n not in estimated.rejected}
+    fitting = {n: per_call(c, estimated.calls == "plan") for n, c in estimated.estimates.items() if n not in estimated.rejected}
     if len(fitting) < 2:
         return estimated
     best_estimate = min(fitting.values())

@@ -10,7 +10,7 @@ import numpy as np
 
 from . import _config
 from ._backend import Array, get_backend
-from ._choose import Choice, choose
+from ._choose import Calls, Choice, choose
 from ._conv import conv_spec
 from ._correlate import correlate_spec
 from ._kept import keeps_plan
@@ -55,7 +55,7 @@ def choose_method(
         their time per call without it. Default False: a plain call, which makes it. A
         plain call that keeps its plan (NumPy float or complex arrays, a kernel of at most
         16 KiB) takes the fastest method per later call of those whose one call is
-        estimated within 1.25x of the fastest (``Choice.kept``).
+        estimated within 1.25x of the fastest (``Choice.calls == 'kept'``).
     **options
         The options of `op`: ``mode``, ``axes`` for correlate/convolve; ``stride``,
         ``padding``, ``dilation``, ``groups`` for conv.
@@ -100,11 +100,12 @@ def choose_method(
             x_spec, w_array, backend, options["mode"], "auto", options["axes"], flip=op == "convolve", x_bound=bound
         )
     if measure:
-        return Plan(spec, w_problem, "auto", memory_limit=memory_limit, measure=measure, repeated=plan).choice
-    sizes = (math.prod(x_spec.shape), w_array.size)
-    kept = backend.name == "numpy" and keeps_plan((x_spec.dtype, w_array.dtype), sizes, w_array.nbytes)
+        return Plan(spec, w_problem, "auto", memory_limit=memory_limit, measure=measure, calls="plan" if plan else "one").choice
+    sizes = [math.prod(x_spec.shape), w_array.size]
+    kept = backend.name == "numpy" and keeps_plan([x_spec.dtype, w_array.dtype], sizes, w_array.nbytes)
+    calls: Calls = "plan" if plan else "kept" if kept else "one"
     with _config.config(memory_limit=memory_limit):
-        return choose(spec.problem, spec.backend, _config.budget(spec.backend.name), spec.excluded, repeated=plan, kept=kept)
+        return choose(spec.problem, spec.backend, _config.budget(spec.backend.name), spec.excluded, calls=calls)
 
 
 def _is_shape(a: object) -> bool:

@@ -10,7 +10,8 @@ from typing import Any, Literal
 import numpy as np
 
 from . import _kept
-from ._backend import NUMPY, Array, Backend, get_backend
+from ._backend import Array, Backend, get_backend
+from ._choose import Calls
 from ._boundary import PADDING_MODES, extend
 from ._cache import LRUCache
 from ._docstrings import fill
@@ -118,19 +119,16 @@ def conv(
     (2, 8, 15, 15)
     """
     options = dict(stride=stride, padding=padding, dilation=dilation, groups=groups, padding_mode=padding_mode, nan=nan)
-    kept_key = _kept.plan_key("conv", x, (w, bias), (*options.values(), method), measure)
-    if plan := _kept.kept(kept_key):
-        check_no_overlap(out, NUMPY, w=w, bias=bias)
-        return plan(x, out)
     backend = get_backend(x=x, w=w, bias=bias)
     x, w = as_array(x, "x", backend), as_array(w, "w", backend)
     bias = None if bias is None else as_array(bias, "bias", backend)
     check_no_overlap(out, backend, w=w, bias=bias)
-    if kept_key is not None:  # a kept plan must not read the caller's arrays, which may change
-        w, bias = w.copy(), None if bias is None else bias.copy()
-    spec = conv_spec(ArraySpec(tuple(x.shape), x.dtype), w, bias, backend, method, x_bound=abs_bound(x, x.dtype), **options)
-    plan = Plan(spec, w, method, measure=measure, sample=x, repeated=False, kept=kept_key is not None)
-    _kept.keep(kept_key, plan)
+
+    def make(kernel: Array, kernel_bias: Array | None, *, calls: Calls) -> Plan:
+        spec = conv_spec(ArraySpec(tuple(x.shape), x.dtype), kernel, kernel_bias, backend, method, x_bound=abs_bound(x, x.dtype), **options)
+        return Plan(spec, kernel, method, measure=measure, sample=x, calls=calls)
+
+    plan = _kept.plain_plan("conv", x, (w, bias), (*options.values(), method), measure, make)
     return plan(x, out)
 
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from . import _config, _kept
 from ._backend import NUMPY, Array, Backend, get_backend
+from ._choose import Calls
 from ._cache import LRUCache
 from ._boundary import BOUNDARIES, extend
 from ._docstrings import fill
@@ -297,22 +298,19 @@ def _correlate(
     if line:
         return line(in1, in2)
     edges = Edges(boundary, fillvalue, nan)
-    kept_key = _kept.plan_key("correlate", in1, (in2,), (mode, method, axes, edges, flip), measure)
-    if plan := _kept.kept(kept_key):
-        check_no_overlap(out, NUMPY, in2=in2)
-        return plan(in1, out)
     backend = get_backend(in1=in1, in2=in2)
     in1, in2 = as_array(in1, "in1", backend), as_array(in2, "in2", backend)
     check_no_overlap(out, backend, in2=in2)
-    if kept_key is not None:
-        in2 = in2.copy()  # a kept plan must not read the caller's kernel, which may change
-    x = ArraySpec(tuple(in1.shape), in1.dtype)
-    spec, w = correlate_spec(x, in2, backend, mode, method, axes, flip=flip, x_bound=abs_bound(in1, in1.dtype), edges=edges)
-    plan = Plan(spec, w, method, measure=measure, sample=in1, repeated=False, kept=kept_key is not None)
+
+    def make(kernel: Array, *, calls: Calls) -> Plan:
+        x = ArraySpec(tuple(in1.shape), in1.dtype)
+        spec, w = correlate_spec(x, kernel, backend, mode, method, axes, flip=flip, x_bound=abs_bound(in1, in1.dtype), edges=edges)
+        return Plan(spec, w, method, measure=measure, sample=in1, calls=calls)
+
+    plan = _kept.plain_plan("correlate", in1, (in2,), (mode, method, axes, edges, flip), measure, make)
     if key is not None and line is None:
         window = plan.line_window()
-        _one_lines.put(key, False if window is None else _OneLine(window, spec.y.shape[0], flip))
-    _kept.keep(kept_key, plan)
+        _one_lines.put(key, False if window is None else _OneLine(window, plan.y_shape[0], flip))
     return plan(in1, out)
 
 

@@ -20,7 +20,7 @@ from . import _config
 from ._allocator import keep_freed_memory
 from ._backend import Array, Backend, is_cupy_array
 from ._cache import approximate_size
-from ._choose import Choice, choose, measured_choice
+from ._choose import Calls, Choice, choose, measured_choice
 from ._methods import METHODS, direct
 from ._nan import IGNORE, NanRule
 from ._nan import apply as apply_nan_rule
@@ -135,16 +135,14 @@ class Plan:
         memory_limit: int | None = None,
         measure: bool | str = False,
         sample: Array | None = None,
-        repeated: bool = True,
-        kept: bool = False,
+        calls: Calls = "plan",
     ) -> None:
         _check_result_fits(spec)
         if spec.backend.name == "numpy":
             keep_freed_memory()
         self._spec = spec
         self._memory_limit = memory_limit
-        self._repeated = repeated  # a plan's choice: per call, its kernel form made once
-        self._kept = kept  # a plain call's plan, kept for later calls (choose's `kept`)
+        self._calls = calls  # what the choice is for (Choice.calls): a plan's calls, or a plain call
         self._w = w
         with self._settings():
             self.choice = self._choose(method, measure, sample)
@@ -247,7 +245,7 @@ class Plan:
                 msg = f"method {method!r} cannot run this problem: {reason}"
                 raise ValueError(msg)
             return Choice(method, {}, {}, "chosen by the caller")
-        estimated = choose(spec.problem, spec.backend, limit, spec.excluded, repeated=self._repeated, kept=self._kept)
+        estimated = choose(spec.problem, spec.backend, limit, spec.excluded, calls=self._calls)
         if not measure:
             return estimated
         if sample is None:
@@ -259,7 +257,7 @@ class Plan:
             x = self._spec.extend(x)
         start = time.perf_counter()
         kernel = self._prepare(method)
-        if self._repeated:  # a plan makes its kernel form once: time the call alone
+        if self._calls == "plan":  # a plan makes its kernel form once: time the call alone
             self._synchronize()
             start = time.perf_counter()
         y = self._run(method, kernel, x)

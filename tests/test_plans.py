@@ -188,7 +188,7 @@ def test_measure_times_candidates_once_and_remembers(monkeypatch, tmp_path, rng)
     assert len(timed) == n_timed  # remembered in memory
     assert_matches(again, reference_correlate(x, w, "same"), dtype="float64")
     planned = ac.plan_correlate(w, x.shape, "same", measure="disk")  # a plan's choice is its own (calls alone timed)
-    assert len(timed) > n_timed and planned.choice.repeated
+    assert len(timed) > n_timed and planned.choice.calls == "plan"
     n_timed = len(timed)
     second = ac.plan_correlate(w, x.shape, "same", measure=True)
     assert len(timed) == n_timed  # remembered in memory
@@ -312,10 +312,10 @@ def test_plans_choose_for_repeated_calls(rng, plans_made):
     call gives the same bits."""
     x, w = random(rng, (64, 64), "float32"), random(rng, (57, 57), "float32")
     plan = ac.plan_correlate(w, x.shape, "valid", dtype="float32")
-    assert plan.method == "im2col" and plan.choice.repeated, plan.choice
+    assert plan.method == "im2col" and plan.choice.calls == "plan", plan.choice
     assert "per repeated call" in repr(plan.choice)
     plain = ac.choose_method(x, w, mode="valid")
-    assert plain.method == "fft" and plain.kept, plain
+    assert plain.method == "fft" and plain.calls == "kept", plain
     ac.clear_caches()
     plans_made.clear()
     results = [ac.correlate(x, w, "valid") for _ in range(3)]
@@ -336,15 +336,15 @@ def test_plain_calls_that_keep_their_plan_choose_for_later_calls(rng, plans_made
 
     choice = ac.choose_method((512, 512), (7, 7), mode="same", dtype="float32")
     one_call = {name: cost.seconds for name, cost in choice.estimates.items()}
-    assert choice.kept and choice.method == "fft", choice
+    assert choice.calls == "kept" and choice.method == "fft", choice
     assert min(one_call, key=one_call.__getitem__) == "direct"
     assert one_call["fft"] <= KEPT_WITHIN * one_call["direct"]
     later = {name: per_call(cost, True) for name, cost in choice.estimates.items() if one_call[name] <= KEPT_WITHIN * one_call["direct"]}
     assert min(later, key=later.__getitem__) == "fft"
     large = ac.choose_method((512, 512), (65, 65), mode="same", dtype="float32")
-    assert not large.kept and large.method == min(large.estimates, key=lambda n: large.estimates[n].seconds)
+    assert large.calls == "one" and large.method == min(large.estimates, key=lambda n: large.estimates[n].seconds)
     for x_other in [np.ones((512, 512), ">f4"), np.ones((512, 512), "int32")]:  # calls that keep no plan
-        assert not ac.choose_method(x_other, np.ones((7, 7), "float32"), mode="same").kept
+        assert ac.choose_method(x_other, np.ones((7, 7), "float32"), mode="same").calls == "one"
     ac.clear_caches()
     plans_made.clear()
     x, w = random(rng, (512, 512), "float32"), random(rng, (7, 7), "float32")
