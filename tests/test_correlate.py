@@ -59,6 +59,22 @@ def test_integer_inputs_as_scipy(xp, method, dtypes, rng):
     assert_matches(got, expected, dtype=np.result_type(in1, in2), backend=xp.__name__)
 
 
+@pytest.mark.parametrize("chunk_bytes", [4 << 20, 1 << 9])
+@pytest.mark.parametrize("dtype", ["float32", "complex128"])
+def test_direct_taps_of_one_map(chunk_bytes, dtype, rng, monkeypatch):
+    # One map (one image, one kernel) sums its taps on 1-D views with scalar weights: in one
+    # chunk, and in chunks of a few output rows, which start past the first row.
+    from arrayconv._methods import direct
+
+    monkeypatch.setattr(direct, "_form", lambda problem, backend, rates: ("taps", 0))
+    monkeypatch.setattr(direct, "_CHUNK_BYTES", chunk_bytes)
+    x, w = random(rng, (37, 29), dtype), random(rng, (4, 5), dtype)
+    for mode in MODES:
+        plan = ac.plan_correlate(w, x.shape, mode, method="direct")
+        assert plan._kernel.shape == (20, 1, 1, 1)
+        assert_matches(plan(x), reference_correlate(x, w, mode), dtype=dtype)
+
+
 def test_integer_overflow_wraps_as_scipy_direct():
     in1 = (np.arange(5, dtype=np.int8) * 40)
     in2 = np.arange(3, dtype=np.int8)
