@@ -158,13 +158,7 @@ def check_choice(name: str, value: object, allowed: Iterable[str]) -> str:
 
 def as_array(value: object, name: str, backend: Backend) -> Array:
     """Return `value` as an array of `backend`, refusing kinds that would give a wrong answer."""
-    if isinstance(value, np.matrix):
-        msg = f"`{name}` must not be a numpy.matrix (its `*` and shape rules differ); use np.asarray"
-        raise TypeError(msg)
-    if isinstance(value, np.ma.MaskedArray):
-        msg = f"`{name}` must not be a masked array (the mask would be ignored); fill it first"
-        raise TypeError(msg)
-    array = backend.xp.asarray(value)
+    array = value if type(value) is np.ndarray and backend.xp is np else _converted(value, name, backend)
     if array.dtype.kind not in _NUMERIC_KINDS:
         msg = (
             f"`{name}` must have an integer, float or complex dtype, got {array.dtype}"
@@ -175,6 +169,17 @@ def as_array(value: object, name: str, backend: Backend) -> Array:
         msg = f"`{name}` must not be empty, got shape {array.shape}"
         raise ValueError(msg)
     return array
+
+
+def _converted(value: object, name: str, backend: Backend) -> Array:
+    """`value` as an array of `backend`, refusing subclasses whose rules differ."""
+    if isinstance(value, np.matrix):
+        msg = f"`{name}` must not be a numpy.matrix (its `*` and shape rules differ); use np.asarray"
+        raise TypeError(msg)
+    if isinstance(value, np.ma.MaskedArray):
+        msg = f"`{name}` must not be a masked array (the mask would be ignored); fill it first"
+        raise TypeError(msg)
+    return backend.xp.asarray(value)
 
 
 def result_dtype(*arrays: Array) -> tuple[np.dtype[Any], np.dtype[Any]]:
