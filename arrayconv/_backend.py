@@ -63,8 +63,11 @@ def get_backend(**arrays: object) -> Backend:
     TypeError
         If some arrays are CuPy arrays and others are not.
     """
-    if all(type(a) is np.ndarray or a is None for a in arrays.values()):
-        return NUMPY  # the common case, asked on every plain call
+    for a in arrays.values():  # the common case first, asked on every plain call
+        if a is not None and type(a) is not np.ndarray:
+            break
+    else:
+        return NUMPY
     given = {name: a for name, a in arrays.items() if a is not None}
     on_gpu = {name: is_cupy_array(a) for name, a in given.items()}
     if not any(on_gpu.values()):
