@@ -55,7 +55,8 @@ def choose_method(
         their time per call without it. Default False: a plain call, which makes it. A
         plain call that keeps its plan (NumPy float or complex arrays, a kernel of at most
         16 KiB) takes the fastest method per later call of those whose one call is
-        estimated within 1.25x of the fastest (``Choice.calls == 'kept'``).
+        estimated within 1.25x of the fastest, or for images and volumes within 0.2 ms of it
+        (``Choice.calls == 'kept'``).
     **options
         The options of `op`: ``mode``, ``axes`` for correlate/convolve; ``stride``,
         ``padding``, ``dilation``, ``groups`` for conv.
