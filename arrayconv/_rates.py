@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -43,11 +44,21 @@ class Rates:
     fft_flops: float
     call_seconds: float
 
+    def gemm_rate(self, dtype: np.dtype[Any], backend_name: str) -> float:
+        """:attr:`gemm_flops` of GEMMs in `dtype`: double precision (float64, complex128)
+        at :data:`DOUBLE_GEMM_SHARE` of it on the CPU (the GPU's model is as measured)."""
+        double = backend_name == "numpy" and np.dtype(dtype).char in "dD"
+        return self.gemm_flops * DOUBLE_GEMM_SHARE if double else self.gemm_flops
+
 
 # Measured with `calibrate`'s own probes: on the 2-core CI machine (OpenBLAS, pocketfft),
 # and on an NVIDIA H100 80GB HBM3 with CuPy 14.2 (bench/results/gpu-*). Other machines
 # should run `calibrate()` (or `calibrate('gpu')`) once.
 DEFAULT_RATES = Rates(gemm_flops=100e9, stream_bytes=11e9, fft_flops=10e9, call_seconds=5e-6)
+# Double-precision GEMMs ran at 0.3-0.5 of float32's rate (OpenBLAS on the 2-core CI
+# machine: 1024^3 133 against 278 GFLOP/s, (16 x 256) x (256 x 65536) 43 against 133,
+# (1 x 1023) x (1023 x 10000) 14 against 48; complex128 86-138 against complex64 137-277).
+DOUBLE_GEMM_SHARE = 0.5
 DEFAULT_GPU_RATES = Rates(gemm_flops=23e12, stream_bytes=2.0e12, fft_flops=2.2e12, call_seconds=6.5e-5)
 
 _loaded = LRUCache("rates", maxsize=8)

@@ -378,3 +378,16 @@ def test_plain_calls_that_keep_their_plan_choose_for_later_calls(rng, plans_made
     np.testing.assert_array_equal(results[2], results[0])
     ac.correlate(x, w.astype(np.float64), "same", measure=True)  # measured calls keep no plan
     assert len(plans_made) == 2
+
+
+def test_double_precision_gemms_are_charged_at_half_the_float32_rate():
+    """On the CPU, float64 and complex128 GEMMs run at 0.3-0.5 of float32's rate, so the
+    model charges them half of `gemm_flops`: 10^4 float64 samples with 1023 taps run the
+    FFT (132 us per call) rather than direct's banded GEMMs (417-435 us)."""
+    from arrayconv._rates import DEFAULT_RATES, DOUBLE_GEMM_SHARE
+
+    full = DEFAULT_RATES.gemm_flops
+    for dtype, share in [("float32", 1), ("complex64", 1), ("float64", DOUBLE_GEMM_SHARE), ("complex128", DOUBLE_GEMM_SHARE)]:
+        assert DEFAULT_RATES.gemm_rate(np.dtype(dtype), "numpy") == share * full
+        assert DEFAULT_RATES.gemm_rate(np.dtype(dtype), "cupy") == full  # the GPU's model as measured
+    assert ac.choose_method((10000,), (1023,), mode="same", dtype="float64").method == "fft"

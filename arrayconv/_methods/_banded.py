@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .._backend import Array, Backend
+from .._backend import NUMPY, Array, Backend
 from .._problem import Problem
 from .._rates import Rates
 from .._scratch import scratch
@@ -130,7 +130,7 @@ def seconds(problem: Problem, block: int, samples: int, rates: Rates) -> float:
     p, size = problem, problem.dtype.itemsize
     rows = samples / block
     efficiency = min(1.0, math.sqrt(block / _FULL_RATE_BLOCK))
-    gemm = _GEMM_WEIGHT * p.mac_flops * samples * depth(p, block) * p.out_per_group / (rates.gemm_flops * efficiency)
+    gemm = _GEMM_WEIGHT * p.mac_flops * samples * depth(p, block) * p.out_per_group / (rates.gemm_rate(p.dtype, NUMPY.name) * efficiency)
     moved = samples * size * (_RUN_PASSES * depth(p, block) / block + _PRODUCT_PASSES * p.out_per_group + _INPUT_PASSES)
     transposed = rows * p.out_per_group if p.groups * p.out_per_group > 1 else 0
     moved += (rows + transposed) * _ROW_BYTES

@@ -70,7 +70,7 @@ def _form(problem: Problem, backend: Backend, rates: Rates) -> tuple[str, int]:
 
 def _fastest_form(problem: Problem, backend: Backend, rates: Rates, workers: int) -> tuple[str, int]:
     p = problem
-    estimates = {("taps", 0): _taps_cost(p, rates).seconds}
+    estimates = {("taps", 0): _taps_cost(p, backend, rates).seconds}
     if _banded.takes(p):
         block = _banded.best_block(p, _samples(p), rates)
         estimates[("banded", block)] = _banded.seconds(p, block, _samples(p), rates)
@@ -207,10 +207,10 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
         return Cost(_banded.seconds(p, block, _samples(p), rates), temp)
     if form == "rows":
         return _rows_cost(p, rates, _config.workers())
-    return _taps_cost(p, rates)
+    return _taps_cost(p, backend, rates)
 
 
-def _taps_cost(problem: Problem, rates: Rates) -> Cost:
+def _taps_cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     """:func:`cost` of the taps one at a time on the CPU."""
     p = problem
     n_taps = math.prod(p.kernel)
@@ -226,7 +226,7 @@ def _taps_cost(problem: Problem, rates: Rates) -> Cost:
         seconds = traffic / (_MATVEC_SPEEDUP * rates.stream_bytes)
     else:
         per_tap = samples * size * (p.in_per_group + 3 * p.out_per_group)
-        seconds = p.mac_flops * p.macs / rates.gemm_flops + n_taps * per_tap / (GEMM_CACHE_SPEEDUP * rates.stream_bytes)
+        seconds = p.mac_flops * p.macs / rates.gemm_rate(p.dtype, backend.name) + n_taps * per_tap / (GEMM_CACHE_SPEEDUP * rates.stream_bytes)
     calls = n_taps * n_chunks  # the batch items and groups of a chunk are one batched matmul
     return Cost(seconds + once + calls * rates.call_seconds, padded_bytes(p) + _CHUNK_BYTES)
 

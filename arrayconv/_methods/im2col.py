@@ -315,7 +315,7 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
         if backend.name == "cupy":  # as first fitted (unrefitted on a GPU)
             product = flops / (rates.gemm_flops * max(efficiency, 0.05)) + data / rates.stream_bytes
         else:
-            product = max(flops / (rates.gemm_flops * max(efficiency, _OPERATOR_GEMM_FLOOR)), data / (_OPERATOR_CACHE_SPEEDUP * rates.stream_bytes))
+            product = max(flops / (rates.gemm_rate(p.dtype, backend.name) * max(efficiency, _OPERATOR_GEMM_FLOOR)), data / (_OPERATOR_CACHE_SPEEDUP * rates.stream_bytes))
         building = _operator_seconds(p, rates)
         return Cost(building + product + rates.call_seconds, 0, building)
     if _gathers_last_axis(p, backend):
@@ -326,7 +326,7 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     out_bytes = samples * p.out_per_group * p.dtype.itemsize
     n_chunks = max(1, cols_bytes // _CHUNK_BYTES)
     chunk_columns = min(samples, _CHUNK_BYTES // (depth * p.dtype.itemsize))
-    gemm = p.mac_flops * p.macs / (rates.gemm_flops * _gemm_efficiency(p.out_per_group, depth, chunk_columns, backend))
+    gemm = p.mac_flops * p.macs / (rates.gemm_rate(p.dtype, backend.name) * _gemm_efficiency(p.out_per_group, depth, chunk_columns, backend))
     if backend.name == "cupy":  # larger chunks, one gather and one GEMM launch per chunk
         calls = max(1, cols_bytes // _chunk_bytes(backend)) * _GPU_CALLS_PER_CHUNK
     else:
@@ -384,7 +384,7 @@ def _last_axis_cost(problem: Problem, rates: Rates) -> Cost:
     out_bytes = samples * p.out_per_group * size
     chunk_columns = min(samples, _CHUNK_BYTES // (depth * size))
     efficiency = _gemm_efficiency(p.out_per_group, depth, chunk_columns, NUMPY)  # a CPU-only path
-    gemm = p.mac_flops * samples * p.out_per_group * depth * lead_taps / (rates.gemm_flops * efficiency)
+    gemm = p.mac_flops * samples * p.out_per_group * depth * lead_taps / (rates.gemm_rate(p.dtype, NUMPY.name) * efficiency)
     per_tap = samples * size * (depth + 3 * p.out_per_group)
     taps = lead_taps * per_tap / (direct.GEMM_CACHE_SPEEDUP * rates.stream_bytes)
     calls = max(1, slab_bytes // _CHUNK_BYTES) * lead_taps
