@@ -55,7 +55,7 @@ def choose_method(
         their time per call without it. Default False: a plain call, which makes it. A
         plain call that keeps its plan (NumPy float or complex arrays, a kernel of at most
         16 KiB) takes the fastest method per later call of those whose one call is
-        estimated within 1.25x of the fastest, or for images and volumes within 0.2 ms of it
+        estimated within 1.25x of the fastest, or within 0.2 ms and 2x of it
         (``Choice.calls == 'kept'``).
     **options
         The options of `op`: ``mode``, ``axes`` for correlate/convolve; ``stride``,
