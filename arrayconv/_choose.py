@@ -57,8 +57,9 @@ class Choice:
     calls : {'one', 'kept', 'plan'}
         What the choice is for. 'one': a plain call, ranked by its whole time. 'kept': a
         plain call that keeps its plan: of the methods whose one call is estimated within
-        :data:`KEPT_WITHIN` times the fastest, the fastest per later call. 'plan': a plan's
-        calls, each method's kernel form made once, ranked by :func:`per_call` time.
+        :data:`KEPT_WITHIN` times the fastest (or :data:`KEPT_EXTRA` seconds and twice
+        it), the fastest per later call. 'plan': a plan's calls, each method's kernel form
+        made once, ranked by :func:`per_call` time.
     """
 
     method: str
@@ -104,9 +105,10 @@ def choose(
     choice is for (:attr:`Choice.calls`): for a plan's calls each method's kernel form is
     made once, so methods rank by their time per call without it; a plain call that keeps
     its plan ranks them so among those whose one call is estimated within
-    :data:`KEPT_WITHIN` times the fastest. If no method fits the budget, the one with the
-    smallest temporaries is chosen. Choices are cached by backend, device, problem, budget,
-    exclusions, rates, workers (overlap-save runs its slabs on them) and `calls`.
+    :data:`KEPT_WITHIN` times the fastest (or :data:`KEPT_EXTRA` seconds and twice it). If
+    no method fits the budget, the one with the smallest temporaries is chosen. Choices are
+    cached by backend, device, problem, budget, exclusions, rates, workers (overlap-save
+    runs its slabs on them) and `calls`.
     """
     rates = rates_for(backend)
     key = (backend.name, backend.device, problem, memory_limit, tuple(sorted((excluded or {}).items())), rates, _config.workers(), calls)

@@ -8,9 +8,9 @@ bytes, the shapes, dtypes and options, the memory budget, workers and rates: a l
 with the same kernel values calls that plan (bench/results/kept-plans-2026-11-24.md). The
 plan is made from a copy of the kernel, so that a kernel changed in place is a new kernel
 and the kept plan keeps the old values. Such a call chooses its method for the calls to come
-(:data:`~arrayconv._choose.KEPT_WITHIN`, :data:`~arrayconv._choose.KEPT_EXTRA`): the fastest per later call among the methods
-whose one call is estimated near the fastest; the choice depends on the problem alone, so
-every call gives the same bits. Integer inputs (the plan's overflow guard reads the
+(:data:`~arrayconv._choose.KEPT_WITHIN`, :data:`~arrayconv._choose.KEPT_EXTRA`): the
+fastest per later call among the methods whose one call is estimated near the fastest; the
+choice depends on the problem alone, so every call gives the same bits. Integer inputs (the plan's overflow guard reads the
 input's values), measured calls, larger kernels and CuPy arrays make their plan every time.
 """
 
@@ -56,7 +56,7 @@ def plain_plan(
 
 def _plan_key(op: str, x: Any, kernels: tuple[Any, ...], options: tuple[Hashable, ...], measure: object) -> tuple[Hashable, ...] | None:
     """The key of the kept plan of a plain call; None for a call that keeps none. Written
-    without generators: a plain call on a small image asks on every call (3 us saved)."""
+    without generators, as every plain call asks (2.0 us against 2.6, timed alone)."""
     kernel = kernels[0]
     if measure or type(x) is not np.ndarray:
         return None

@@ -349,7 +349,7 @@ def test_kept_plain_calls_allow_a_fraction_of_a_millisecond(rng, plans_made):
     np.testing.assert_array_equal(results[2], results[0])
     line = ac.choose_method((10000,), (1000,), mode="same", dtype="float32")
     fastest = min(cost.seconds for cost in line.estimates.values())
-    assert line.method == "fft" and KEPT_WITHIN * fastest < line.estimates["fft"].seconds <= fastest + KEPT_EXTRA, line
+    assert line.method == "fft" and KEPT_WITHIN * fastest < line.estimates["fft"].seconds <= min(fastest + KEPT_EXTRA, 2 * fastest), line
     short = ac.choose_method((50,), (80,), mode="valid", dtype="float64")
     fastest = min(cost.seconds for cost in short.estimates.values())
     assert short.method == "direct" and fastest + KEPT_EXTRA > short.estimates["im2col"].seconds > 2 * fastest, short

@@ -162,7 +162,7 @@ def _accumulate_map(line: Array, weights: Array, lay: Layout, chunk: Chunk, tota
     """:func:`accumulate` of a chunk of one map (one batch item, group, input and output
     channel; unit stride) on 1-D views with scalar weights, into `total`: each tap then
     costs two array calls and a slice, about 0.9 us less than in four dimensions (a
-    64x64 image with a 3x3 kernel: 11 us against 19)."""
+    64x64 float32 image with a 3x3 kernel: 13 us against 19)."""
     start, length = chunk.r0 * lay.row_length, lay.chunk_length(chunk)
     for t, (offset, weight) in enumerate(zip(lay.offsets, weights)):
         x_tap = line[start + offset : start + offset + length]
