@@ -130,6 +130,24 @@ def test_report_commands_are_quoted_as_typed_in_a_shell():
     assert line == "python -m arrayconv.bench.sweep --seed 3 --note 'after a fix'"
 
 
+@pytest.mark.parametrize("threadpoolctl", [True, False])
+def test_reports_name_the_blas_and_its_kernels(threadpoolctl, monkeypatch):
+    # A GEMM-bound comparison with torch moves 1.8x with the kernels numpy's OpenBLAS runs
+    # (OPENBLAS_CORETYPE=Haswell on an AVX-512 machine), so every report's Machine line
+    # names them; without threadpoolctl, numpy's build configuration names the library.
+    import sys
+
+    from arrayconv.bench.run import versions
+
+    if not threadpoolctl:
+        monkeypatch.setitem(sys.modules, "threadpoolctl", None)
+    monkeypatch.setenv("OPENBLAS_CORETYPE", "Haswell")
+    blas = versions()["blas"]
+    assert not blas.startswith("unknown") and blas.endswith(", OPENBLAS_CORETYPE=Haswell"), blas
+    monkeypatch.delenv("OPENBLAS_CORETYPE")
+    assert "OPENBLAS_CORETYPE" not in versions()["blas"]
+
+
 def test_sweep_summary():
     results = [{"ratio": r} for r in (1.0, 1.1, 1.3, 2.5)]
     assert sweep.summary(results) == {"points": 4, "within_1.2x": 0.5, "worst_ratio": 2.5, "over_2x": 1}
