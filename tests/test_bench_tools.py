@@ -40,7 +40,9 @@ def _cpu_report():
 
 def test_readme_section_uses_the_newest_full_results(tmp_path):
     (tmp_path / "cpu-2026-01-01.json").write_text(json.dumps({**_cpu_report(), "date": "old"}))
-    (tmp_path / "cpu-2026-01-02.json").write_text(json.dumps(_cpu_report()))
+    newest = _cpu_report()
+    newest["versions"]["blas"] = "openblas 0.3 (Haswell kernels, 2 threads)"
+    (tmp_path / "cpu-2026-01-02.json").write_text(json.dumps(newest))
     (tmp_path / "cpu-2026-01-03-quick.json").write_text("not read")
     summary = {"points": 10, "within_1.2x": 0.9, "worst_ratio": 1.7}
     (tmp_path / "sweep-2026-01-02.json").write_text(json.dumps({"command": "sweep", "date": "2026-01-02", "summary": summary}))
@@ -54,6 +56,7 @@ def test_readme_section_uses_the_newest_full_results(tmp_path):
     text = readme.section(tmp_path)
     assert "on 2026-01-02 (CPU X, 2 cores" in text
     assert "GEMM measured at 150 GFLOP/s at its start" in text
+    assert "numpy 2 with openblas 0.3 (Haswell kernels, 2 threads), scipy 1" in text  # reports since the BLAS is named
     assert "| a | 2.0 | im2col | torch conv2d (CPU) | 1.0 | **0.50** | 0.5 | 1.0e-07 | 3.00 |" in text
     assert "- `sweep`: 10 problems, within 1.2x on 90%, worst 1.70x" in text
     assert "- `sweep --seed 3`: 10 problems, within 1.2x on 90%, worst 1.90x" in text

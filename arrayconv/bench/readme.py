@@ -57,7 +57,7 @@ def section(folder: Path) -> str:
         lines += [
             f"{'Stopped run, cases ' + ', '.join(r['id'] for r in report['cases']) + '. ' if 'partial' in path.name else ''}"
             f"Median ms, float32, `{report['command']}` on {report['date']} ({v['processor']}, {v['cores']} cores; "
-            f"numpy {v['numpy']}, scipy {v['scipy']}, torch {v['torch']}; GEMM measured at "
+            f"numpy {v['numpy']}{' with ' + v['blas'] if 'blas' in v else ''}, scipy {v['scipy']}, torch {v['torch']}; GEMM measured at "
             f"{report['rates']['gemm_flops'] / 1e9:.0f} GFLOP/s at its start). Full report: {_link(path)}.",
             "",
             *summary_table(report),
