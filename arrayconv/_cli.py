@@ -14,7 +14,10 @@ import numpy as np
 from . import _config
 from ._allocator import keep_freed_memory
 from ._boundary import BOUNDARIES
+from ._backend import NUMPY
 from ._cache import cache_info
+from ._machine import blas, cpu_name
+from ._rates import DEFAULT_RATES, cache_dir, rates_for
 from ._tiled import correlate_into
 
 FORMATS = (".npy", ".tif", ".tiff", ".png")
@@ -67,12 +70,20 @@ def run_filter(args: argparse.Namespace) -> int:
 
 
 def run_info() -> int:
-    """Print the version, backends, devices, memory budget and cache state."""
+    """Print the version, the CPU and its BLAS, the cost model's rates, backends, devices,
+    memory budget and cache state."""
     from . import __version__
     import scipy
 
     print(f"arrayconv {__version__} (numpy {np.__version__}, scipy {scipy.__version__})")
+    print(f"cpu: {cpu_name()}, BLAS {blas()}")
     print(f"cpu: memory budget {_config.memory_limit('cpu') / 2**20:.0f} MiB, {_config.workers()} FFT workers")
+    rates = rates_for(NUMPY)
+    source = "shipped" if rates == DEFAULT_RATES else f"calibrated ({cache_dir()})"
+    print(
+        f"cpu: cost model rates {source}: GEMM {rates.gemm_flops / 1e9:.0f} GFLOP/s, copy {rates.stream_bytes / 1e9:.0f} GB/s, "
+        f"FFT {rates.fft_flops / 1e9:.0f} GFLOP/s, {rates.call_seconds * 1e6:.1f} us per call"
+    )
     print(f"cpu: malloc thresholds for freed memory kept for reuse: {keep_freed_memory()}")
     print(f"gpu: {_gpu_line()}")
     for name, info in cache_info().items():

@@ -1,5 +1,6 @@
 """The command line: `arrayconv filter` on .npy, .tif and .png files, `arrayconv info`, errors."""
 
+import os
 import subprocess
 import sys
 
@@ -96,10 +97,12 @@ def test_errors_are_one_line_and_exit_code_2(tmp_path, image, capsys, args, mess
     assert not (tmp_path / "o.npy").exists()
 
 
-def test_info_and_exit_code_from_a_real_process():
-    done = subprocess.run([sys.executable, "-m", "arrayconv", "info"], capture_output=True, text=True, check=False)
+def test_info_and_exit_code_from_a_real_process(tmp_path):
+    env = {**os.environ, "ARRAYCONV_CACHE_DIR": str(tmp_path)}  # no calibrated rates there
+    done = subprocess.run([sys.executable, "-m", "arrayconv", "info"], capture_output=True, text=True, check=False, env=env)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"arrayconv {ac.__version__}") and "cache estimated_choices" in done.stdout
+    assert ", BLAS " in done.stdout and "cpu: cost model rates shipped: GEMM 100 GFLOP/s" in done.stdout
     done = subprocess.run([sys.executable, "-m", "arrayconv", "filter", "a.npy", "b.npy", "--kernel", "box:3"], capture_output=True, text=True, check=False)
     assert done.returncode == 2 and "Traceback" not in done.stderr
 

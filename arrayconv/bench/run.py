@@ -34,6 +34,7 @@ import numpy as np
 import scipy
 
 import arrayconv as ac
+from arrayconv._machine import blas, cpu_name
 from arrayconv._backend import NUMPY
 from arrayconv._rates import measure_rates
 
@@ -160,9 +161,9 @@ def versions() -> dict[str, str]:
         "scipy": scipy.__version__,
         "arrayconv": ac.__version__,
         "machine": platform.machine(),
-        "processor": _cpu_name(),
+        "processor": cpu_name(),
         "cores": str(os.cpu_count()),
-        "blas": _blas(),
+        "blas": blas(),
     }
     try:
         import torch
@@ -171,39 +172,6 @@ def versions() -> dict[str, str]:
     except ImportError:
         info["torch"] = "not installed"
     return info
-
-
-def _cpu_name() -> str:
-    """The CPU's model name, and whether it has AVX-512 (Linux's /proc/cpuinfo)."""
-    try:
-        lines = Path("/proc/cpuinfo").read_text().splitlines()
-    except OSError:
-        return platform.processor() or "unknown"
-    name = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), "unknown")
-    flags = next((line.split(":", 1)[1].split() for line in lines if line.startswith("flags")), [])
-    return f"{name} (AVX-512)" if "avx512f" in flags else name
-
-
-def _blas() -> str:
-    """numpy's BLAS: its name and version, the kernels it runs and its threads (from
-    threadpoolctl, where installed), and an ``OPENBLAS_CORETYPE`` that overrides its choice
-    of kernels. On an AVX-512 machine, OpenBLAS held to its Haswell (AVX2) kernels ran
-    float32 GEMMs at 253-278 GFLOP/s against 456-470 (bench/results/cpu-2026-11-24c.md),
-    which moves every comparison with torch."""
-    try:
-        from threadpoolctl import threadpool_info
-
-        blas = [lib for lib in threadpool_info() if lib.get("user_api") == "blas"]
-    except ImportError:
-        blas = []
-    if blas:
-        lib = blas[0]
-        text = f"{lib['internal_api']} {lib['version']} ({lib.get('architecture') or 'unknown'} kernels, {lib['num_threads']} threads)"
-    else:
-        config = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
-        text = f"{config.get('name', 'unknown')} {config.get('version', '')}".strip()
-    coretype = os.environ.get("OPENBLAS_CORETYPE")
-    return f"{text}, OPENBLAS_CORETYPE={coretype}" if coretype else text
 
 
 def write_markdown(report: dict, path: Path) -> None:

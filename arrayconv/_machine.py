@@ -1,0 +1,43 @@
+"""What the CPU side of this machine is: the processor, and the BLAS that numpy's matrix
+products run in (reported by ``arrayconv info`` and by every benchmark report)."""
+
+from __future__ import annotations
+
+import os
+import platform
+from pathlib import Path
+
+import numpy as np
+
+
+def cpu_name() -> str:
+    """The CPU's model name, and whether it has AVX-512 (Linux's /proc/cpuinfo)."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return platform.processor() or "unknown"
+    name = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), "unknown")
+    flags = next((line.split(":", 1)[1].split() for line in lines if line.startswith("flags")), [])
+    return f"{name} (AVX-512)" if "avx512f" in flags else name
+
+
+def blas() -> str:
+    """numpy's BLAS: its name and version, the kernels it runs and its threads (from
+    threadpoolctl, where installed), and an ``OPENBLAS_CORETYPE`` that overrides its choice
+    of kernels. On an AVX-512 machine, OpenBLAS held to its Haswell (AVX2) kernels ran
+    float32 GEMMs at 253-278 GFLOP/s against 456-470 (bench/results/cpu-2026-11-24c.md),
+    which moves every comparison with torch."""
+    try:
+        from threadpoolctl import threadpool_info
+
+        libraries = [lib for lib in threadpool_info() if lib.get("user_api") == "blas"]
+    except ImportError:
+        libraries = []
+    if libraries:
+        lib = libraries[0]
+        text = f"{lib['internal_api']} {lib['version']} ({lib.get('architecture') or 'unknown'} kernels, {lib['num_threads']} threads)"
+    else:
+        config = np.show_config(mode="dicts")["Build Dependencies"]["blas"]
+        text = f"{config.get('name', 'unknown')} {config.get('version', '')}".strip()
+    coretype = os.environ.get("OPENBLAS_CORETYPE")
+    return f"{text}, OPENBLAS_CORETYPE={coretype}" if coretype else text
