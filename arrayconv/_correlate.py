@@ -9,8 +9,8 @@ from typing import Literal
 
 import numpy as np
 
-from . import _config, _kept
-from ._backend import NUMPY, Array, Backend, get_backend
+from . import _kept
+from ._backend import Array, Backend, get_backend
 from ._choose import Calls
 from ._cache import LRUCache
 from ._boundary import BOUNDARIES, extend
@@ -33,7 +33,6 @@ from ._problem import (
     normalize_axes,
     result_dtype,
 )
-from ._rates import rates_for
 from ._shapes import Shape, mode_padding
 
 Mode = Literal["full", "valid", "same"]
@@ -342,7 +341,7 @@ def _one_line_key(in1: Array, in2: Array, mode: str, method: str, flip: bool) ->
     dtype = in1.dtype
     if dtype != in2.dtype or dtype.char not in "fd" or not dtype.isnative or method not in ("auto", "direct") or mode not in MODES:
         return None
-    return (in1.shape[0], in2.shape[0], dtype, mode, method, flip, _config.budget("numpy"), _config.workers(), rates_for(NUMPY))
+    return (in1.shape[0], in2.shape[0], dtype, mode, method, flip, *_kept.settings())
 
 
 @dataclass(frozen=True, slots=True)

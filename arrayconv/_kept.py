@@ -74,7 +74,13 @@ def _plan_key(op: str, x: Any, kernels: tuple[Any, ...], options: tuple[Hashable
     except TypeError:
         return None
     values = tuple(None if a is None else (a.shape, a.dtype, a.tobytes()) for a in kernels)
-    return (op, x.shape, x.dtype, values, options, _config.budget("numpy"), _config.workers(), rates_for(NUMPY))
+    return (op, x.shape, x.dtype, values, options, *settings())
+
+
+def settings() -> tuple[Hashable, ...]:
+    """What a NumPy plan's choice depends on besides its problem and options: the memory
+    budget, the workers and the rates (part of every key of a plain call's cached plan)."""
+    return (_config.budget("numpy"), _config.workers(), rates_for(NUMPY))
 
 
 def keeps_plan(dtypes: list[np.dtype[Any]], sizes: list[int], kernel_bytes: int) -> bool:

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 import arrayconv as ac
-from arrayconv._plan import Plan
 from _reference import assert_matches, random, reference_conv, reference_correlate
 
 METHODS = ["auto", *ac.METHODS]
