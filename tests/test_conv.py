@@ -354,6 +354,29 @@ def test_direct_row_form_reads_1d_lines_in_place(length, taps, mode, lines, dtyp
     assert_matches(got, ref, dtype=dtype)
 
 
+@pytest.mark.parametrize(("length", "taps"), [(2213, 2213), (626, 600), (5000, 300), (40, 12)])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_1d_lines_in_valid_mode_compute_only_the_outputs_they_keep(length, taps, dtype, monkeypatch, rng):
+    # A window that needs no zeros is correlated in numpy's 'valid' mode: its 'full'
+    # correlation also computed the K - 1 partial overlaps at each end and threw them away
+    # (2213 samples with 2213 taps: 255 us for one output sample, not 0.5).
+    from arrayconv._methods import direct
+
+    x, k = random(rng, (length,), dtype), random(rng, (taps,), dtype)
+    computed, correlate = [], np.correlate
+
+    def counted(a, v, mode):  # type: ignore[no-untyped-def]
+        result = correlate(a, v, mode)
+        computed.append(result.size)
+        return result
+
+    ref = scipy.signal.correlate(x.astype(np.float64), k.astype(np.float64), "valid", method="direct")
+    monkeypatch.setattr(direct, "_form", lambda problem, backend, rates: ("rows", 0))
+    monkeypatch.setattr(np, "correlate", counted)
+    assert_matches(ac.correlate(x, k, "valid", "direct"), ref, dtype=dtype)
+    assert computed and sum(computed) == ref.size
+
+
 @pytest.mark.parametrize(("taps", "dtype", "whole"), [(2, "float64", True), (2, "float32", False), (5, "float64", False), (9, "float32", False)])
 def test_one_long_line_stays_whole_where_cutting_it_does_not_pay(taps, dtype, whole):
     # The pieces' copy into the output costs more than two threads save on numpy.correlate's

@@ -172,8 +172,14 @@ def line_window(problem: Problem, r0: int, r1: int) -> tuple[int, int, int]:
 
 def correlate_window(signal: Array, row: Array, window: tuple[int, int, int], length: int) -> Array:
     """`length` output samples of a 1-D line from its :func:`line_window`: one
-    ``numpy.correlate`` of the window's input samples with the kernel row."""
+    ``numpy.correlate`` of the window's input samples with the kernel row, 'valid' where
+    the window needs no zeros (its 'full' correlation would also compute the ``K - 1``
+    partial overlaps at each end: 2213 samples with 2213 taps took 255 us, not 0.5), else
+    'full', cropped."""
     s0, s1, first = window
+    width = row.shape[-1]
+    if first == width - 1 and s1 - s0 == length + width - 1:
+        return np.correlate(signal[s0:s1], row, "valid")
     return np.correlate(signal[s0:s1], row, "full")[first : first + length]
 
 
