@@ -1,5 +1,7 @@
 """correlate/convolve against scipy.signal in float64, every method, mode and dtype."""
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -188,6 +190,44 @@ def test_short_signals_run_as_one_numpy_correlate(n, k, dtype, mode, rng):
     assert ac.choose_method(x, w, mode=mode).method == "direct"
     plan = ac.plan_correlate(w, (n,), mode, dtype=dtype, method="direct")
     assert plan.line_window() is not None
+
+
+@pytest.mark.parametrize(
+    ("n", "k", "dtype", "method", "form"),
+    [
+        (3000, 1023, "float64", "fft", "banded"),  # FFT 46-68 us; banded 130, lines 246-280
+        (30000, 511, "float64", "fft", "banded"),  # FFT 304 us; banded 403, lines 1435
+        (1847, 153, "float64", "direct", "lines"),  # lines 32-34 us (one numpy.correlate); banded 57-59
+        (10000, 127, "float32", "direct", "banded"),  # banded 51 us; FFT 104, lines 167
+    ],
+)
+def test_long_1d_kernels_are_priced_by_their_bytes(n, k, dtype, method, form):
+    """numpy.correlate's dot product per output sample grows with the kernel's bytes (taps
+    times itemsize; the old log2(taps) rule priced 1023 float64 taps at a fifth of what they
+    cost), and a 1-D FFT makes half the fixed array calls of a 2-D one: long kernels go to
+    the FFT, and direct's form (one numpy.correlate per line, or banded GEMMs) is the faster
+    one (times: 'same', plain calls, 2-core CI machine)."""
+    from arrayconv._methods import _banded, _rows
+
+    assert ac.choose_method((n,), (k,), mode="same", dtype=dtype).method == method
+    kernel = ac.plan_correlate(np.ones(k, dtype), (n,), "same", method="direct")._kernel
+    assert isinstance(kernel, _rows.RowKernels if form == "lines" else _banded.BandedTaps)
+
+
+def test_taps_met_per_output_sample_of_a_1d_line():
+    """'same' and 'full' pad zeros at each end, which numpy.correlate's partial overlaps skip:
+    the mean number of taps meeting the signal, in closed form, against a count."""
+    from arrayconv._methods._rows import _taps_met
+    from arrayconv._problem import Problem
+
+    for n, k, mode in itertools.product([1, 2, 5, 13, 40], [1, 2, 3, 7, 13, 40], ["full", "same", "valid"]):
+        if mode == "valid" and k > n:
+            continue
+        problem = ac.plan_correlate(np.ones(k), (n,), mode, method="direct")._spec.problem
+        assert isinstance(problem, Problem)
+        lo, length = problem.pad_lo[0], problem.out_spatial[0]
+        counted = sum(min(n, j - lo + k) - max(0, j - lo) for j in range(length)) / length
+        assert _taps_met(problem) == pytest.approx(counted, abs=1e-12), (n, k, mode)
 
 
 def _refuse_call(self, x, out=None):

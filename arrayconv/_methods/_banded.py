@@ -36,6 +36,10 @@ _FULL_RATE_BLOCK = 32
 _GEMM_WEIGHT = 0.7
 _RUN_PASSES, _PRODUCT_PASSES, _INPUT_PASSES = 0.34, 1.36, 0.63
 _ROW_BYTES = 100
+# Passes over the Toeplitz matrices (depth x block per filter), which count where the
+# outputs are few and the kernel long: 204 samples of 2028 float64 ones with 1825 taps
+# read a 2 MiB matrix in 186 us where one numpy.correlate per line takes 33.
+_MATRIX_PASSES = 1.0
 _FIXED_CALLS = 12
 
 
@@ -120,8 +124,8 @@ def seconds(problem: Problem, block: int, samples: int, rates: Rates) -> float:
     blocks of `block`.
 
     The GEMM at the GEMM rate (less for blocks under 32 samples, the product's narrow
-    side), the runs gathered, the input padded and the products stored at the stream rate,
-    and a cost per GEMM row and per stored run of `block` samples (when the products need
+    side), the runs gathered, the input padded, the products stored and the Toeplitz
+    matrices read at the stream rate, and a cost per GEMM row and per stored run of `block` samples (when the products need
     transposing: several filters or groups), with weights fitted to 152 timings (1-D
     signals of 10**3-10**6 samples, batches of 100, 1-8 filters, 2-1001 taps, row filters
     on images; blocks of 8-512): within 0.44-1.17x, and the block of least estimate is
@@ -133,7 +137,7 @@ def seconds(problem: Problem, block: int, samples: int, rates: Rates) -> float:
     gemm = _GEMM_WEIGHT * p.mac_flops * samples * depth(p, block) * p.out_per_group / (rates.gemm_rate(p.dtype, NUMPY.name) * efficiency)
     moved = samples * size * (_RUN_PASSES * depth(p, block) / block + _PRODUCT_PASSES * p.out_per_group + _INPUT_PASSES)
     transposed = rows * p.out_per_group if p.groups * p.out_per_group > 1 else 0
-    moved += (rows + transposed) * _ROW_BYTES
+    moved += (rows + transposed) * _ROW_BYTES + _MATRIX_PASSES * p.groups * depth(p, block) * p.out_per_group * block * size
     return gemm + moved / rates.stream_bytes + _FIXED_CALLS * rates.call_seconds
 
 

@@ -41,9 +41,16 @@ MAX_TAPS = 11
 # Its time per output sample (ns) for 1 to 11 taps, float32 and float64 alike within
 # 0.3 ns (numpy 2.4, this 2-core machine: 10**5 samples).
 _NS_PER_SAMPLE = (0.5, 0.7, 1.1, 0.9, 1.1, 1.3, 1.5, 1.8, 2.0, 2.3, 3.4)
-# Past 11 taps, the dot product per output sample took about 5.5 * log2(taps) - 8 ns
-# (11-14 ns at 12 taps, 22-28 at 63, 26-35 at 127; 10**3-10**5 samples, float32 and float64).
-_DOT_NS_PER_LOG2_TAP, _DOT_NS_OFFSET = 5.5, 8.0
+# Past 11 taps, one dot product per output sample: a fixed part and the taps' bytes. On the
+# AVX-512 host of 2026-11-24 it took about 6 ns + 0.011 ns per byte (4 * 10**4 samples:
+# float32 45 ns at 1024 taps and 178 at 4096, float64 86 and 376; the old 5.5 * log2(taps)
+# - 8 ns, fitted up to 127 taps, said 47 and 58 for both). The weights below price it in
+# the cost model's units, fitted so that direct's forms (these lines, or banded GEMMs)
+# rank as measured: 200 random 1-D signals of 300-3*10**5 samples with 12-4000 taps,
+# every mode, float32 and float64, timed in both forms, as plain calls and as plans: the
+# faster form (or one within 1.1x) on 97-100% of them, worst 1.53 (the old rule: 84-88%,
+# worst 3.6) (bench/results/direct-1d-long-kernels-2026-11-24.md).
+_DOT_NS_OFFSET, _DOT_NS_PER_BYTE = 10.0, 0.015
 # Adds of each row's result into the sum ran at about this multiple of the stream rate
 # (cache-sized chunks), as the taps' multiply-adds.
 _CACHE_SPEEDUP = 6
@@ -154,7 +161,7 @@ def _cutting_pays(problem: Problem, per_piece: int, workers: int, rates: Rates) 
     time cut up (bench/results/one-line-calls-2026-11-23.md)."""
     p = problem
     length = p.out_spatial[0]
-    loop = length * _ns_per_sample(p.kernel[-1]) * 1e-9
+    loop = length * _ns_per_sample(p.kernel[-1], p.dtype.itemsize) * 1e-9
     threads = min(workers, -(-length // per_piece))
     return loop / threads + _LINE_STORE_PASSES * length * p.dtype.itemsize / rates.stream_bytes < loop
 
@@ -229,10 +236,34 @@ def run_lines(x: Array, kernels: RowKernels, problem: Problem, out: Array | None
     return out
 
 
-def _ns_per_sample(taps: int) -> float:
-    """``numpy.correlate``'s time per output sample (ns) with `taps` taps: its unrolled
-    loop up to :data:`MAX_TAPS`, then one dot product per output sample."""
-    return _NS_PER_SAMPLE[taps - 1] if taps <= MAX_TAPS else _DOT_NS_PER_LOG2_TAP * math.log2(taps) - _DOT_NS_OFFSET
+def _ns_per_sample(taps: float, itemsize: int) -> float:
+    """``numpy.correlate``'s time per output sample (ns) with `taps` taps meeting the
+    signal: its unrolled loop up to :data:`MAX_TAPS`, then one dot product per output
+    sample, a fixed part and the taps' bytes."""
+    if taps <= MAX_TAPS:
+        return _NS_PER_SAMPLE[max(1, round(taps)) - 1]
+    return _DOT_NS_OFFSET + _DOT_NS_PER_BYTE * taps * itemsize
+
+
+def _taps_met(problem: Problem) -> float:
+    """Mean number of kernel taps that meet the signal per output sample of a 1-D line:
+    all of them, less those over the zeros that 'same' and 'full' pad at each end (a
+    'full' correlation of N samples with N taps multiplies N^2 pairs, not (2N - 1) N)."""
+    p = problem
+    n, taps, lo, length = p.spatial[0], p.kernel[-1], p.pad_lo[0], p.out_spatial[0]
+    # output j reads padded samples j .. j + taps - 1: lo - j of them left of the signal,
+    # j + taps - lo - n right of it (each clipped to 0 .. taps)
+    missed = _clipped_sum(lo - length + 1, lo, taps) + _clipped_sum(taps - lo - n, length - 1 + taps - lo - n, taps)
+    return taps - missed / length
+
+
+def _clipped_sum(first: int, last: int, top: int) -> int:
+    """``sum(min(max(t, 0), top) for t in range(first, last + 1))`` in closed form."""
+
+    def upto(t: int) -> int:  # sum over 1..t of min(s, top)
+        return t * (t + 1) // 2 if t <= top else top * (top + 1) // 2 + (t - top) * top
+
+    return upto(max(last, 0)) - upto(max(first - 1, 0))
 
 
 def seconds(problem: Problem, samples: int, runs: int, threads: int, rates: Rates) -> float:
@@ -243,7 +274,7 @@ def seconds(problem: Problem, samples: int, runs: int, threads: int, rates: Rate
     p = problem
     n_rows = math.prod(p.kernel[:-1])
     products = samples * p.out_per_group * n_rows
-    dots = products * _ns_per_sample(p.kernel[-1]) * 1e-9
+    dots = products * _ns_per_sample(p.kernel[-1], p.dtype.itemsize) * 1e-9
     adds = products * 3 * p.dtype.itemsize / (_CACHE_SPEEDUP * rates.stream_bytes)
     calls = 2 * n_rows * p.out_per_group * runs
     return _WEIGHT * (dots + adds) / threads + calls * rates.call_seconds
@@ -255,7 +286,7 @@ def line_seconds(problem: Problem, runs: int, threads: int, rates: Rates) -> flo
     filter, and the store of its result."""
     p = problem
     products = p.batch * p.groups * p.out_per_group * p.out_spatial[0]
-    dots = products * _ns_per_sample(p.kernel[-1]) * 1e-9
+    dots = products * _ns_per_sample(_taps_met(p), p.dtype.itemsize) * 1e-9
     stored = products * p.dtype.itemsize / rates.stream_bytes
     calls = runs * p.out_per_group
     return (_LINE_WEIGHT * dots + _LINE_STORE_PASSES * stored) / threads + calls * rates.call_seconds

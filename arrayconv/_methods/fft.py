@@ -70,6 +70,14 @@ _DATA_PASSES = 4
 _FIXED_CALLS = 20
 _FIXED_KERNEL_CALLS = 30
 _SLAB_FIXED_CALLS = 50
+# A 1-D transform is charged half those fixed calls. A plan's FFT call on 16-64 samples
+# takes 23 us against 27 on 8x8-16x16 images, but direct's 1-D forms are priced nearer
+# their measured time than its taps in 2-D, against which the 20 and 30 were fitted. Fitted
+# on 120 random 1-D signals (seed 4), judged on 428 more (seeds 5, 6, 9, 10 and the 68 of
+# double-gemm-1d-grid-2026-11-24.json): 97-100% of picks within 1.2x of the fastest, worst
+# 1.52, none over 2x (20 and 30: 91-98%, worst 2.02)
+# (bench/results/direct-1d-long-kernels-2026-11-24.md).
+_FIXED_CALLS_1D, _FIXED_KERNEL_CALLS_1D = 10, 15
 _GPU_KERNEL_PASSES, _GPU_DATA_PASSES = 17, 6
 # On a GPU the same steps are about 20 launches (call_seconds there is a launch's cost).
 _FIXED_GPU_CALLS = 20
@@ -410,6 +418,8 @@ def split_cost(problem: Problem, backend: Backend, rates: Rates, *, slab: bool =
         fixed, kernel_fixed, kernel_passes, data_passes = _FIXED_GPU_CALLS, 0, _GPU_KERNEL_PASSES, _GPU_DATA_PASSES
     else:
         fixed, kernel_fixed = (_SLAB_FIXED_CALLS, 0) if slab else (_FIXED_CALLS, _FIXED_KERNEL_CALLS)
+        if len(p.spatial) == 1 and not slab:
+            fixed, kernel_fixed = _FIXED_CALLS_1D, _FIXED_KERNEL_CALLS_1D
         data_passes = _DATA_PASSES
         kernel_passes = _KERNEL_PASSES if _sums_by_gemm(p, backend) else _KERNEL_PASSES_IN_PLACE
     kernel_transform = transform * (_by_axis_share(p.kernel, shape) if backend.name == "numpy" else 1.0)
