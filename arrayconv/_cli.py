@@ -16,7 +16,7 @@ from ._allocator import keep_freed_memory
 from ._boundary import BOUNDARIES
 from ._backend import NUMPY
 from ._cache import cache_info
-from ._machine import blas, cpu_name
+from ._machine import blas, cores, cpu_name
 from ._rates import DEFAULT_RATES, cache_dir, rates_for
 from ._tiled import correlate_into
 
@@ -76,7 +76,7 @@ def run_info() -> int:
     import scipy
 
     print(f"arrayconv {__version__} (numpy {np.__version__}, scipy {scipy.__version__})")
-    print(f"cpu: {cpu_name()}, BLAS {blas()}")
+    print(f"cpu: {cpu_name()}, {cores()} cores, BLAS {blas()}")
     print(f"cpu: memory budget {_config.memory_limit('cpu') / 2**20:.0f} MiB, {_config.workers()} FFT workers")
     rates = rates_for(NUMPY)
     source = "shipped" if rates == DEFAULT_RATES else f"calibrated ({cache_dir()})"

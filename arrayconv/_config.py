@@ -8,6 +8,8 @@ import threading
 import time
 from collections.abc import Iterator
 
+from ._machine import usable_cores
+
 _FALLBACK_AVAILABLE = 4 << 30
 _DEFAULT_FRACTION = 0.25
 _QUANTUM = 64 << 20
@@ -15,7 +17,7 @@ _REFRESH_SECONDS = 1.0  # free memory is read at most this often
 _ram_seen: tuple[float, int] = (-_REFRESH_SECONDS, 0)  # (when, bytes available)
 _gpu_free: dict[int, tuple[float, int]] = {}
 _gpu_total: dict[int, int] = {}
-_CORES = os.cpu_count() or 1  # read once: os.cpu_count() costs 10 us per call on Linux
+_CORES = usable_cores()  # read once: asking costs about 10 us per call on Linux
 
 
 def _available_memory() -> int:
@@ -98,7 +100,8 @@ def _available_gpu_memory() -> int:
 
 
 def workers() -> int:
-    """Threads for FFTs and tiled loops: the value set with :func:`config`, else all cores."""
+    """Threads for FFTs and tiled loops: the value set with :func:`config`, else all the
+    cores this process may run on."""
     return _settings.workers or _CORES
 
 
@@ -112,7 +115,8 @@ def config(*, memory_limit: int | None = None, workers: int | None = None) -> It
         Bytes that the temporaries of one call may use; methods tile to stay under it.
         Default: a quarter of the RAM available (read at most once a second).
     workers : int, optional
-        Threads for FFTs and tiled loops. Default: all cores.
+        Threads for FFTs and tiled loops. Default: all the cores this process may run on
+        (its CPU affinity: a batch job's allocation, ``taskset``).
 
     Examples
     --------

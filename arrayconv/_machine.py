@@ -1,5 +1,6 @@
-"""What the CPU side of this machine is: the processor, and the BLAS that numpy's matrix
-products run in (reported by ``arrayconv info`` and by every benchmark report)."""
+"""What the CPU side of this machine is: the processor, the cores this process may use,
+and the BLAS that numpy's matrix products run in (reported by ``arrayconv info`` and by
+every benchmark report)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,20 @@ def cpu_name() -> str:
     name = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), "unknown")
     flags = next((line.split(":", 1)[1].split() for line in lines if line.startswith("flags")), [])
     return f"{name} (AVX-512)" if "avx512f" in flags else name
+
+
+def usable_cores() -> int:
+    """Cores this process may run on: its CPU affinity where the OS keeps one (a batch
+    job's allocation, ``taskset``), else all of the machine's."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def cores() -> str:
+    """The cores this process may run on, and the machine's where it may run on fewer."""
+    usable, total = usable_cores(), os.cpu_count() or 1
+    return str(usable) if usable == total else f"{usable} of {total}"
 
 
 def blas() -> str:

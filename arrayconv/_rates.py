@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _config
 from ._backend import NUMPY, Backend
 from ._cache import LRUCache
 
@@ -148,7 +149,7 @@ def measure_rates(backend: Backend) -> Rates:
     image = xp.asarray(rng.standard_normal((2048, 2048), dtype=np.float32))
     dst = xp.empty_like(v)
     tap_w, tap_x, acc = xp.ones((4, 4), np.float32), xp.ones((4, 72), np.float32), xp.zeros((4, 64), np.float32)
-    workers = {"workers": os.cpu_count()} if backend.name == "numpy" else {}
+    workers = {"workers": _config.workers()} if backend.name == "numpy" else {}
     sync = _synchronizer(backend)
     gemm = _best(lambda: xp.matmul(a, a), sync)
     copy = _best(lambda: xp.copyto(dst, v), sync)

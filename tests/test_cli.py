@@ -112,3 +112,18 @@ def test_helpers():
     assert make_kernel("box:3", 3).shape == (3, 3, 1)
     assert make_kernel("gaussian:1", 1).shape == (9,)
     assert abs(float(make_kernel("gaussian:2", 2).sum()) - 1) < 1e-6
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity on this OS")
+def test_workers_default_to_the_cores_this_process_may_run_on():
+    """A batch job (or ``taskset``) that allots one core gets one worker, not the machine's
+    count, and ``arrayconv info`` says so."""
+    code = (
+        "import os; os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}); "
+        "from arrayconv import _config; from arrayconv.__main__ import main; "
+        "assert _config.workers() == 1, _config.workers(); main(['info'])"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    total = os.cpu_count() or 1
+    assert ("1 cores" if total == 1 else f"1 of {total} cores") in done.stdout and "1 FFT workers" in done.stdout

@@ -34,7 +34,7 @@ import numpy as np
 import scipy
 
 import arrayconv as ac
-from arrayconv._machine import blas, cpu_name
+from arrayconv._machine import blas, cores, cpu_name
 from arrayconv._backend import NUMPY
 from arrayconv._rates import measure_rates
 
@@ -162,7 +162,7 @@ def versions() -> dict[str, str]:
         "arrayconv": ac.__version__,
         "machine": platform.machine(),
         "processor": cpu_name(),
-        "cores": str(os.cpu_count()),
+        "cores": cores(),
         "blas": blas(),
     }
     try:
