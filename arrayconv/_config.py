@@ -99,6 +99,11 @@ def _available_gpu_memory() -> int:
     return seen[1]
 
 
+def cores() -> int:
+    """The cores this process may run on (read at import): numpy's BLAS threads."""
+    return _CORES
+
+
 def workers() -> int:
     """Threads for FFTs and tiled loops: the value set with :func:`config`, else all the
     cores this process may run on."""

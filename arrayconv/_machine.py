@@ -48,8 +48,8 @@ def blas() -> str:
         libraries = [lib for lib in threadpool_info() if lib.get("user_api") == "blas"]
     except ImportError:
         libraries = []
-    if libraries:
-        lib = libraries[0]
+    if libraries:  # numpy's own, where SciPy loaded another
+        lib = next((lib for lib in libraries if "numpy" in lib.get("filepath", "")), libraries[0])
         text = f"{lib['internal_api']} {lib['version']} ({lib.get('architecture') or 'unknown'} kernels, {lib['num_threads']} threads)"
     else:
         config = np.show_config(mode="dicts")["Build Dependencies"]["blas"]

@@ -47,19 +47,42 @@ class Rates:
 
     def gemm_rate(self, dtype: np.dtype[Any], backend_name: str) -> float:
         """:attr:`gemm_flops` of GEMMs in `dtype`: double precision (float64, complex128)
-        at :data:`DOUBLE_GEMM_SHARE` of it on the CPU (the GPU's model is as measured)."""
-        double = backend_name == "numpy" and np.dtype(dtype).char in "dD"
-        return self.gemm_flops * DOUBLE_GEMM_SHARE if double else self.gemm_flops
+        at :data:`DOUBLE_GEMM_SHARE` of it on the CPU, and a process allotted one core at
+        :data:`ONE_CORE_GEMM_SHARE` (the GPU's model is as measured)."""
+        cpu = backend_name == "numpy"
+        share = DOUBLE_GEMM_SHARE if cpu and np.dtype(dtype).char in "dD" else 1.0
+        if cpu and _config.cores() == 1:
+            share *= ONE_CORE_GEMM_SHARE
+        return self.gemm_flops * share
 
 
-# Measured with `calibrate`'s own probes: on the 2-core CI machine (OpenBLAS, pocketfft),
-# and on an NVIDIA H100 80GB HBM3 with CuPy 14.2 (bench/results/gpu-*). Other machines
-# should run `calibrate()` (or `calibrate('gpu')`) once.
+# The CPU's rates are the cost model's units: first measured with `calibrate`'s probes on
+# an early host of the 2-core CI machine, then kept while every weight of the model was
+# fitted with them, on later and faster hosts. So they are not this or any machine's
+# peaks: `calibrate` scales each by how this machine's probe compares with
+# REFERENCE_PROBES, the probes of the host the model was last fitted on.
 DEFAULT_RATES = Rates(gemm_flops=100e9, stream_bytes=11e9, fft_flops=10e9, call_seconds=5e-6)
+# The probes on the CI machine's AVX-512 host of 2026-11-24 (OpenBLAS with Haswell
+# kernels, 2 cores): GEMM 257-275 GFLOP/s, copy 44-47 GB/s, FFT 18-25 GFLOP/s, 1.24-1.39 us
+# per tap call over six runs. Plugged in as rates they made the picks worse (180 single
+# images within 1.1x of the fastest: 86% against 92%;
+# bench/results/calibrated-rates-2026-11-24.md).
+REFERENCE_PROBES = Rates(gemm_flops=265e9, stream_bytes=45e9, fft_flops=21e9, call_seconds=1.3e-6)
 # Double-precision GEMMs ran at 0.3-0.5 of float32's rate (OpenBLAS on the 2-core CI
 # machine: 1024^3 133 against 278 GFLOP/s, (16 x 256) x (256 x 65536) 43 against 133,
 # (1 x 1023) x (1023 x 10000) 14 against 48; complex128 86-138 against complex64 137-277).
 DOUBLE_GEMM_SHARE = 0.5
+# The reference machine's BLAS ran on its 2 cores; allotted one core (a batch job, taskset),
+# the 1024^3 float32 GEMM probe ran at 0.51 of its 2-core rate (131 against 258 GFLOP/s).
+ONE_CORE_GEMM_SHARE = 0.5
+# Likewise its large transforms ran on 2 workers: on one, the FFT probe (a 2048x2048 round
+# trip) ran at 0.59 of its 2-core rate. Transforms that run on one thread anyway (small
+# ones, overlap-save's slabs) lose nothing, and no further gain is assumed from more
+# workers (as for overlap-save's slabs).
+ONE_WORKER_FFT_SHARE = 0.6
+# Measured with `calibrate`'s probes on an NVIDIA H100 80GB HBM3 with CuPy 14.2
+# (bench/results/gpu-*), and the GPU's model was fitted with them as they are: they are
+# their own reference.
 DEFAULT_GPU_RATES = Rates(gemm_flops=23e12, stream_bytes=2.0e12, fft_flops=2.2e12, call_seconds=6.5e-5)
 
 _loaded = LRUCache("rates", maxsize=8)
@@ -84,22 +107,29 @@ def _rates_file(backend: Backend) -> Path:
 
 def rates_for(backend: Backend) -> Rates:
     """Rates of the machine behind `backend`: calibrated if :func:`calibrate` ran, else defaults."""
-    default = DEFAULT_GPU_RATES if backend.name == "cupy" else DEFAULT_RATES
-    return _loaded.get_or_make(backend.name, lambda: _read(_rates_file(backend), default))
+    return _loaded.get_or_make(backend.name, lambda: _read(_rates_file(backend), backend))
 
 
-def _read(path: Path, default: Rates) -> Rates:
+def _read(path: Path, backend: Backend) -> Rates:
+    """The rates stored in `path`; a file written before the rates were scaled (its
+    "rates" are the probes themselves) is scaled now; the defaults if there is none."""
     try:
-        return Rates(**json.loads(path.read_text())["rates"])
+        record = json.loads(path.read_text())
+        stored = Rates(**record["rates"])
     except (OSError, ValueError, KeyError, TypeError):
-        return default
+        return DEFAULT_GPU_RATES if backend.name == "cupy" else DEFAULT_RATES
+    return stored if "probes" in record else scaled_rates(stored, backend)
 
 
 def calibrate(device: str = "cpu", *, save: bool = True) -> Rates:
     """Measure this machine's GEMM, FFT, memory and call rates for the automatic choice.
 
-    Takes a few seconds. The rates are stored in :func:`cache_dir` (when `save`) and used
-    by every later ``method='auto'`` on this machine, in this and later sessions.
+    Takes a few seconds. Each probe (see :func:`measure_rates`) is compared with the same
+    probe on the machine the cost model was fitted on, and the shipped rate scaled by that
+    ratio: a machine whose GEMM runs at half the reference's gets half the shipped GEMM
+    rate (the shipped rates are the model's units, not a machine's peaks). The rates are
+    stored in :func:`cache_dir` (when `save`) and used by every later ``method='auto'`` on
+    this machine, in this and later sessions.
 
     Parameters
     ----------
@@ -111,20 +141,43 @@ def calibrate(device: str = "cpu", *, save: bool = True) -> Rates:
     Returns
     -------
     Rates
-        The measured rates.
+        The rates the cost model will use on this machine.
     """
     if device not in ("cpu", "gpu"):
         msg = f"`device` must be 'cpu' or 'gpu', got {device!r}"
         raise ValueError(msg)
     backend = NUMPY if device == "cpu" else _cupy()
-    rates = measure_rates(backend)
+    probes = measure_rates(backend)
+    rates = scaled_rates(probes, backend)
     if save:
         path = _rates_file(backend)
         path.parent.mkdir(parents=True, exist_ok=True)
-        record = {"rates": dataclasses.asdict(rates), "measured": time.strftime("%Y-%m-%d %H:%M:%S")}
+        record = {"rates": dataclasses.asdict(rates), "probes": dataclasses.asdict(probes), "measured": time.strftime("%Y-%m-%d %H:%M:%S")}
         path.write_text(json.dumps(record, indent=1))
     _loaded.put(backend.name, rates)
     return rates
+
+
+def scaled_rates(probes: Rates, backend: Backend) -> Rates:
+    """The shipped rates of `backend`, each scaled by this machine's probe over the
+    reference machine's (:data:`REFERENCE_PROBES`; on the GPU the shipped rates are the
+    probes of theirs). A call's cost is a time, so it scales the other way round. On the
+    CPU the reference is taken at this process's cores and workers: the model charges a
+    lone core or worker its share itself (:data:`ONE_CORE_GEMM_SHARE`,
+    :data:`ONE_WORKER_FFT_SHARE`), so the probes' own loss is not counted twice."""
+    default, reference = (DEFAULT_GPU_RATES, DEFAULT_GPU_RATES) if backend.name == "cupy" else (DEFAULT_RATES, REFERENCE_PROBES)
+    if backend.name == "numpy":
+        reference = dataclasses.replace(
+            reference,
+            gemm_flops=reference.gemm_flops * (ONE_CORE_GEMM_SHARE if _config.cores() == 1 else 1.0),
+            fft_flops=reference.fft_flops * (ONE_WORKER_FFT_SHARE if _config.workers() == 1 else 1.0),
+        )
+    return Rates(
+        gemm_flops=default.gemm_flops * probes.gemm_flops / reference.gemm_flops,
+        stream_bytes=default.stream_bytes * probes.stream_bytes / reference.stream_bytes,
+        fft_flops=default.fft_flops * probes.fft_flops / reference.fft_flops,
+        call_seconds=default.call_seconds * probes.call_seconds / reference.call_seconds,
+    )
 
 
 def _cupy() -> Backend:

@@ -207,15 +207,50 @@ def test_measured_choice_shows_its_timings(rng):
     assert re.search(r"\d+\.\d\d ms\s*$", repr(plan.choice).splitlines()[2])
 
 
+def test_calibrate_scales_the_shipped_rates_by_this_machines_probes(monkeypatch, tmp_path):
+    """The shipped CPU rates are the cost model's units, not a machine's peaks: the probes
+    of the machine it was fitted on give them back, a machine with half its GEMM rate and
+    calls twice as slow gets half the GEMM rate and twice the call cost. A rates file
+    written before (its "rates" the probes themselves) is scaled when read."""
+    from arrayconv import _rates
+    from arrayconv._backend import NUMPY
+
+    def approx(rates):  # type: ignore[no-untyped-def]
+        return pytest.approx(dataclasses.asdict(rates))
+
+    monkeypatch.setenv("ARRAYCONV_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(_rates._config, "_CORES", 2)  # the reference machine's
+    ac.clear_caches()
+    reference, default = _rates.REFERENCE_PROBES, _rates.DEFAULT_RATES
+    monkeypatch.setattr(_rates, "measure_rates", lambda backend: reference)
+    assert dataclasses.asdict(ac.calibrate()) == approx(default)
+    slower = dataclasses.replace(reference, gemm_flops=reference.gemm_flops / 2, call_seconds=2 * reference.call_seconds)
+    monkeypatch.setattr(_rates, "measure_rates", lambda backend: slower)
+    expected = dataclasses.replace(default, gemm_flops=default.gemm_flops / 2, call_seconds=2 * default.call_seconds)
+    assert dataclasses.asdict(ac.calibrate()) == approx(expected)
+    record = json.loads((tmp_path / "rates-numpy.json").read_text())
+    assert record["probes"] == approx(slower) and record["rates"] == approx(expected)
+    (tmp_path / "rates-numpy.json").write_text(json.dumps({"rates": dataclasses.asdict(slower)}))
+    ac.clear_caches()
+    assert dataclasses.asdict(_rates.rates_for(NUMPY)) == approx(expected)
+    # allotted one core, the reference's probes lose what the model charges a lone core
+    lone = dataclasses.replace(reference, gemm_flops=reference.gemm_flops * _rates.ONE_CORE_GEMM_SHARE, fft_flops=reference.fft_flops * _rates.ONE_WORKER_FFT_SHARE)
+    monkeypatch.setattr(_rates._config, "_CORES", 1)
+    monkeypatch.setattr(_rates, "measure_rates", lambda backend: lone)
+    assert dataclasses.asdict(ac.calibrate()) == approx(default)
+    ac.clear_caches()
+
+
 def test_calibrate_stores_rates_that_auto_then_uses(monkeypatch, tmp_path):
     monkeypatch.setenv("ARRAYCONV_CACHE_DIR", str(tmp_path))
     ac.clear_caches()
     rates = ac.calibrate()
-    stored = json.loads((tmp_path / "rates-numpy.json").read_text())["rates"]
+    record = json.loads((tmp_path / "rates-numpy.json").read_text())
+    stored = record["rates"]
     assert stored == pytest.approx({k: getattr(rates, k) for k in stored})
-    assert all(v > 0 for v in stored.values())
+    assert all(v > 0 for v in stored.values()) and all(v > 0 for v in record["probes"].values())
     stored["fft_flops"] = 1.0  # a machine whose FFT is absurdly slow: auto must avoid FFT
-    (tmp_path / "rates-numpy.json").write_text(json.dumps({"rates": stored}))
+    (tmp_path / "rates-numpy.json").write_text(json.dumps({**record, "rates": stored}))
     ac.clear_caches()
     assert ac.choose_method((2048, 2048), (63, 63), dtype="float32").method != "fft"
     ac.clear_caches()
@@ -395,3 +430,32 @@ def test_double_precision_gemms_are_charged_at_half_the_float32_rate():
         assert DEFAULT_RATES.gemm_rate(np.dtype(dtype), "numpy") == share * full
         assert DEFAULT_RATES.gemm_rate(np.dtype(dtype), "cupy") == full  # the GPU's model as measured
     assert ac.choose_method((10000,), (1023,), mode="same", dtype="float64").method == "fft"
+
+
+def test_one_core_loses_the_reference_machines_second_thread(monkeypatch):
+    """The shipped rates are those of a 2-core machine, whose BLAS and large transforms use
+    both cores. A process allotted one core charges GEMMs at half the rate, and transforms
+    that run on all workers (not small ones, nor overlap-save's one-thread slabs) 1.7x
+    with one worker: the calibration probes ran at 0.51 and 0.59 of their 2-core rates.
+    On one core, 4096x4096 with 63x63 then goes to overlap-save (109 ms against the
+    FFT's 212)."""
+    from arrayconv import _config
+    from arrayconv._rates import DEFAULT_RATES, ONE_CORE_GEMM_SHARE, ONE_WORKER_FFT_SHARE
+
+    def estimates(shape, kernel):  # type: ignore[no-untyped-def]
+        ac.clear_caches()
+        choice = ac.choose_method(shape, kernel, mode="same", dtype="float32")
+        return choice.method, {name: cost.seconds for name, cost in choice.estimates.items()}
+
+    monkeypatch.setattr(_config, "_CORES", 2)
+    _, two = estimates((4096, 4096), (63, 63))
+    _, small_two = estimates((64, 64), (5, 5))
+    monkeypatch.setattr(_config, "_CORES", 1)
+    assert DEFAULT_RATES.gemm_rate(np.dtype("float32"), "numpy") == ONE_CORE_GEMM_SHARE * DEFAULT_RATES.gemm_flops
+    assert DEFAULT_RATES.gemm_rate(np.dtype("float32"), "cupy") == DEFAULT_RATES.gemm_flops
+    method, one = estimates((4096, 4096), (63, 63))
+    assert method == "oa"
+    assert two["fft"] * 1.3 < one["fft"] < two["fft"] / ONE_WORKER_FFT_SHARE
+    _, small_one = estimates((64, 64), (5, 5))
+    assert small_one["fft"] == small_two["fft"]  # transforms too small for threads
+    ac.clear_caches()

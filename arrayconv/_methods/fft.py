@@ -29,7 +29,7 @@ from .._backend import Array, Backend
 from .._boundary import extend
 from .._cache import LRUCache
 from .._problem import Problem
-from .._rates import Rates
+from .._rates import ONE_WORKER_FFT_SHARE, Rates
 from . import Cost, Method, output, register
 
 # Below this many input channels per group, multiply-accumulate beats a batched GEMM.
@@ -423,11 +423,21 @@ def split_cost(problem: Problem, backend: Backend, rates: Rates, *, slab: bool =
         data_passes = _DATA_PASSES
         kernel_passes = _KERNEL_PASSES if _sums_by_gemm(p, backend) else _KERNEL_PASSES_IN_PLACE
     kernel_transform = transform * (_by_axis_share(p.kernel, shape) if backend.name == "numpy" else 1.0)
+    kernel_transform *= _lone_thread(kernel_maps * size, backend, slab)
     kernel_seconds = 0.5 * _slowed(kernel_maps, map_bytes, backend) * kernel_transform + kernel_passes * kernels / rates.stream_bytes
     kernel_seconds += kernel_fixed * rates.call_seconds
-    data_seconds = 0.5 * (_slowed(in_maps, map_bytes, backend) + _slowed(out_maps, map_bytes, backend)) * transform + contraction + data_passes * p.batch * per_item / rates.stream_bytes
+    data_seconds = 0.5 * (_slowed(in_maps, map_bytes, backend) * _lone_thread(in_maps * size, backend, slab) + _slowed(out_maps, map_bytes, backend) * _lone_thread(out_maps * size, backend, slab)) * transform + contraction + data_passes * p.batch * per_item / rates.stream_bytes
     data_seconds += fixed * rates.call_seconds
     return kernel_seconds, data_seconds
+
+
+def _lone_thread(samples: int, backend: Backend, slab: bool) -> float:
+    """Slowdown of transforms of `samples` in all on one worker: the FFT rate is the
+    reference machine's on its two (:data:`.ONE_WORKER_FFT_SHARE`); transforms that run on
+    one thread there (small ones, overlap-save's slabs) lose nothing."""
+    if backend.name != "numpy" or slab or samples < _THREADED_SAMPLES or _config.workers() > 1:
+        return 1.0
+    return 1 / ONE_WORKER_FFT_SHARE
 
 
 def _slowed(maps: int, map_bytes: int, backend: Backend) -> float:
