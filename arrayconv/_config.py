@@ -100,7 +100,8 @@ def _available_gpu_memory() -> int:
 
 
 def cores() -> int:
-    """The cores this process may run on (read at import): numpy's BLAS threads."""
+    """The cores this process may run on (read at import), as many as numpy's BLAS runs
+    its threads on."""
     return _CORES
 
 

@@ -125,11 +125,11 @@ def seconds(problem: Problem, block: int, samples: int, rates: Rates) -> float:
 
     The GEMM at the GEMM rate (less for blocks under 32 samples, the product's narrow
     side), the runs gathered, the input padded, the products stored and the Toeplitz
-    matrices read at the stream rate, and a cost per GEMM row and per stored run of `block` samples (when the products need
-    transposing: several filters or groups), with weights fitted to 152 timings (1-D
-    signals of 10**3-10**6 samples, batches of 100, 1-8 filters, 2-1001 taps, row filters
-    on images; blocks of 8-512): within 0.44-1.17x, and the block of least estimate is
-    the fastest or within 1.07x of it.
+    matrices read at the stream rate, and a cost per GEMM row and per stored run of
+    `block` samples (when the products need transposing: several filters or groups),
+    with weights fitted to 152 timings (1-D signals of 10**3-10**6 samples, batches of
+    100, 1-8 filters, 2-1001 taps, row filters on images; blocks of 8-512): within
+    0.44-1.17x, and the block of least estimate is the fastest or within 1.07x of it.
     """
     p, size = problem, problem.dtype.itemsize
     rows = samples / block
