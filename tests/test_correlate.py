@@ -214,6 +214,19 @@ def test_long_1d_kernels_are_priced_by_their_bytes(n, k, dtype, method, form):
     assert isinstance(kernel, _rows.RowKernels if form == "lines" else _banded.BandedTaps)
 
 
+def test_batches_of_1d_signals_price_each_lines_transform_by_its_own_bytes():
+    """Transforms along one axis take each line whole, in cache whatever the batch: 8
+    float32 signals of 88008 samples with 1438 taps ('valid') go to the FFT (2.3 ms),
+    not overlap-save (6.7 ms), which the whole batch's bytes priced 1.75x high."""
+    from arrayconv._backend import NUMPY
+    from arrayconv._methods import fft
+
+    assert fft._slowed(256, 16 << 10, NUMPY, 1) == 256 < fft._slowed(256, 16 << 10, NUMPY, 2)
+    assert fft._slowed(1, 64 << 20, NUMPY, 1) == fft._slowed(1, 64 << 20, NUMPY, 2) > 1  # one long line
+    x, w = np.empty((8, 88008), np.float32), np.empty((1, 1438), np.float32)
+    assert ac.choose_method(x, w, mode="valid", axes=-1).method == "fft"
+
+
 def test_taps_met_per_output_sample_of_a_1d_line():
     """'same' and 'full' pad zeros at each end, which numpy.correlate's partial overlaps skip:
     the mean number of taps meeting the signal, in closed form, against a count."""

@@ -424,9 +424,9 @@ def split_cost(problem: Problem, backend: Backend, rates: Rates, *, slab: bool =
         kernel_passes = _KERNEL_PASSES if _sums_by_gemm(p, backend) else _KERNEL_PASSES_IN_PLACE
     kernel_transform = transform * (_by_axis_share(p.kernel, shape) if backend.name == "numpy" else 1.0)
     kernel_transform *= _lone_thread(kernel_maps * size, backend, slab)
-    kernel_seconds = 0.5 * _slowed(kernel_maps, map_bytes, backend) * kernel_transform + kernel_passes * kernels / rates.stream_bytes
+    kernel_seconds = 0.5 * _slowed(kernel_maps, map_bytes, backend, len(shape)) * kernel_transform + kernel_passes * kernels / rates.stream_bytes
     kernel_seconds += kernel_fixed * rates.call_seconds
-    data_seconds = 0.5 * (_slowed(in_maps, map_bytes, backend) * _lone_thread(in_maps * size, backend, slab) + _slowed(out_maps, map_bytes, backend) * _lone_thread(out_maps * size, backend, slab)) * transform + contraction + data_passes * p.batch * per_item / rates.stream_bytes
+    data_seconds = 0.5 * (_slowed(in_maps, map_bytes, backend, len(shape)) * _lone_thread(in_maps * size, backend, slab) + _slowed(out_maps, map_bytes, backend, len(shape)) * _lone_thread(out_maps * size, backend, slab)) * transform + contraction + data_passes * p.batch * per_item / rates.stream_bytes
     data_seconds += fixed * rates.call_seconds
     return kernel_seconds, data_seconds
 
@@ -440,12 +440,15 @@ def _lone_thread(samples: int, backend: Backend, slab: bool) -> float:
     return 1 / ONE_WORKER_FFT_SHARE
 
 
-def _slowed(maps: int, map_bytes: int, backend: Backend) -> float:
+def _slowed(maps: int, map_bytes: int, backend: Backend, axes: int) -> float:
     """`maps` transforms made by one call, counted slower on the CPU where their bytes
-    together outgrow the cache (the call transforms all of them axis by axis)."""
+    together outgrow the cache (the call transforms all of them axis by axis). Along one
+    axis, each map (a line) is transformed whole, so only its own bytes count: batches of
+    1-D signals were priced up to 1.75x high."""
     if backend.name != "numpy":
         return maps
-    return maps * (1 + _OUT_OF_CACHE_SLOWDOWN * min(1.0, max(0.0, math.log2(maps * map_bytes / _CACHE_BYTES) / 3)))
+    together = map_bytes if axes == 1 else maps * map_bytes
+    return maps * (1 + _OUT_OF_CACHE_SLOWDOWN * min(1.0, max(0.0, math.log2(together / _CACHE_BYTES) / 3)))
 
 
 def _by_axis_share(kernel: tuple[int, ...], shape: tuple[int, ...]) -> float:
