@@ -227,6 +227,23 @@ def test_batches_of_1d_signals_price_each_lines_transform_by_its_own_bytes():
     assert ac.choose_method(x, w, mode="valid", axes=-1).method == "fft"
 
 
+@pytest.mark.parametrize(
+    ("shape", "taps", "dtype", "mode", "method"),
+    [
+        ((256, 3166), 270, "float32", "valid", "fft"),  # FFT 1.7 ms; direct's banded form 3.0
+        ((64, 1983), 153, "float64", "same", "fft"),  # FFT 0.48 ms; banded 0.71
+        ((16, 63390), 4, "float64", "same", "direct"),  # direct 0.55 ms; FFT 4.4
+    ],
+)
+def test_batches_of_1d_signals_take_the_fft_for_fir_filters_of_hundreds_of_taps(shape, taps, dtype, mode, method):
+    """A batch of lines filtered along one axis makes one contiguous pass per line into
+    and out of its transform (not the N-D layout's four): multichannel signals with FIR
+    filters of 150-450 taps go to the FFT, which ran 1.4-2.4x faster than the banded
+    form 'auto' took before."""
+    x, w = np.empty(shape, dtype), np.empty((1, taps), dtype)
+    assert ac.choose_method(x, w, mode=mode, axes=-1).method == method
+
+
 def test_taps_met_per_output_sample_of_a_1d_line():
     """'same' and 'full' pad zeros at each end, which numpy.correlate's partial overlaps skip:
     the mean number of taps meeting the signal, in closed form, against a count."""

@@ -78,6 +78,14 @@ _SLAB_FIXED_CALLS = 50
 # 1.52, none over 2x (20 and 30: 91-98%, worst 2.02)
 # (bench/results/direct-1d-long-kernels-2026-11-24.md).
 _FIXED_CALLS_1D, _FIXED_KERNEL_CALLS_1D = 10, 15
+# Along one axis each line's samples go into its transform's buffer and its result out of
+# it contiguously: one pass per item, not the N-D layout's 4, and two over the kernel's
+# spectrum in the product. Batches of 1-D signals were priced about 3x their time
+# (single signals 1.2-1.3x); fitted on 170 random batches and 668 single signals (seeds
+# 11-13; 4-6, 9, 10 and the double-gemm grid), judged on 60 batches and 120 signals held
+# out (seeds 14 and 15): 98% and 100% within 1.2x of the fastest, worst 1.58 (4 and 4:
+# 83% and 98%, worst 1.97) (bench/results/batched-1d-2026-11-24.md).
+_DATA_PASSES_1D, _MAC_PASSES_1D = 1, 2
 _GPU_KERNEL_PASSES, _GPU_DATA_PASSES = 17, 6
 # On a GPU the same steps are about 20 launches (call_seconds there is a launch's cost).
 _FIXED_GPU_CALLS = 20
@@ -411,7 +419,7 @@ def split_cost(problem: Problem, backend: Backend, rates: Rates, *, slab: bool =
     map_bytes = size * work_dtype(p).itemsize
     kernels, per_item = _spectrum_bytes(p, backend)
     if not _sums_by_gemm(p, backend):  # one pass of the kernel spectra per batch item, a few times over
-        contraction = _MAC_PASSES * p.batch * kernels / rates.stream_bytes
+        contraction = (_MAC_PASSES_1D if len(p.spatial) == 1 else _MAC_PASSES) * p.batch * kernels / rates.stream_bytes
     else:
         contraction = _contraction_seconds(p, size if complex_data else size / 2, kernels, backend, rates)
     if backend.name == "cupy":
@@ -420,7 +428,7 @@ def split_cost(problem: Problem, backend: Backend, rates: Rates, *, slab: bool =
         fixed, kernel_fixed = (_SLAB_FIXED_CALLS, 0) if slab else (_FIXED_CALLS, _FIXED_KERNEL_CALLS)
         if len(p.spatial) == 1 and not slab:
             fixed, kernel_fixed = _FIXED_CALLS_1D, _FIXED_KERNEL_CALLS_1D
-        data_passes = _DATA_PASSES
+        data_passes = _DATA_PASSES_1D if len(p.spatial) == 1 else _DATA_PASSES
         kernel_passes = _KERNEL_PASSES if _sums_by_gemm(p, backend) else _KERNEL_PASSES_IN_PLACE
     kernel_transform = transform * (_by_axis_share(p.kernel, shape) if backend.name == "numpy" else 1.0)
     kernel_transform *= _lone_thread(kernel_maps * size, backend, slab)
