@@ -199,6 +199,8 @@ def test_short_signals_run_as_one_numpy_correlate(n, k, dtype, mode, rng):
         (30000, 511, "float64", "fft", "banded"),  # FFT 304 us; banded 403, lines 1435
         (1847, 153, "float64", "direct", "lines"),  # lines 32-34 us (one numpy.correlate); banded 57-59
         (10000, 127, "float32", "direct", "banded"),  # banded 51 us; FFT 104, lines 167
+        (30000, 255, "float32", "direct", "banded"),  # banded 214 us; FFT 313 (one thread)
+        (300000, 255, "float64", "direct", "banded"),  # banded 3471 us; FFT 3954 (out of cache)
     ],
 )
 def test_long_1d_kernels_are_priced_by_their_bytes(n, k, dtype, method, form):
@@ -206,7 +208,9 @@ def test_long_1d_kernels_are_priced_by_their_bytes(n, k, dtype, method, form):
     times itemsize; the old log2(taps) rule priced 1023 float64 taps at a fifth of what they
     cost), and a 1-D FFT makes half the fixed array calls of a 2-D one: long kernels go to
     the FFT, and direct's form (one numpy.correlate per line, or banded GEMMs) is the faster
-    one (times: 'same', plain calls, 2-core CI machine)."""
+    one. A 1-D transform too small for threads runs on one, and a long one outgrows the
+    cache from 256 KiB, so 255 taps stay on direct (times: 'same', plain calls, 2-core CI
+    machine)."""
     from arrayconv._methods import _banded, _rows
 
     assert ac.choose_method((n,), (k,), mode="same", dtype=dtype).method == method

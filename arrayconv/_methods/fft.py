@@ -102,6 +102,7 @@ _CONTRACTION_WEIGHT = 5
 # 1.1-2.3x at 17-71 MiB (bench/results/fft-many-maps-2026-11-23.md; maps of 72x72 showed no
 # steady growth). So the bytes counted are those of all the maps that one call transforms.
 _CACHE_BYTES = 2 << 20
+_LINE_CACHE_BYTES = 256 << 10
 _OUT_OF_CACHE_SLOWDOWN = 0.75
 
 
@@ -431,21 +432,25 @@ def split_cost(problem: Problem, backend: Backend, rates: Rates, *, slab: bool =
         data_passes = _DATA_PASSES_1D if len(p.spatial) == 1 else _DATA_PASSES
         kernel_passes = _KERNEL_PASSES if _sums_by_gemm(p, backend) else _KERNEL_PASSES_IN_PLACE
     kernel_transform = transform * (_by_axis_share(p.kernel, shape) if backend.name == "numpy" else 1.0)
-    kernel_transform *= _lone_thread(kernel_maps * size, backend, slab)
+    kernel_transform *= _thread_factor(kernel_maps * size, backend, slab, len(shape))
     kernel_seconds = 0.5 * _slowed(kernel_maps, map_bytes, backend, len(shape)) * kernel_transform + kernel_passes * kernels / rates.stream_bytes
     kernel_seconds += kernel_fixed * rates.call_seconds
-    data_seconds = 0.5 * (_slowed(in_maps, map_bytes, backend, len(shape)) * _lone_thread(in_maps * size, backend, slab) + _slowed(out_maps, map_bytes, backend, len(shape)) * _lone_thread(out_maps * size, backend, slab)) * transform + contraction + data_passes * p.batch * per_item / rates.stream_bytes
+    data_seconds = 0.5 * (_slowed(in_maps, map_bytes, backend, len(shape)) * _thread_factor(in_maps * size, backend, slab, len(shape)) + _slowed(out_maps, map_bytes, backend, len(shape)) * _thread_factor(out_maps * size, backend, slab, len(shape))) * transform + contraction + data_passes * p.batch * per_item / rates.stream_bytes
     data_seconds += fixed * rates.call_seconds
     return kernel_seconds, data_seconds
 
 
-def _lone_thread(samples: int, backend: Backend, slab: bool) -> float:
-    """Slowdown of transforms of `samples` in all on one worker: the FFT rate is the
-    reference machine's on its two (:data:`.ONE_WORKER_FFT_SHARE`); transforms that run on
-    one thread there (small ones, overlap-save's slabs) lose nothing."""
-    if backend.name != "numpy" or slab or samples < _THREADED_SAMPLES or _config.workers() > 1:
+def _thread_factor(samples: int, backend: Backend, slab: bool, axes: int) -> float:
+    """Slowdown of transforms of `samples` in all against the FFT rate, which is the
+    reference machine's on its two workers (:data:`.ONE_WORKER_FFT_SHARE`): transforms that
+    run on one thread (under :data:`_THREADED_SAMPLES`, or with one worker) lose the second.
+    Overlap-save's slabs, which count their threads themselves, and small N-D transforms,
+    whose weights were fitted with it, are not charged."""
+    if backend.name != "numpy" or slab:
         return 1.0
-    return 1 / ONE_WORKER_FFT_SHARE
+    if samples < _THREADED_SAMPLES:
+        return 1 / ONE_WORKER_FFT_SHARE if axes == 1 else 1.0
+    return 1 / ONE_WORKER_FFT_SHARE if _config.workers() == 1 else 1.0
 
 
 def _slowed(maps: int, map_bytes: int, backend: Backend, axes: int) -> float:
@@ -455,8 +460,8 @@ def _slowed(maps: int, map_bytes: int, backend: Backend, axes: int) -> float:
     1-D signals were priced up to 1.75x high."""
     if backend.name != "numpy":
         return maps
-    together = map_bytes if axes == 1 else maps * map_bytes
-    return maps * (1 + _OUT_OF_CACHE_SLOWDOWN * min(1.0, max(0.0, math.log2(together / _CACHE_BYTES) / 3)))
+    together, cache = (map_bytes, _LINE_CACHE_BYTES) if axes == 1 else (maps * map_bytes, _CACHE_BYTES)
+    return maps * (1 + _OUT_OF_CACHE_SLOWDOWN * min(1.0, max(0.0, math.log2(together / cache) / 3)))
 
 
 def _by_axis_share(kernel: tuple[int, ...], shape: tuple[int, ...]) -> float:
