@@ -70,21 +70,18 @@ _DATA_PASSES = 4
 _FIXED_CALLS = 20
 _FIXED_KERNEL_CALLS = 30
 _SLAB_FIXED_CALLS = 50
-# A 1-D transform is charged half those fixed calls. A plan's FFT call on 16-64 samples
-# takes 23 us against 27 on 8x8-16x16 images, but direct's 1-D forms are priced nearer
-# their measured time than its taps in 2-D, against which the 20 and 30 were fitted. Fitted
-# on 120 random 1-D signals (seed 4), judged on 428 more (seeds 5, 6, 9, 10 and the 68 of
-# double-gemm-1d-grid-2026-11-24.json): 97-100% of picks within 1.2x of the fastest, worst
-# 1.52, none over 2x (20 and 30: 91-98%, worst 2.02)
-# (bench/results/direct-1d-long-kernels-2026-11-24.md).
+# Problems along one axis (1-D signals, and batches of them through `axes`). Direct's 1-D
+# forms (lines, banded) are priced near their measured time, while the terms above were
+# fitted in the model's units against 2-D taps (about 3x measured on the CI machine's host
+# of 2026-11-24). So along one axis the FFT pays half the fixed calls; one pass per item
+# over its spectra (each line goes into its transform's buffer and out of it contiguously,
+# where the N-D layout takes 4) and two over the kernel spectrum in the product;
+# transforms too small for threads at the one-thread rate (:func:`_thread_factor`); and a
+# line out of cache from :data:`_LINE_CACHE_BYTES`. Chosen on random grids of 230 batches
+# and 788 signals, judged on 180 more held out: 93% and 98% of picks within 1.2x of the
+# fastest, none over 2x; at 966799e 'auto' was within 1.2x on 72-93%, up to 25x off
+# (bench/results/direct-1d-long-kernels-2026-11-24.md, batched-1d-2026-11-24.md).
 _FIXED_CALLS_1D, _FIXED_KERNEL_CALLS_1D = 10, 15
-# Along one axis each line's samples go into its transform's buffer and its result out of
-# it contiguously: one pass per item, not the N-D layout's 4, and two over the kernel's
-# spectrum in the product. Batches of 1-D signals were priced about 3x their time
-# (single signals 1.2-1.3x); fitted on 170 random batches and 668 single signals (seeds
-# 11-13; 4-6, 9, 10 and the double-gemm grid), judged on 60 batches and 120 signals held
-# out (seeds 14 and 15): 98% and 100% within 1.2x of the fastest, worst 1.58 (4 and 4:
-# 83% and 98%, worst 1.97) (bench/results/batched-1d-2026-11-24.md).
 _DATA_PASSES_1D, _MAC_PASSES_1D = 1, 2
 _GPU_KERNEL_PASSES, _GPU_DATA_PASSES = 17, 6
 # On a GPU the same steps are about 20 launches (call_seconds there is a launch's cost).
@@ -100,7 +97,10 @@ _CONTRACTION_WEIGHT = 5
 # on this 2-core machine, one map: 1.0x up to 2 MiB, 1.2x at 4, 1.45x at 8, 1.75x at 14; many
 # maps of 135x135 in one call: 1.4-1.9x per map at 4-18 MiB against 1 MiB, and of 540x540
 # 1.1-2.3x at 17-71 MiB (bench/results/fft-many-maps-2026-11-23.md; maps of 72x72 showed no
-# steady growth). So the bytes counted are those of all the maps that one call transforms.
+# steady growth). So the bytes counted are those of all the maps that one call transforms
+# (N-D). A transform along one axis takes each line whole: a line's own bytes count, from
+# 256 KiB (30000-300000 samples with 255 taps: the FFT ran 1.1-2.1x slower than the
+# banded form, which the 2 MiB threshold missed).
 _CACHE_BYTES = 2 << 20
 _LINE_CACHE_BYTES = 256 << 10
 _OUT_OF_CACHE_SLOWDOWN = 0.75
