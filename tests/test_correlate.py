@@ -225,8 +225,8 @@ def test_batches_of_1d_signals_price_each_lines_transform_by_its_own_bytes():
     from arrayconv._backend import NUMPY
     from arrayconv._methods import fft
 
-    assert fft._slowed(256, 16 << 10, NUMPY, 1) == 256 < fft._slowed(256, 16 << 10, NUMPY, 2)
-    assert fft._slowed(1, 64 << 20, NUMPY, 1) == fft._slowed(1, 64 << 20, NUMPY, 2) > 1  # one long line
+    assert fft._slowed(256, 16 << 10, NUMPY, True) == 256 < fft._slowed(256, 16 << 10, NUMPY, False)
+    assert fft._slowed(1, 64 << 20, NUMPY, True) == fft._slowed(1, 64 << 20, NUMPY, False) > 1  # one long line
     x, w = np.empty((8, 88008), np.float32), np.empty((1, 1438), np.float32)
     assert ac.choose_method(x, w, mode="valid", axes=-1).method == "fft"
 

@@ -409,38 +409,41 @@ def temp_bytes(problem: Problem, backend: Backend) -> int:
 def split_cost(problem: Problem, backend: Backend, rates: Rates, *, slab: bool = False) -> tuple[float, float]:
     """Seconds of :func:`cost` spent on the kernel (its transforms and passes over its
     spectra, paid once per plan or call) and on the data (everything else); with `slab`,
-    for one slab of overlap-save (:data:`_SLAB_FIXED_CALLS` on the CPU)."""
+    for one slab of overlap-save (:data:`_SLAB_FIXED_CALLS` on the CPU). On the CPU,
+    problems along one axis pay the 1-D counts (:data:`_FIXED_CALLS_1D`)."""
     p = problem
     shape = fft_shape(p, backend)
     size = math.prod(shape)
+    cpu = backend.name == "numpy"
+    one_axis = cpu and len(shape) == 1
     complex_data = work_dtype(p).kind == "c"  # a complex transform does twice a real one's work
     transform = (5 if complex_data else 2.5) * size * math.log2(max(size, 2)) / rates.fft_flops
     kernel_maps = p.groups * p.out_per_group * p.in_per_group
     in_maps, out_maps = p.batch * p.groups * p.in_per_group, p.batch * p.groups * p.out_per_group
     map_bytes = size * work_dtype(p).itemsize
     kernels, per_item = _spectrum_bytes(p, backend)
+
+    def transforms(maps: int) -> float:
+        """Seconds of `maps` forward or inverse transforms made by one call."""
+        return _slowed(maps, map_bytes, backend, one_axis) * _thread_factor(maps * size, backend, slab, one_axis) * transform
+
     if not _sums_by_gemm(p, backend):  # one pass of the kernel spectra per batch item, a few times over
-        contraction = (_MAC_PASSES_1D if len(p.spatial) == 1 else _MAC_PASSES) * p.batch * kernels / rates.stream_bytes
+        contraction = (_MAC_PASSES_1D if one_axis else _MAC_PASSES) * p.batch * kernels / rates.stream_bytes
     else:
         contraction = _contraction_seconds(p, size if complex_data else size / 2, kernels, backend, rates)
-    if backend.name == "cupy":
+    if not cpu:
         fixed, kernel_fixed, kernel_passes, data_passes = _FIXED_GPU_CALLS, 0, _GPU_KERNEL_PASSES, _GPU_DATA_PASSES
     else:
-        fixed, kernel_fixed = (_SLAB_FIXED_CALLS, 0) if slab else (_FIXED_CALLS, _FIXED_KERNEL_CALLS)
-        if len(p.spatial) == 1 and not slab:
-            fixed, kernel_fixed = _FIXED_CALLS_1D, _FIXED_KERNEL_CALLS_1D
-        data_passes = _DATA_PASSES_1D if len(p.spatial) == 1 else _DATA_PASSES
+        fixed, kernel_fixed = (_SLAB_FIXED_CALLS, 0) if slab else (_FIXED_CALLS_1D, _FIXED_KERNEL_CALLS_1D) if one_axis else (_FIXED_CALLS, _FIXED_KERNEL_CALLS)
+        data_passes = _DATA_PASSES_1D if one_axis else _DATA_PASSES
         kernel_passes = _KERNEL_PASSES if _sums_by_gemm(p, backend) else _KERNEL_PASSES_IN_PLACE
-    kernel_transform = transform * (_by_axis_share(p.kernel, shape) if backend.name == "numpy" else 1.0)
-    kernel_transform *= _thread_factor(kernel_maps * size, backend, slab, len(shape))
-    kernel_seconds = 0.5 * _slowed(kernel_maps, map_bytes, backend, len(shape)) * kernel_transform + kernel_passes * kernels / rates.stream_bytes
-    kernel_seconds += kernel_fixed * rates.call_seconds
-    data_seconds = 0.5 * (_slowed(in_maps, map_bytes, backend, len(shape)) * _thread_factor(in_maps * size, backend, slab, len(shape)) + _slowed(out_maps, map_bytes, backend, len(shape)) * _thread_factor(out_maps * size, backend, slab, len(shape))) * transform + contraction + data_passes * p.batch * per_item / rates.stream_bytes
-    data_seconds += fixed * rates.call_seconds
+    kernel_share = _by_axis_share(p.kernel, shape) if cpu else 1.0
+    kernel_seconds = 0.5 * kernel_share * transforms(kernel_maps) + kernel_passes * kernels / rates.stream_bytes + kernel_fixed * rates.call_seconds
+    data_seconds = 0.5 * (transforms(in_maps) + transforms(out_maps)) + contraction + data_passes * p.batch * per_item / rates.stream_bytes + fixed * rates.call_seconds
     return kernel_seconds, data_seconds
 
 
-def _thread_factor(samples: int, backend: Backend, slab: bool, axes: int) -> float:
+def _thread_factor(samples: int, backend: Backend, slab: bool, one_axis: bool) -> float:
     """Slowdown of transforms of `samples` in all against the FFT rate, which is the
     reference machine's on its two workers (:data:`.ONE_WORKER_FFT_SHARE`): transforms that
     run on one thread (under :data:`_THREADED_SAMPLES`, or with one worker) lose the second.
@@ -449,18 +452,18 @@ def _thread_factor(samples: int, backend: Backend, slab: bool, axes: int) -> flo
     if backend.name != "numpy" or slab:
         return 1.0
     if samples < _THREADED_SAMPLES:
-        return 1 / ONE_WORKER_FFT_SHARE if axes == 1 else 1.0
+        return 1 / ONE_WORKER_FFT_SHARE if one_axis else 1.0
     return 1 / ONE_WORKER_FFT_SHARE if _config.workers() == 1 else 1.0
 
 
-def _slowed(maps: int, map_bytes: int, backend: Backend, axes: int) -> float:
+def _slowed(maps: int, map_bytes: int, backend: Backend, one_axis: bool) -> float:
     """`maps` transforms made by one call, counted slower on the CPU where their bytes
     together outgrow the cache (the call transforms all of them axis by axis). Along one
     axis, each map (a line) is transformed whole, so only its own bytes count: batches of
     1-D signals were priced up to 1.75x high."""
     if backend.name != "numpy":
         return maps
-    together, cache = (map_bytes, _LINE_CACHE_BYTES) if axes == 1 else (maps * map_bytes, _CACHE_BYTES)
+    together, cache = (map_bytes, _LINE_CACHE_BYTES) if one_axis else (maps * map_bytes, _CACHE_BYTES)
     return maps * (1 + _OUT_OF_CACHE_SLOWDOWN * min(1.0, max(0.0, math.log2(together / cache) / 3)))
 
 
