@@ -199,12 +199,19 @@ def test_images_bench_times_arrayconv_and_the_scipy_calls(tmp_path):
     assert images.main(argv) == 0
     report = json.loads(next(tmp_path.glob("images-*.json")).read_text())
     assert [(p["shape"], p["kernel"]) for p in report["points"]] == [([16, 16], 3), ([16, 16], 5), ([50], 4)]
-    peers = {"scipy.signal.correlate", "scipy.signal.fftconvolve", "scipy.ndimage.correlate"}
+    peers = {"scipy.signal.correlate", "scipy.signal.fftconvolve", "scipy.signal.oaconvolve", "scipy.ndimage.correlate"}
     for p in report["points"]:
         assert set(p["best_s"]) == {"arrayconv", *peers}
         assert p["ratio"] == p["best_s"]["arrayconv"] / min(p["best_s"][name] for name in peers)
     table = next(tmp_path.glob("images-*.md")).read_text()
     assert "| 16x16 | 5x5 | float32 |" in table and "| 50 | 4 | float32 |" in table
+
+
+def test_images_bench_filters_multichannel_signals_along_their_last_axis(tmp_path):
+    assert images.main(["--sides", "", "--lengths", "60", "--taps", "7", "--channels", "3", "--dtypes", "float32", "--out", str(tmp_path)]) == 0
+    (point,) = json.loads(next(tmp_path.glob("images-*.json")).read_text())["points"]
+    assert point["shape"] == [3, 60] and point["kernel_shape"] == [1, 7]
+    assert "| 3x60 | 1x7 | float32 |" in next(tmp_path.glob("images-*.md")).read_text()
 
 
 def test_images_bench_leaves_out_images_or_signals_when_asked(tmp_path):
