@@ -41,7 +41,7 @@ def time_point(shape: tuple[int, ...], k: int, dtype: str, rng: np.random.Genera
     x = rng.standard_normal((channels, *shape) if channels else shape).astype(dtype)
     w = rng.standard_normal(((1,) if channels else ()) + (k,) * len(shape)).astype(dtype)
     flipped = w[(slice(None, None, -1),) * w.ndim]
-    axes = [a for a in range(w.ndim) if w.shape[a] > 1]
+    axes = [a for a in range(w.ndim) if w.shape[a] > 1] or list(range(w.ndim))  # a 1x1 kernel: all
     calls: dict[str, Callable[[], object]] = {
         "arrayconv": lambda: ac.correlate(x, w, "same"),
         "scipy.signal.correlate": lambda: scipy.signal.correlate(x, w, "same"),
