@@ -117,8 +117,13 @@ def _read(path: Path, backend: Backend) -> Rates:
         record = json.loads(path.read_text())
         stored = Rates(**record["rates"])
     except (OSError, ValueError, KeyError, TypeError):
-        return DEFAULT_GPU_RATES if backend.name == "cupy" else DEFAULT_RATES
+        return _shipped(backend)
     return stored if "probes" in record else scaled_rates(stored, backend)
+
+
+def _shipped(backend: Backend) -> Rates:
+    """The rates arrayconv ships for `backend`."""
+    return DEFAULT_GPU_RATES if backend.name == "cupy" else DEFAULT_RATES
 
 
 def calibrate(device: str = "cpu", *, save: bool = True) -> Rates:
@@ -165,12 +170,12 @@ def scaled_rates(probes: Rates, backend: Backend) -> Rates:
     CPU the reference is taken at this process's cores and workers: the model charges a
     lone core or worker its share itself (:data:`ONE_CORE_GEMM_SHARE`,
     :data:`ONE_WORKER_FFT_SHARE`), so the probes' own loss is not counted twice."""
-    default, reference = (DEFAULT_GPU_RATES, DEFAULT_GPU_RATES) if backend.name == "cupy" else (DEFAULT_RATES, REFERENCE_PROBES)
+    default = reference = _shipped(backend)
     if backend.name == "numpy":
         reference = dataclasses.replace(
-            reference,
-            gemm_flops=reference.gemm_flops * (ONE_CORE_GEMM_SHARE if _config.cores() == 1 else 1.0),
-            fft_flops=reference.fft_flops * (ONE_WORKER_FFT_SHARE if _config.workers() == 1 else 1.0),
+            REFERENCE_PROBES,
+            gemm_flops=REFERENCE_PROBES.gemm_flops * (ONE_CORE_GEMM_SHARE if _config.cores() == 1 else 1.0),
+            fft_flops=REFERENCE_PROBES.fft_flops * (ONE_WORKER_FFT_SHARE if _config.workers() == 1 else 1.0),
         )
     return Rates(
         gemm_flops=default.gemm_flops * probes.gemm_flops / reference.gemm_flops,

@@ -220,9 +220,14 @@ def _transforms(backend: Backend, real: bool):  # type: ignore[no-untyped-def]
 
 
 def _threads(a: Array, s: tuple[int, ...], axes: tuple[int, ...]) -> int:
-    """Workers for transforms of `a` along `axes` at lengths `s`: all, or one when small."""
+    """Workers for transforms of `a` along `axes` at lengths `s` (:func:`_transform_workers`)."""
     transforms = a.size // math.prod([a.shape[ax] for ax in axes])
-    return _config.workers() if transforms * math.prod(s) >= _THREADED_SAMPLES else 1
+    return _transform_workers(transforms * math.prod(s))
+
+
+def _transform_workers(samples: int) -> int:
+    """Workers for CPU transforms of `samples` in all: all, or one when small."""
+    return _config.workers() if samples >= _THREADED_SAMPLES else 1
 
 
 def prepare(w: Array, problem: Problem, backend: Backend) -> Array:
@@ -449,11 +454,10 @@ def _thread_factor(samples: int, backend: Backend, slab: bool, one_axis: bool) -
     run on one thread (under :data:`_THREADED_SAMPLES`, or with one worker) lose the second.
     Overlap-save's slabs, which count their threads themselves, and small N-D transforms,
     whose weights were fitted with it, are not charged."""
-    if backend.name != "numpy" or slab:
+    if backend.name != "numpy" or slab or _transform_workers(samples) > 1:
         return 1.0
-    if samples < _THREADED_SAMPLES:
-        return 1 / ONE_WORKER_FFT_SHARE if one_axis else 1.0
-    return 1 / ONE_WORKER_FFT_SHARE if _config.workers() == 1 else 1.0
+    small = samples < _THREADED_SAMPLES
+    return 1.0 if small and not one_axis else 1 / ONE_WORKER_FFT_SHARE
 
 
 def _slowed(maps: int, map_bytes: int, backend: Backend, one_axis: bool) -> float:
