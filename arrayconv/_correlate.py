@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -16,7 +16,6 @@ from ._cache import LRUCache
 from ._boundary import BOUNDARIES, extend
 from ._docstrings import fill
 from ._methods import METHODS
-from ._methods._rows import correlate_window
 from ._nan import IGNORE, NAN_POLICIES, NanPolicy, NanRule, check_kernel
 from ._plan import Plan, Spec, abs_bound, int_guard, terms
 from ._problem import (
@@ -289,13 +288,13 @@ def _correlate(
     *,
     flip: bool,
 ) -> Array:
-    # A plain 1-D call that its plan runs as one numpy.correlate skips the plan (_OneLine).
+    # A plain call whose plan runs direct on one line or map in one piece skips the plan (_Unplanned).
     defaults = axes is None and boundary == "fill" and isinstance(fillvalue, (int, float)) and fillvalue == 0
     defaults = defaults and nan == "propagate" and not measure and out is None
-    key = _one_line_key(in1, in2, mode, method, flip) if defaults else None
-    line = None if key is None else _one_lines.get(key)
-    if line:
-        return line(in1, in2)
+    key = _unplanned_key(in1, in2, mode, method, flip) if defaults else None
+    unplanned = None if key is None else _unplanned_calls.get(key)
+    if unplanned:
+        return unplanned(in1, in2)
     edges = Edges(boundary, fillvalue, nan)
     backend = get_backend(in1=in1, in2=in2)
     in1, in2 = as_array(in1, "in1", backend), as_array(in2, "in2", backend)
@@ -307,41 +306,47 @@ def _correlate(
         return Plan(spec, w, method, measure=measure, sample=in1, calls=calls)
 
     plan = _kept.plain_plan("correlate", in1, (in2,), (mode, method, axes, edges, flip), measure, make)
-    if key is not None and line is None:
-        window = plan.line_window()
-        _one_lines.put(key, False if window is None else _OneLine(window, plan.y_shape[0], flip))
+    if key is not None and unplanned is None:
+        run = plan.unplanned()
+        _unplanned_calls.put(key, False if run is None else _Unplanned(run, plan.y_shape, flip))
     return plan(in1, out)
 
 
 @dataclass(frozen=True, slots=True)
-class _OneLine:
-    """A plain call on two 1-D signals whose plan runs one ``numpy.correlate``
-    (:meth:`Plan.line_window`), run without the plan: the same call on the same samples,
-    so the same result, for a sixth of the plan's cost or less (1000 samples with 3 taps:
-    about 7 us against 47, where SciPy takes 15-23; bench/results/one-line-calls-2026-11-23.md)."""
+class _Unplanned:
+    """A plain call whose plan runs direct as one ``numpy.correlate`` of a 1-D signal or on
+    one map in one chunk (:meth:`Plan.unplanned`), run without the plan: the same calls on
+    the same samples, so the same result, for a fraction of the plan's cost (1000 samples
+    with 3 taps: about 7 us against 47, where SciPy takes 15-23,
+    bench/results/one-line-calls-2026-11-23.md; a 64x64 float32 image with a 3x3 kernel:
+    19 us against 24, where ``scipy.ndimage`` takes 24, bench/results/one-map-2026-11-24.md).
+    Every axis of such a call is correlated, or of length 1 in both inputs, so flipping
+    `in2` along all of them is convolution's flip."""
 
-    window: tuple[int, int, int]
-    length: int
+    run: Callable[[np.ndarray, np.ndarray], np.ndarray]
+    y_shape: tuple[int, ...]
     flip: bool
 
     def __call__(self, in1: np.ndarray, in2: np.ndarray) -> np.ndarray:
-        return correlate_window(in1, in2[::-1] if self.flip else in2, self.window, self.length)
+        w = in2[(slice(None, None, -1),) * in2.ndim] if self.flip else in2
+        return self.run(in1, w).reshape(self.y_shape)
 
 
-# Plain 1-D calls seen: their _OneLine, or False where the plan runs anything else.
-_one_lines = LRUCache("one_line_calls", maxsize=256)
+# Plain calls seen: their _Unplanned, or False where the plan runs anything else.
+_unplanned_calls = LRUCache("unplanned_calls", maxsize=256)
 
 
-def _one_line_key(in1: Array, in2: Array, mode: str, method: str, flip: bool) -> tuple[object, ...] | None:
-    """For a call with the default options on two 1-D NumPy signals of one float dtype, the
-    key of its :class:`_OneLine`: all its plan's choice depends on (lengths, dtype, mode,
-    method, the memory budget, workers and rates). None for any other call."""
-    if type(in1) is not np.ndarray or type(in2) is not np.ndarray or in1.ndim != 1 or in2.ndim != 1:
+def _unplanned_key(in1: Array, in2: Array, mode: str, method: str, flip: bool) -> tuple[object, ...] | None:
+    """For a call with the default options on two NumPy arrays of one ndim (at least 1) and
+    one float dtype, the key of its :class:`_Unplanned`: all its plan's choice depends on
+    (shapes, dtype, mode, method, the memory budget, workers and rates). None for any
+    other call."""
+    if type(in1) is not np.ndarray or type(in2) is not np.ndarray or in1.ndim != in2.ndim or not in1.ndim:
         return None
     dtype = in1.dtype
     if dtype != in2.dtype or dtype.char not in "fd" or not dtype.isnative or method not in ("auto", "direct") or mode not in MODES:
         return None
-    return (in1.shape[0], in2.shape[0], dtype, mode, method, flip, *_kept.settings())
+    return (in1.shape, in2.shape, dtype, mode, method, flip, *_kept.settings())
 
 
 @dataclass(frozen=True, slots=True)

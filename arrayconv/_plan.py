@@ -199,11 +199,13 @@ class Plan:
         out[...] = y
         return out
 
-    def line_window(self) -> tuple[int, int, int] | None:
-        """``(start, stop, first)`` when a call without `out` is one ``numpy.correlate`` of
-        ``x[start:stop]`` with the kernel, whose 'full' result from index `first` on is the
-        result (direct's 1-D lines, :func:`._methods.direct.line_window`); else None."""
-        return direct.line_window(self._kernel, self._spec.problem) if self.method == "direct" else None
+    def unplanned(self) -> Callable[[Array, Array], Array] | None:
+        """``f(x, w)``, this plan's result for `x` made from `x` and the kernel `w` as they
+        are (``w`` of the kernel's shape, flipped for convolution), where the plan runs
+        direct as one ``numpy.correlate`` of a 1-D signal or on one map in one chunk (:func:`._methods.direct.unplanned`): the
+        same calls on the same samples, so the same bits. Its result has the problem's
+        spatial output shape (`y_shape` but for axes of length 1). None for other plans."""
+        return direct.unplanned(self._kernel, self._spec.problem) if self.method == "direct" else None
 
     def _result(self, x: Array, out: Array | None) -> Array:
         """The method's result for the (extended) input `x`, in `out` when it can write there."""

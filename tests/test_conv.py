@@ -421,19 +421,31 @@ def test_direct_row_form_applies_only_where_numpy_correlate_does_the_rows(w_shap
 
     plan = ac.plan_conv(np.ones(w_shape, dtype), (1, w_shape[1], 20, 30), method="direct", **options)
     assert not _rows.takes(plan._spec.problem, NUMPY), why
-    assert not isinstance(plan._kernel, _rows.RowKernels), why
+    assert not _sums_rows(plan._kernel), why
 
 
-def test_direct_takes_the_row_form_for_small_kernels_and_keeps_nans_in_their_footprint(rng):
-    from arrayconv._methods import _rows
+def _sums_rows(kernel):
+    """Whether direct's prepared `kernel` sums kernel rows by numpy.correlate: the row form,
+    chunked or on one map."""
+    from arrayconv._methods import _one_map, _rows
 
-    x, k = random(rng, (64, 64), "float32"), random(rng, (5, 5), "float32")
-    assert isinstance(ac.plan_correlate(k, x.shape, "same", "direct")._kernel, _rows.RowKernels)
+    return isinstance(kernel, _rows.RowKernels) or isinstance(kernel, _one_map.MapKernel) and kernel.runner.width > 0
+
+
+@pytest.mark.parametrize("calls", [1, 2])  # the second call of a plain one-map call skips the plan
+@pytest.mark.parametrize(("side", "one_map"), [(64, True), (700, False)])
+def test_direct_takes_the_row_form_for_small_kernels_and_keeps_nans_in_their_footprint(side, one_map, calls, rng):
+    from arrayconv._methods import _one_map
+
+    x, k = random(rng, (side, side), "float64"), random(rng, (5, 5), "float64")
+    kernel = ac.plan_correlate(k, x.shape, "same", "direct")._kernel
+    assert _sums_rows(kernel) and isinstance(kernel, _one_map.MapKernel) == one_map
     x[[3, 40, 63], [0, 20, 63]] = np.nan
-    got = ac.correlate(x, k, "same", "direct")
-    ref = scipy.signal.correlate(x.astype(np.float64), k.astype(np.float64), "same", method="direct")
+    for _ in range(calls):
+        got = ac.correlate(x, k, "same", "direct")
+    ref = scipy.signal.correlate(x, k, "same", method="direct")
     np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
-    assert_matches(np.where(np.isnan(ref), 0, got), np.where(np.isnan(ref), 0, ref), dtype="float32")
+    assert_matches(np.where(np.isnan(ref), 0, got), np.where(np.isnan(ref), 0, ref), dtype="float64")
 
 
 @pytest.mark.parametrize("mode", ["full", "same", "valid"])

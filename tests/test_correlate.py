@@ -65,16 +65,48 @@ def test_integer_inputs_as_scipy(xp, method, dtypes, rng):
 @pytest.mark.parametrize("dtype", ["float32", "complex128"])
 def test_direct_taps_of_one_map(chunk_bytes, dtype, rng, monkeypatch):
     # One map (one image, one kernel) sums its taps on 1-D views with scalar weights: in one
-    # chunk, and in chunks of a few output rows, which start past the first row.
-    from arrayconv._methods import direct
+    # chunk, and in chunks of a few output rows, which start past the first row. The chunked
+    # path, not the one-map runner (tested below).
+    from arrayconv._methods import _one_map, direct
 
     monkeypatch.setattr(direct, "_form", lambda problem, backend, rates: ("taps", 0))
     monkeypatch.setattr(direct, "_CHUNK_BYTES", chunk_bytes)
+    monkeypatch.setattr(_one_map, "one_map", lambda *args: None)
     x, w = random(rng, (37, 29), dtype), random(rng, (4, 5), dtype)
     for mode in MODES:
         plan = ac.plan_correlate(w, x.shape, mode, method="direct")
         assert plan._kernel.shape == (20, 1, 1, 1)
         assert_matches(plan(x), reference_correlate(x, w, mode), dtype=dtype)
+
+
+@pytest.mark.parametrize("form", ["taps", "rows"])
+@settings(max_examples=examples(40), deadline=None)
+@given(case=correlate_shapes(), dtype=st.sampled_from(["float32", "float64"]), flip=st.booleans(), seed=st.integers(0, 2**16))
+def test_one_map_runs_as_its_chunk(form, case, dtype, flip, seed):
+    """One image with one kernel in one chunk runs without the chunk machinery
+    (:mod:`._one_map`): the same bits as the chunked path, into `out` too, and SciPy's
+    result; the plain call's first (through the plan) and later (without it) the same."""
+    from arrayconv._methods import _one_map, _rows, direct
+
+    s1, s2, mode = case
+    rng = np.random.default_rng(seed)
+    in1, in2 = random(rng, s1, dtype), random(rng, s2, dtype)
+    make = ac.plan_convolve if flip else ac.plan_correlate
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(direct, "_form", lambda problem, backend, rates: (form, 0))
+        plan = make(in2, s1, mode, method="direct")
+        one = isinstance(plan._kernel, _one_map.MapKernel)
+        patch.setattr(_one_map, "one_map", lambda *args: None)
+        chunked = make(in2, s1, mode, method="direct")
+    problem = plan._spec.problem
+    single = problem.batch * problem.groups * problem.out_per_group == 1
+    assert one == (single and not (form == "rows" and _rows.reads_lines(problem)))
+    got = plan(in1)
+    assert_matches(got, reference_correlate(in1, in2, mode, flip=flip), dtype=dtype)
+    np.testing.assert_array_equal(got, chunked(in1))
+    out = np.full(plan.y_shape, np.nan, dtype)
+    assert plan(in1, out=out) is out
+    np.testing.assert_array_equal(out, got)
 
 
 def test_integer_overflow_wraps_as_scipy_direct():
@@ -159,27 +191,43 @@ def test_plain_1d_calls_that_are_one_numpy_correlate_skip_the_plan(method, n, k,
     picks for one call, and no plan. Every mode and both functions on the same signals:
     each call has its own entry."""
     rng = np.random.default_rng(seed)
-    in1, in2 = random(rng, (n,), dtype), random(rng, (k,), dtype)
-    calls = [(mode, flip) for mode in MODES for flip in (False, True)]
+    _check_unplanned_calls(random(rng, (n,), dtype), random(rng, (k,), dtype), MODES, method)
+
+
+@pytest.mark.parametrize("method", ["auto", "direct"])
+@settings(max_examples=examples(30), deadline=None)
+@given(case=correlate_shapes(), dtype=st.sampled_from(["float32", "float64"]), seed=st.integers(0, 2**16))
+def test_plain_calls_on_one_map_skip_the_plan(method, case, dtype, seed):
+    """The same for N-D arrays whose plan runs direct on one map in one chunk (size-1 axes
+    included: every other axis is correlated)."""
+    s1, s2, mode = case
+    rng = np.random.default_rng(seed)
+    _check_unplanned_calls(random(rng, s1, dtype), random(rng, s2, dtype), [mode], method)
+
+
+def _check_unplanned_calls(in1, in2, modes, method):
+    calls = [(mode, flip) for mode in modes for flip in (False, True)]
     plans, results = {}, {}
     for mode, flip in calls:
         op = "convolve" if flip else "correlate"
         one_call = ac.choose_method(in1, in2, op=op, mode=mode).method if method == "auto" else method
         plans[mode, flip] = (ac.plan_convolve if flip else ac.plan_correlate)(in2, in1.shape, mode, method=one_call)
         results[mode, flip] = plans[mode, flip](in1)
-        assert_matches(results[mode, flip], reference_correlate(in1, in2, mode, flip=flip), dtype=dtype)
+        squares = reference_correlate(in1.astype(np.float64) ** 2, in2.astype(np.float64) ** 2, mode, flip=flip)
+        terms = np.sqrt(np.max(squares))  # a single output of n = k taps may cancel far below its terms
+        assert_matches(results[mode, flip], reference_correlate(in1, in2, mode, flip=flip), dtype=in1.dtype, terms=terms)
         np.testing.assert_array_equal((ac.convolve if flip else ac.correlate)(in1, in2, mode, method), results[mode, flip])
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(Plan, "__call__", _refuse_call)
         for mode, flip in calls:
             fn = ac.convolve if flip else ac.correlate
-            if plans[mode, flip].line_window() is None:
+            if plans[mode, flip].unplanned() is None:
                 with pytest.raises(AssertionError, match="a plan ran"):
                     fn(in1, in2, mode, method)
             else:
                 got = fn(in1, in2, mode, method)
                 np.testing.assert_array_equal(got, results[mode, flip])
-                assert got.dtype == in1.dtype
+                assert got.dtype == in1.dtype and got.shape == results[mode, flip].shape
 
 
 @pytest.mark.parametrize(("n", "k", "dtype", "mode"), [(1000, 3, "float64", "same"), (10000, 9, "float32", "full"), (3000, 21, "float32", "same"), (50, 80, "float64", "valid")])
@@ -189,7 +237,7 @@ def test_short_signals_run_as_one_numpy_correlate(n, k, dtype, mode, rng):
     x, w = random(rng, (n,), dtype), random(rng, (k,), dtype)
     assert ac.choose_method(x, w, mode=mode).method == "direct"
     plan = ac.plan_correlate(w, (n,), mode, dtype=dtype, method="direct")
-    assert plan.line_window() is not None
+    assert plan.unplanned() is not None
 
 
 @pytest.mark.parametrize(
@@ -287,8 +335,8 @@ def test_plain_calls_with_a_kernel_seen_before_reuse_its_plan(dtype, rng, plans_
             fn(x, w, "same", method, out=w)
     assert plans_made == []
     changed = w.copy()
-    changed[3, 2] += 1  # changed in place: not the same kernel
-    ac.correlate(x, changed, "same")
+    changed[3, 2] += 1  # changed in place: not the same kernel (the FFT: direct's call on one map skips plans)
+    ac.correlate(x, changed, "same", "fft")
     for other in [dict(mode="full"), dict(boundary="symm"), dict(nan="fill")]:  # other options, other plans
         ac.correlate(x, w, **{"mode": "same", **other})
     assert len(plans_made) == 4

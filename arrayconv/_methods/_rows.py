@@ -24,6 +24,7 @@ beats the banded form's fixed cost (1000 samples, 31 taps: 31-35 against 86-89 u
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -114,18 +115,23 @@ def accumulate(padded: Array, kernels: RowKernels, lay: Layout, chunk: Chunk, ba
     ``(Bc, G, Og, chunk_length)`` in this thread's scratch buffer, junk columns included."""
     p = lay.problem
     n = lay.chunk_length(chunk)
-    reach = n + p.kernel[-1] - 1
     total = scratch("rows.sum", (chunk.b1 - chunk.b0, p.groups, p.out_per_group, n), padded.dtype, backend)
     base = chunk.r0 * lay.row_length
     for b, g, o in np.ndindex(total.shape[:3]):
-        line, target = padded[chunk.b0 + b, g, 0], total[b, g, o]
-        for r, start in enumerate(kernels.starts):
-            row = np.correlate(line[base + start : base + start + reach], kernels.rows[g, o, r], "valid")
-            if r:
-                target += row
-            else:
-                target[...] = row
+        sum_rows(padded[chunk.b0 + b, g, 0], kernels.rows[g, o], kernels.starts, base, total[b, g, o])
     return total
+
+
+def sum_rows(line: np.ndarray, rows: np.ndarray, starts: Sequence[int], start: int, total: np.ndarray) -> None:
+    """Into `total`: the sum over kernel rows ``r`` of ``numpy.correlate`` ('valid') of
+    `line` from ``start + starts[r]`` with ``rows[r]``, ``total.size`` samples each."""
+    reach = total.shape[0] + rows.shape[-1] - 1
+    for r, first in enumerate(starts):
+        row = np.correlate(line[start + first : start + first + reach], rows[r], "valid")
+        if r:
+            total += row
+        else:
+            total[...] = row
 
 
 def reads_lines(problem: Problem) -> bool:

@@ -28,7 +28,7 @@ from .._problem import Problem
 from .._scratch import scratch
 
 _layouts = LRUCache("tap_layouts", maxsize=64)
-# Padded inputs up to this size reuse a scratch buffer (see :func:`_zeros`).
+# Padded inputs up to this size reuse a scratch buffer (see :func:`zeros`).
 _REUSED_BYTES = 16 << 20
 
 
@@ -173,7 +173,7 @@ def pad_input(x: Array, problem: Problem, backend: Backend, tail: int = 0) -> Ar
     lead = (p.batch, p.groups, p.in_per_group)
     if reads_in_place(p) and not tail:
         return backend.xp.ascontiguousarray(x).reshape(*lead, -1)
-    flat = _zeros((*lead, flat_length(p) + tail), x.dtype, backend)
+    flat = zeros((*lead, flat_length(p) + tail), x.dtype, backend)
     grid = padded_grid(flat, p)
     padded = flat if p.unit_stride else grid
     x = x.reshape(*lead, *p.spatial)
@@ -191,7 +191,7 @@ def pad_input(x: Array, problem: Problem, backend: Backend, tail: int = 0) -> Ar
     return padded
 
 
-def _zeros(shape: tuple[int, ...], dtype: np.dtype[Any], backend: Backend) -> Array:
+def zeros(shape: tuple[int, ...], dtype: np.dtype[Any], backend: Backend) -> Array:
     """Zeros: in this thread's scratch buffer up to :data:`_REUSED_BYTES` (fresh pages of a
     few MiB fault at a cost larger than the filters of a mid-size image: a 512x512 3x3
     float32 correlation ran 3.4 ms with fresh buffers, 0.9 ms reusing them), a new array

@@ -13,7 +13,8 @@ On CuPy, one CUDA kernel does all taps at once (:mod:`._direct_cuda`).
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Callable
+from dataclasses import replace
 
 from .. import _config
 from .._backend import NUMPY, Array, Backend
@@ -23,7 +24,7 @@ from .._problem import Problem
 from .._rates import Rates, rates_for
 from .._scratch import scratch
 from .._threads import run_parallel
-from . import Cost, Method, _banded, _direct_cuda, _rows, exact_dtype, output, register
+from . import Cost, Method, _banded, _direct_cuda, _one_map, _rows, exact_dtype, output, register
 from ._taps import Chunk, Layout, layout, pad_input, padded_bytes, reads_in_place
 
 # Bytes of one chunk's working set (measured best on the benchmark cases: 256 KiB chunks
@@ -39,6 +40,13 @@ GEMM_CACHE_SPEEDUP = 3
 # read it at 44-70 GB/s (16-256 channels; 4-6x the default stream rate), against 13-32 GB/s
 # for 2-4 outputs (bench/results/direct-one-output-2026-11-23.md).
 _MATVEC_SPEEDUP = 5
+# One map in one chunk (:mod:`._one_map`) makes its taps' or rows' array calls without the
+# chunk machinery: charged this share of a call each. On 798 random one-map problems (8 to
+# 300 a side, 2-D to 3-D and 1-D with taps; kernels of 2 to 16; float32 and float64), with
+# the methods' plan calls timed: share 1 put the plain call's pick within 1.2x of the
+# fastest method on 95.6% (worst 1.83), 0.5 on 98.0% (worst 1.59), 0.3 on 96.9% (worst
+# 2.64) (bench/results/one-map-2026-11-24.md).
+ONE_MAP_CALL_SHARE = 0.5
 
 _forms = LRUCache("direct_forms", maxsize=256)
 
@@ -75,11 +83,31 @@ def _fastest_form(problem: Problem, backend: Backend, rates: Rates, workers: int
         block = _banded.best_block(p, _samples(p), rates)
         estimates[("banded", block)] = _banded.seconds(p, block, _samples(p), rates)
     if _rows.takes(p, backend):
-        estimates[("rows", 0)] = _rows_cost(p, rates, workers).seconds
+        estimates[("rows", 0)] = _rows_cost(p, backend, rates, workers).seconds
     return min(estimates, key=estimates.__getitem__)
 
 
-Kernel = Array | _banded.BandedTaps | _rows.RowKernels
+def _chunk_bytes(rows: bool) -> int:
+    return _ROWS_CHUNK_BYTES if rows else _CHUNK_BYTES
+
+
+def _single_map(problem: Problem, rows: bool, backend: Backend) -> _one_map.OneMap | None:
+    """The :class:`._one_map.OneMap` of `problem` on NumPy with the taps or `rows`, when
+    it is one map in one chunk; else None."""
+    if backend.name != "numpy":
+        return None
+    return _one_map.one_map(problem, rows, _chunk_bytes(rows), _bytes_per_sample(problem))
+
+
+def _call_rates(problem: Problem, rows: bool, backend: Backend, rates: Rates) -> Rates:
+    """`rates`, with each array call charged :data:`ONE_MAP_CALL_SHARE` of a call where the
+    taps or `rows` run on one map in one chunk."""
+    if _single_map(problem, rows, backend) is None:
+        return rates
+    return replace(rates, call_seconds=rates.call_seconds * ONE_MAP_CALL_SHARE)
+
+
+Kernel = Array | _banded.BandedTaps | _rows.RowKernels | _one_map.MapKernel
 
 
 def prepare(w: Array, problem: Problem, backend: Backend) -> Kernel:
@@ -92,7 +120,13 @@ def prepare(w: Array, problem: Problem, backend: Backend) -> Kernel:
     form, block = _form(p, backend, rates_for(backend))
     if form == "banded":
         return _banded.prepare(w, p, backend, block)
-    if form == "rows":
+    rows = form == "rows"
+    if rows and _rows.reads_lines(p):
+        return _rows.prepare(w, p, layout(p))
+    single = _single_map(p, rows, backend)
+    if single is not None:
+        return _one_map.MapKernel(single, xp.ascontiguousarray(w.reshape(-1, p.kernel[-1])))
+    if rows:
         return _rows.prepare(w, p, layout(p))
     return xp.ascontiguousarray(w.reshape(p.groups, p.out_per_group, p.in_per_group, -1).transpose(3, 0, 1, 2))
 
@@ -104,6 +138,8 @@ def run(x: Array, kernel: Kernel, problem: Problem, backend: Backend, out: Array
     if rows and _rows.reads_lines(p):
         lines = _rows.run_lines(x, kernel, p, out, _ROWS_CHUNK_BYTES, _config.workers(), rates_for(backend))
         return lines.reshape(p.y_shape)
+    if isinstance(kernel, _one_map.MapKernel):
+        return kernel.runner.run(x, kernel.weights, out).reshape(p.y_shape)
     out = output(out, p, backend, x.dtype)
     if _on_gpu(p, backend):
         return _direct_cuda.run(x, kernel, p, backend, out).reshape(p.y_shape)
@@ -116,18 +152,25 @@ def run(x: Array, kernel: Kernel, problem: Problem, backend: Backend, out: Array
     def job(chunk):  # type: ignore[no-untyped-def]
         lay.store_block(out, sums(padded, kernel, lay, chunk, backend), chunk)
 
-    work = lay.chunks(_bytes_per_sample(p), _ROWS_CHUNK_BYTES if rows else _CHUNK_BYTES)
+    work = lay.chunks(_bytes_per_sample(p), _chunk_bytes(rows))
     threads = _config.workers() if backend.name == "numpy" and p.in_per_group == 1 else 1
     run_parallel(work, job, threads)
     return out.reshape(p.y_shape)
 
 
-def line_window(kernel: Kernel, problem: Problem) -> tuple[int, int, int] | None:
-    """When :func:`run` without `out` is one ``numpy.correlate`` of a whole 1-D signal
-    (:func:`._rows.one_call`): that call's :func:`._rows.line_window`; else None."""
+def unplanned(kernel: Kernel, problem: Problem) -> Callable[[Array, Array], Array] | None:
+    """``f(x, w)``, the result of :func:`run` without `out` for `x` and the kernel `w`
+    (taps in C order: `x` and `w` need not be in the problem's layout, only their samples
+    in its order), made from the arrays as they are, where that run is one
+    ``numpy.correlate`` of a whole 1-D signal (:func:`._rows.one_call`) or one map in one
+    chunk (:mod:`._one_map`): its result, shaped as the problem's spatial output. None
+    for other problems."""
+    if isinstance(kernel, _one_map.MapKernel):
+        return kernel.runner.run
     lines = isinstance(kernel, _rows.RowKernels) and _rows.reads_lines(problem)
     if lines and _rows.one_call(problem, _ROWS_CHUNK_BYTES, _config.workers(), rates_for(NUMPY)):
-        return _rows.line_window(problem, 0, problem.out_spatial[0])
+        window, length = _rows.line_window(problem, 0, problem.out_spatial[0]), problem.out_spatial[0]
+        return lambda x, w: _rows.correlate_window(x.reshape(-1), w.reshape(-1), window, length)
     return None
 
 
@@ -144,7 +187,8 @@ def accumulate(padded: Array, w_taps: Array, lay: Layout, chunk: Chunk, backend:
     total = scratch("direct.sum", shape, padded.dtype, backend)
     product = scratch("direct.product", shape, padded.dtype, backend)
     if p.unit_stride and math.prod(shape[:3]) * p.in_per_group == 1:
-        _accumulate_map(padded[chunk.b0, 0, 0], w_taps.reshape(-1), lay, chunk, total.reshape(-1), product.reshape(-1), xp)
+        start = chunk.r0 * lay.row_length
+        _one_map.sum_taps(padded[chunk.b0, 0, 0], w_taps.reshape(-1), lay.offsets, start, total.reshape(-1), product.reshape(-1), xp)
         return total
     for t in range(len(lay.taps)):
         x_tap, w_tap = lay.tap_block(padded, t, chunk), w_taps[t]
@@ -156,21 +200,6 @@ def accumulate(padded: Array, w_taps: Array, lay: Layout, chunk: Chunk, backend:
         if t:
             total += product
     return total
-
-
-def _accumulate_map(line: Array, weights: Array, lay: Layout, chunk: Chunk, total: Array, product: Array, xp: Any) -> None:
-    """:func:`accumulate` of a chunk of one map (one batch item, group, input and output
-    channel; unit stride) on 1-D views with scalar weights, into `total`: each tap then
-    costs two array calls and a slice, about 0.9 us less than in four dimensions (a
-    64x64 float32 image with a 3x3 kernel: 13 us against 19)."""
-    start, length = chunk.r0 * lay.row_length, lay.chunk_length(chunk)
-    for t, (offset, weight) in enumerate(zip(lay.offsets, weights)):
-        x_tap = line[start + offset : start + offset + length]
-        if t:
-            xp.multiply(x_tap, weight, out=product)
-            total += product
-        else:
-            xp.multiply(x_tap, weight, out=total)
 
 
 def unsupported(problem: Problem, backend: Backend, memory_limit: int) -> str | None:
@@ -206,7 +235,7 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
         temp = padded_bytes(p) + block * p.batch * p.groups * p.dtype.itemsize + 2 * _CHUNK_BYTES
         return Cost(_banded.seconds(p, block, _samples(p), rates), temp)
     if form == "rows":
-        return _rows_cost(p, rates, _config.workers())
+        return _rows_cost(p, backend, rates, _config.workers())
     return _taps_cost(p, backend, rates)
 
 
@@ -228,10 +257,11 @@ def _taps_cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
         per_tap = samples * size * (p.in_per_group + 3 * p.out_per_group)
         seconds = p.mac_flops * p.macs / rates.gemm_rate(p.dtype, backend.name) + n_taps * per_tap / (GEMM_CACHE_SPEEDUP * rates.stream_bytes)
     calls = n_taps * n_chunks  # the batch items and groups of a chunk are one batched matmul
-    return Cost(seconds + once + calls * rates.call_seconds, padded_bytes(p) + _CHUNK_BYTES)
+    call_seconds = _call_rates(p, False, backend, rates).call_seconds
+    return Cost(seconds + once + calls * call_seconds, padded_bytes(p) + _CHUNK_BYTES)
 
 
-def _rows_cost(problem: Problem, rates: Rates, workers: int) -> Cost:
+def _rows_cost(problem: Problem, backend: Backend, rates: Rates, workers: int) -> Cost:
     """:func:`cost` of the row form (see :func:`_taps_cost` for the passes made once); on
     1-D lines read in place, one pass storing the result instead."""
     p = problem
@@ -243,7 +273,7 @@ def _rows_cost(problem: Problem, rates: Rates, workers: int) -> Cost:
     chunks = layout(p).chunks(_bytes_per_sample(p), _ROWS_CHUNK_BYTES)
     runs = p.groups * sum(c.b1 - c.b0 for c in chunks)
     threads = min(workers, len(chunks))  # one chunk runs on one thread
-    seconds = _rows.seconds(p, _samples(p), runs, threads, rates) + _once_seconds(p, rates)
+    seconds = _rows.seconds(p, _samples(p), runs, threads, _call_rates(p, True, backend, rates)) + _once_seconds(p, rates)
     return Cost(seconds, padded_bytes(p) + workers * _ROWS_CHUNK_BYTES)
 
 
