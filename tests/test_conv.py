@@ -359,8 +359,9 @@ def test_direct_row_form_reads_1d_lines_in_place(length, taps, mode, lines, dtyp
 def test_1d_lines_in_valid_mode_compute_only_the_outputs_they_keep(length, taps, dtype, monkeypatch, rng):
     # A window that needs no zeros is correlated in numpy's 'valid' mode: its 'full'
     # correlation also computed the K - 1 partial overlaps at each end and threw them away
-    # (2213 samples with 2213 taps: 255 us for one output sample, not 0.5).
-    from arrayconv._methods import direct
+    # (2213 samples with 2213 taps: 255 us for one output sample, not 0.5). Rows of 12-33
+    # taps run in pieces of at most 11, each computing the outputs once.
+    from arrayconv._methods import _rows, direct
 
     x, k = random(rng, (length,), dtype), random(rng, (taps,), dtype)
     computed, correlate = [], np.correlate
@@ -374,7 +375,25 @@ def test_1d_lines_in_valid_mode_compute_only_the_outputs_they_keep(length, taps,
     monkeypatch.setattr(direct, "_form", lambda problem, backend, rates: ("rows", 0))
     monkeypatch.setattr(np, "correlate", counted)
     assert_matches(ac.correlate(x, k, "valid", "direct"), ref, dtype=dtype)
-    assert computed and sum(computed) == ref.size
+    pieces = -(-taps // _rows.MAX_TAPS) if _rows.MAX_TAPS < taps <= _rows.SPLIT_TAPS else 1
+    assert len(computed) == pieces and sum(computed) == pieces * ref.size
+
+
+@pytest.mark.parametrize("taps", [12, 15, 22, 31, 33, 34])
+@pytest.mark.parametrize("length", [1, 12, 40, 257])
+def test_1d_line_windows_of_split_rows_match_numpy(length, taps, rng):
+    # Rows of 12-33 taps run in pieces of at most 11 where no zeros are needed, 'full' at
+    # the ends: every window of output samples of a 'full' correlation, as numpy computes it.
+    from arrayconv._methods import _rows
+
+    x, w = random(rng, (length,), "float64"), random(rng, (taps,), "float64")
+    full = np.correlate(x, w, "full")
+    for r0 in range(0, full.size, max(1, full.size // 7)):
+        for r1 in range(r0 + 1, full.size + 1, max(1, full.size // 5)):
+            s0, s1 = max(0, r0 - taps + 1), min(length, r1)
+            window = (s0, s1, r0 - s0)  # line_window with the padding of 'full'
+            got = _rows.correlate_window(x, w, window, r1 - r0)
+            assert_matches(got, full[r0:r1], dtype="float64")
 
 
 @pytest.mark.parametrize(("taps", "dtype", "whole"), [(2, "float64", True), (2, "float32", False), (5, "float64", False), (9, "float32", False)])
