@@ -319,7 +319,8 @@ class _Unplanned:
     the same samples, so the same result, for a fraction of the plan's cost (1000 samples
     with 3 taps: about 7 us against 47, where SciPy takes 15-23,
     bench/results/one-line-calls-2026-11-23.md; a 64x64 float32 image with a 3x3 kernel:
-    19 us against 24, where ``scipy.ndimage`` takes 24, bench/results/one-map-2026-11-24.md).
+    19 us, where ``scipy.ndimage`` takes 25 and the kept plan's call took 38 before
+    direct ran one map without its chunks, bench/results/one-map-2026-11-24.md).
     Every axis of such a call is correlated, or of length 1 in both inputs, so flipping
     `in2` along all of them is convolution's flip."""
 
