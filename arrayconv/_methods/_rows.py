@@ -200,7 +200,7 @@ def correlate_window(signal: Array, row: Array, window: tuple[int, int, int], le
     if first == width - 1 and s1 - s0 == length + width - 1:
         return split_valid(stretch, row)
     lo, hi = max(0, width - 1 - first), min(length, s1 - s0 - first)  # outputs needing no zeros
-    if not MAX_TAPS < width <= SPLIT_TAPS or hi <= lo:
+    if not splits(width) or hi <= lo:
         return np.correlate(stretch, row, "full")[first : first + length]
     result = np.empty(length, np.result_type(stretch, row))
     if lo:
@@ -212,13 +212,18 @@ def correlate_window(signal: Array, row: Array, window: tuple[int, int, int], le
     return result
 
 
+def splits(width: int) -> bool:
+    """Whether 1-D lines sum a row of `width` taps in pieces (:func:`split_valid`)."""
+    return MAX_TAPS < width <= SPLIT_TAPS
+
+
 def split_valid(stretch: Array, row: Array) -> Array:
     """``numpy.correlate(stretch, row, 'valid')``; a row of 12 to :data:`SPLIT_TAPS` taps as
     pieces of at most :data:`MAX_TAPS`, each summed by numpy's unrolled loop, which ran 2-3x
     faster than one dot product per output sample (10**4 float64 samples with 15 taps:
     24 us against 81; ``scipy.ndimage.correlate1d`` 44)."""
     width = row.shape[-1]
-    if not MAX_TAPS < width <= SPLIT_TAPS:
+    if not splits(width):
         return np.correlate(stretch, row, "valid")
     count = stretch.shape[-1] - width + 1
     total = None
