@@ -266,6 +266,27 @@ def test_long_1d_kernels_are_priced_by_their_bytes(n, k, dtype, method, form):
     assert isinstance(kernel, _rows.RowKernels if form == "lines" else _banded.BandedTaps)
 
 
+@pytest.mark.parametrize(
+    ("n", "k", "dtype", "form"),
+    [
+        (10000, 15, "float64", "lines"),  # lines 27-29 us (two pieces); banded 64-65
+        (10000, 12, "float32", "lines"),  # lines 24-26 us; banded 31-51
+        (1000, 31, "float64", "lines"),  # lines 11-12 us (three pieces); banded 60+
+        (100000, 15, "float32", "banded"),  # banded 142 us; lines 217-220 (one thread)
+        (10000, 31, "float32", "banded"),  # banded 51 us; lines 50-56
+    ],
+)
+def test_1d_rows_of_12_to_33_taps_are_priced_as_their_pieces(n, k, dtype, form):
+    """Lines sum rows of 12-33 taps in pieces of at most 11, each in numpy's unrolled loop,
+    2-3.5x faster than one dot product per output sample: priced so, 10**4 samples with 15
+    taps run as lines where the banded form took 2.2x their time ('same', plain calls,
+    2-core CI machine). Longer signals keep the banded GEMM, which shares the two cores."""
+    from arrayconv._methods import _banded, _rows
+
+    kernel = ac.plan_correlate(np.ones(k, dtype), (n,), "same", method="direct")._kernel
+    assert isinstance(kernel, _rows.RowKernels if form == "lines" else _banded.BandedTaps)
+
+
 def test_batches_of_1d_signals_price_each_lines_transform_by_its_own_bytes():
     """Transforms along one axis take each line whole, in cache whatever the batch: 8
     float32 signals of 88008 samples with 1438 taps ('valid') go to the FFT (2.3 ms),

@@ -11,7 +11,8 @@ a plan on 64x64 float32 with 7x7 ran 119 against 240 us by taps, 512x512 float64
 images from 128x128 stay faster as taps; the cost model picks the form.
 
 Longer rows go to a dot product per output sample (10-35 ns each), so on images this form
-takes rows of up to :data:`MAX_TAPS` taps only.
+takes rows of up to :data:`MAX_TAPS` taps only. On 1-D lines, rows of 12 to
+:data:`SPLIT_TAPS` taps are summed in pieces of at most :data:`MAX_TAPS` (:func:`split_valid`).
 
 1-D signals skip the padded copy (:func:`reads_lines`): ``numpy.correlate``'s 'full' mode
 supplies the zeros past each end, and each piece of a line goes straight from its result
@@ -40,8 +41,10 @@ from ._taps import Chunk, Layout
 # numpy's small_correlate handles kernels of up to this many taps.
 MAX_TAPS = 11
 # 1-D lines split rows of up to this many taps into pieces of MAX_TAPS (:func:`split_valid`):
-# 12-31 taps ran 2-3.5x faster so on 10**3-10**5 samples (numpy.correlate alone), and at
-# 31 float64 taps on 10**5 samples the two were even.
+# 12-31 taps ran 2-3.5x faster so on 10**3-10**5 samples (numpy.correlate alone). (31 float64
+# taps on 10**5 samples ran even only while freed memory went back to the system: the
+# pieces' results then fault their pages in, 8.4 ns a sample against 4.4 with
+# :func:`.keep_freed_memory`, which plans set.)
 SPLIT_TAPS = 33
 # Its time per output sample (ns) for 1 to 11 taps, float32 and float64 alike within
 # 0.3 ns (numpy 2.4, this 2-core machine: 10**5 samples).
@@ -73,6 +76,13 @@ _WEIGHT = 2.0
 # (bench/results/direct-lines-2026-11-23.md, direct-lines-long-kernels-2026-11-23.md).
 # The loop's weight 1.2 put the pick within 1.2x of the fastest form on 146, 1.0 on 150.
 _LINE_WEIGHT, _LINE_STORE_PASSES = 1.0, 0.67
+# Rows split in pieces (:func:`split_valid`): a weight on the pieces' loops and the time of
+# each further piece's add (ns per output sample). Fitted on 200 random 1-D signals
+# (10**2.5-10**5.5 samples, batches of 1-32, 12-33 taps, every mode, float32 and float64)
+# with direct's two forms timed as plans, and checked on 200 more: the faster form or one
+# within 1.2x on 97.5% of those (pricing the rows as one dot product per sample: 93.4%)
+# (bench/results/split-rows-priced-2026-11-25.md).
+_SPLIT_WEIGHT, _SPLIT_ADD_NS = 1.15, 0.4
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,7 +181,7 @@ def _cutting_pays(problem: Problem, per_piece: int, workers: int, rates: Rates) 
     time cut up (bench/results/one-line-calls-2026-11-23.md)."""
     p = problem
     length = p.out_spatial[0]
-    loop = length * _ns_per_sample(p.kernel[-1], p.dtype.itemsize) * 1e-9
+    loop = length * _ns_per_sample(p.kernel[-1], p.dtype.itemsize, splits(p.kernel[-1])) * 1e-9
     threads = min(workers, -(-length // per_piece))
     return loop / threads + _LINE_STORE_PASSES * length * p.dtype.itemsize / rates.stream_bytes < loop
 
@@ -192,24 +202,22 @@ def correlate_window(signal: Array, row: Array, window: tuple[int, int, int], le
     ``numpy.correlate`` of the window's input samples with the kernel row, 'valid' where
     the window needs no zeros (its 'full' correlation would also compute the ``K - 1``
     partial overlaps at each end: 2213 samples with 2213 taps took 255 us, not 0.5), else
-    'full', cropped. Rows of 12 to :data:`SPLIT_TAPS` taps run the outputs that need no
-    zeros by :func:`split_valid`, the few at each end that do by 'full'."""
+    'full', cropped. Rows of 12 to :data:`SPLIT_TAPS` taps run :func:`split_valid`, over a
+    copy of the stretch between the zeros it needs (a 'full' call per end, the pieces
+    between them and three stores took longer: 10**3 float64 samples with 15 taps, 'same',
+    9.6 against 6.9 us; 6 * 10**4 153 against 146)."""
     s0, s1, first = window
     width = row.shape[-1]
     stretch = signal[s0:s1]
     if first == width - 1 and s1 - s0 == length + width - 1:
         return split_valid(stretch, row)
-    lo, hi = max(0, width - 1 - first), min(length, s1 - s0 - first)  # outputs needing no zeros
-    if not splits(width) or hi <= lo:
+    if not splits(width):
         return np.correlate(stretch, row, "full")[first : first + length]
-    result = np.empty(length, np.result_type(stretch, row))
-    if lo:
-        result[:lo] = np.correlate(stretch[: first + lo], row, "full")[first : first + lo]
-    result[lo:hi] = split_valid(stretch[first + lo - width + 1 : first + hi], row)
-    if hi < length:
-        tail = first + hi - width + 1
-        result[hi:] = np.correlate(stretch[tail:], row, "full")[first + hi - tail : first + length - tail]
-    return result
+    padded = np.zeros(length + width - 1, np.result_type(stretch, row))
+    shift = first - width + 1  # padded[i] is stretch[i + shift], or a zero past its ends
+    lo, hi = max(0, -shift), min(padded.shape[-1], stretch.shape[-1] - shift)
+    padded[lo:hi] = stretch[lo + shift : hi + shift]
+    return split_valid(padded, row)
 
 
 def splits(width: int) -> bool:
@@ -283,15 +291,17 @@ def run_lines(x: Array, kernels: RowKernels, problem: Problem, out: Array | None
     return out
 
 
-def _ns_per_sample(taps: float, itemsize: int) -> float:
+def _ns_per_sample(taps: float, itemsize: int, split: bool = False) -> float:
     """``numpy.correlate``'s time per output sample (ns) with `taps` taps meeting the
-    signal: its unrolled loop up to :data:`MAX_TAPS`, then one dot product per output
-    sample, a fixed part and the taps' bytes. Lines of up to :data:`SPLIT_TAPS` taps run
-    faster than that (:func:`split_valid`); pricing them so picked them over the banded
-    form on 10**5 samples, where the pieces' passes out of cache made them 1.3-1.6x slower
-    (bench/results/split-rows-2026-11-24.md)."""
+    signal: its unrolled loop up to :data:`MAX_TAPS`; with `split` (a line's row summed
+    in pieces, :func:`split_valid`), each piece's loop and its add; else one dot product
+    per output sample, a fixed part and the taps' bytes."""
     if taps <= MAX_TAPS:
         return _NS_PER_SAMPLE[max(1, round(taps)) - 1]
+    if split:
+        width = round(taps)
+        pieces = [MAX_TAPS] * (width // MAX_TAPS) + [width % MAX_TAPS] * (width % MAX_TAPS > 0)
+        return _SPLIT_WEIGHT * sum(_NS_PER_SAMPLE[piece - 1] for piece in pieces) + _SPLIT_ADD_NS * (len(pieces) - 1)
     return _DOT_NS_OFFSET + _DOT_NS_PER_BYTE * taps * itemsize
 
 
@@ -336,7 +346,7 @@ def line_seconds(problem: Problem, runs: int, threads: int, rates: Rates) -> flo
     filter, and the store of its result."""
     p = problem
     products = p.batch * p.groups * p.out_per_group * p.out_spatial[0]
-    dots = products * _ns_per_sample(_taps_met(p), p.dtype.itemsize) * 1e-9
+    dots = products * _ns_per_sample(_taps_met(p), p.dtype.itemsize, splits(p.kernel[-1])) * 1e-9
     stored = products * p.dtype.itemsize / rates.stream_bytes
     calls = runs * p.out_per_group
     return (_LINE_WEIGHT * dots + _LINE_STORE_PASSES * stored) / threads + calls * rates.call_seconds
