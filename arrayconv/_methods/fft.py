@@ -46,16 +46,18 @@ _MAC_PASSES = 4
 # save below it (forward and inverse, 2 cores, float32: 256x256 0.38 ms on one thread and
 # 0.69 on two, 320x320 0.59 and 0.71, 384x384 0.86 and 0.78, 1024x1024 13.2 and 7.4).
 _THREADED_SAMPLES = 1 << 17
-# Passes over the kernel spectra (placing and, for the GEMM, transposing them) and over the
-# data's spectra per batch item; on the CPU, kernel spectra summed in place (no GEMM) take
-# fewer. Array calls made whatever the size (placement, three transforms, contraction,
+# Passes over the kernel spectra (placing them) and over the data's spectra per batch
+# item. Array calls made whatever the size (placement, three transforms, contraction,
 # crop): about 0.25 ms at the default call cost on the CPU, fitted when every plain call
 # made its plan (now split below). The CPU's weights were refitted
 # to sweeps timed after plain calls lost most of their fixed cost (seeds 11-13 of
 # single images up to 512x512, seed 14 of all shapes; bench/results/sweep-*): 17, 17, 6 and
 # 130 calls put 77-91% of those single images within 1.2x of the fastest, these 98-100%.
-_KERNEL_PASSES = 17
-_KERNEL_PASSES_IN_PLACE = 4
+# The 17 kernel passes there were for spectra transposed to the GEMM's frequency-major
+# layout; the CPU now transforms them in that layout (:func:`prepare`), and they take the 4
+# passes of spectra summed in place: the estimate of building them then runs 1.8-4.6x over
+# its time, as 17 passes did (2.1-7.4x) before (bench/results/fft-frequency-major-2026-11-25.md).
+_KERNEL_PASSES = 4
 _DATA_PASSES = 4
 # The 50 fixed calls above are split: 20 per call of the whole-image FFT, 30 with the
 # kernel's spectrum (made once by a plan or a kept plain call), so one call is charged as
@@ -238,10 +240,20 @@ def prepare(w: Array, problem: Problem, backend: Backend) -> Array:
     the kernel flipped, dilated and shifted by the padding, and no padded input is needed
     (with ``L`` the input length, the padding is periodic).
     The result is ``(G, Og, Cg, *freq)``, or frequency-major ``(G, F, Cg, Og)`` when the
-    channel sum is a batched GEMM.
+    channel sum is a batched GEMM. On the CPU the latter comes from transforming the kernel
+    with its axes moved to ``(G, *kernel, Cg, Og)``: transposing the spectra instead took
+    most of the time of making them (64-256 channels: plans built in 0.33-0.46 of the time).
     """
     fixed = layout(problem, backend)
     p = fixed.problem
+    if backend.name == "numpy" and _sums_by_gemm(p, backend):
+        # the kernel's axes moved to (G, *kernel, Cg, Og) first, so its transforms along the
+        # spatial axes give the frequency-major layout with no transpose of the spectra
+        nd = len(fixed.shape)
+        grouped = w.reshape(p.groups, p.out_per_group, p.in_per_group, *w.shape[2:])
+        moved = grouped.transpose(0, *range(3, 3 + nd), 2, 1)
+        spectrum = _spectrum_by_axis(moved, fixed, backend, first_axis=1)
+        return spectrum.reshape(p.groups, -1, p.in_per_group, p.out_per_group)
     spectrum = (_spectrum_by_axis if backend.name == "numpy" else _spectrum_at_once)(w, fixed, backend)
     spectrum = spectrum.reshape(p.groups, p.out_per_group, p.in_per_group, *spectrum.shape[2:])
     if not _sums_by_gemm(p, backend):
@@ -262,7 +274,7 @@ def _spectrum_at_once(w: Array, fixed: Layout, backend: Backend) -> Array:
     return forward(placed, fixed.shape, tuple(range(2, 2 + nd)))
 
 
-def _spectrum_by_axis(w: Array, fixed: Layout, backend: Backend) -> Array:
+def _spectrum_by_axis(w: Array, fixed: Layout, backend: Backend, first_axis: int = 2) -> Array:
     """The placed kernel's spectrum one axis at a time, last axis first, each axis placed
     just before it is transformed: the lines of the axes not yet reached are only the
     kernel's taps, so the transforms of the zero lines between them are skipped (the
@@ -272,7 +284,7 @@ def _spectrum_by_axis(w: Array, fixed: Layout, backend: Backend) -> Array:
     xp, fft = backend.xp, backend.fft
     spectrum = w
     for ax in reversed(range(len(fixed.shape))):
-        axis, length = 2 + ax, fixed.shape[ax]
+        axis, length = first_axis + ax, fixed.shape[ax]
         grown = xp.zeros((*spectrum.shape[:axis], length, *spectrum.shape[axis + 1 :]), dtype=spectrum.dtype)
         lead = (slice(None),) * axis
         for src, dest in fixed.pieces[ax]:
@@ -441,7 +453,7 @@ def split_cost(problem: Problem, backend: Backend, rates: Rates, *, slab: bool =
     else:
         fixed, kernel_fixed = (_SLAB_FIXED_CALLS, 0) if slab else (_FIXED_CALLS_1D, _FIXED_KERNEL_CALLS_1D) if one_axis else (_FIXED_CALLS, _FIXED_KERNEL_CALLS)
         data_passes = _DATA_PASSES_1D if one_axis else _DATA_PASSES
-        kernel_passes = _KERNEL_PASSES if _sums_by_gemm(p, backend) else _KERNEL_PASSES_IN_PLACE
+        kernel_passes = _KERNEL_PASSES
     kernel_share = _by_axis_share(p.kernel, shape) if cpu else 1.0
     kernel_seconds = 0.5 * kernel_share * transforms(kernel_maps) + kernel_passes * kernels / rates.stream_bytes + kernel_fixed * rates.call_seconds
     data_seconds = 0.5 * (transforms(in_maps) + transforms(out_maps)) + contraction + data_passes * p.batch * per_item / rates.stream_bytes + fixed * rates.call_seconds
