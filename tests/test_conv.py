@@ -90,13 +90,16 @@ def test_float32_stays_float32_inside_fft(monkeypatch, rng):
         ((1, 3, 9, 10, 11), (4, 3, 3, 2, 5), dict(padding=2, dilation=(1, 2, 1), padding_mode="circular")),
         ((1, 1, 16, 16), (1, 1, 7, 7), dict(padding=3, padding_mode="circular")),  # native wrap
         ((3, 16, 12, 12), (32, 16, 3, 3), dict(padding=1)),  # frequency-major for the GEMM
+        ((2, 32, 9, 8), (24, 16, 3, 4), dict(groups=2, padding=(2, 1), dilation=(2, 1))),  # grouped GEMM
+        ((1, 8, 6, 5, 7), (6, 8, 2, 3, 4), dict(padding=1)),  # 3-D, frequency-major
         ((1, 2, 30), (3, 2, 7), dict(stride=3, padding=5, dilation=2)),
     ],
 )
 @pytest.mark.parametrize("dtype", ["float32", "complex128"])
 def test_fft_kernel_spectrum_by_axis_equals_the_whole_transform(x_shape, w_shape, options, dtype):
-    # The CPU transforms the kernel one axis at a time, skipping zero lines; a GPU
-    # transforms the whole zero-filled grid at once. Both must give the same spectrum.
+    # The CPU transforms the kernel one axis at a time, skipping zero lines (for the GEMM,
+    # with its axes moved so that the spectra come out frequency-major); a GPU transforms
+    # the whole zero-filled grid at once and transposes. Both must give the same spectrum.
     from arrayconv import _backend
     from arrayconv._conv import conv_spec
     from arrayconv._methods import fft
@@ -109,7 +112,13 @@ def test_fft_kernel_spectrum_by_axis_equals_the_whole_transform(x_shape, w_shape
     whole = fft._spectrum_at_once(w, fixed, _backend.NUMPY)
     by_axis = fft._spectrum_by_axis(w, fixed, _backend.NUMPY)
     assert by_axis.dtype == whole.dtype == np.result_type(dtype, np.complex64)
-    np.testing.assert_allclose(by_axis, whole, rtol=0, atol=np.finfo(whole.dtype).eps * 16 * np.abs(whole).max())
+    tolerance = np.finfo(whole.dtype).eps * 16 * np.abs(whole).max()
+    np.testing.assert_allclose(by_axis, whole, rtol=0, atol=tolerance)
+    p = fixed.problem
+    prepared = fft.prepare(w, problem, _backend.NUMPY)
+    if fft._sums_by_gemm(p, _backend.NUMPY):  # (G, F, Cg, Og)
+        whole = whole.reshape(p.groups, p.out_per_group, p.in_per_group, -1).transpose(0, 3, 2, 1)
+    np.testing.assert_allclose(prepared.reshape(whole.shape), whole, rtol=0, atol=tolerance)
 
 
 @pytest.mark.parametrize(
