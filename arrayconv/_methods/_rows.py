@@ -235,7 +235,7 @@ def split_valid(stretch: Array, row: Array) -> Array:
         return np.correlate(stretch, row, "valid")
     count = stretch.shape[-1] - width + 1
     total = None
-    for start in range(0, width, MAX_TAPS):
+    for start in _piece_starts(width):
         piece = row[start : start + MAX_TAPS]
         part = np.correlate(stretch[start : start + count + piece.shape[-1] - 1], piece, "valid")
         if total is None:
@@ -243,6 +243,11 @@ def split_valid(stretch: Array, row: Array) -> Array:
         else:
             total += part
     return total
+
+
+def _piece_starts(width: int) -> range:
+    """First tap of each piece of at most :data:`MAX_TAPS` taps of a split row."""
+    return range(0, width, MAX_TAPS)
 
 
 def one_call(problem: Problem, target_bytes: int, workers: int, rates: Rates) -> bool:
@@ -300,8 +305,9 @@ def _ns_per_sample(taps: float, itemsize: int, split: bool = False) -> float:
         return _NS_PER_SAMPLE[max(1, round(taps)) - 1]
     if split:
         width = round(taps)
-        pieces = [MAX_TAPS] * (width // MAX_TAPS) + [width % MAX_TAPS] * (width % MAX_TAPS > 0)
-        return _SPLIT_WEIGHT * sum(_NS_PER_SAMPLE[piece - 1] for piece in pieces) + _SPLIT_ADD_NS * (len(pieces) - 1)
+        starts = _piece_starts(width)
+        loops = sum(_NS_PER_SAMPLE[min(MAX_TAPS, width - start) - 1] for start in starts)
+        return _SPLIT_WEIGHT * loops + _SPLIT_ADD_NS * (len(starts) - 1)
     return _DOT_NS_OFFSET + _DOT_NS_PER_BYTE * taps * itemsize
 
 

@@ -246,7 +246,8 @@ def prepare(w: Array, problem: Problem, backend: Backend) -> Array:
     """
     fixed = layout(problem, backend)
     p = fixed.problem
-    if backend.name == "numpy" and _sums_by_gemm(p, backend):
+    cpu, gemm = backend.name == "numpy", _sums_by_gemm(p, backend)
+    if cpu and gemm:
         # the kernel's axes moved to (G, *kernel, Cg, Og) first, so its transforms along the
         # spatial axes give the frequency-major layout with no transpose of the spectra
         nd = len(fixed.shape)
@@ -254,10 +255,11 @@ def prepare(w: Array, problem: Problem, backend: Backend) -> Array:
         moved = grouped.transpose(0, *range(3, 3 + nd), 2, 1)
         spectrum = _spectrum_by_axis(moved, fixed, backend, first_axis=1)
         return spectrum.reshape(p.groups, -1, p.in_per_group, p.out_per_group)
-    spectrum = (_spectrum_by_axis if backend.name == "numpy" else _spectrum_at_once)(w, fixed, backend)
+    spectrum = (_spectrum_by_axis if cpu else _spectrum_at_once)(w, fixed, backend)
     spectrum = spectrum.reshape(p.groups, p.out_per_group, p.in_per_group, *spectrum.shape[2:])
-    if not _sums_by_gemm(p, backend):
+    if not gemm:
         return spectrum
+    # a GPU's one N-D transform, transposed to frequency-major
     n_freq = math.prod(spectrum.shape[3:])
     flat = spectrum.reshape(p.groups, p.out_per_group, p.in_per_group, n_freq)
     return backend.xp.ascontiguousarray(flat.transpose(0, 3, 2, 1))
