@@ -384,15 +384,17 @@ def test_1d_lines_in_valid_mode_compute_only_the_outputs_they_keep(length, taps,
     monkeypatch.setattr(direct, "_form", lambda problem, backend, rates: ("rows", 0))
     monkeypatch.setattr(np, "correlate", counted)
     assert_matches(ac.correlate(x, k, "valid", "direct"), ref, dtype=dtype)
-    pieces = -(-taps // _rows.MAX_TAPS) if _rows.splits(taps) else 1
+    problem = ac.plan_correlate(k, x.shape, "valid", method="direct")._spec.problem
+    pieces = -(-taps // _rows.MAX_TAPS) if _rows.splits(problem) else 1
     assert len(computed) == pieces and sum(computed) == pieces * ref.size
 
 
-@pytest.mark.parametrize("taps", [12, 15, 22, 31, 33, 34])
+@pytest.mark.parametrize("split", [True, False])
+@pytest.mark.parametrize("taps", [12, 15, 22, 31, 33, 34, 100])
 @pytest.mark.parametrize("length", [1, 12, 40, 257])
-def test_1d_line_windows_of_split_rows_match_numpy(length, taps, rng):
-    # Rows of 12-33 taps run in pieces of at most 11 where no zeros are needed, 'full' at
-    # the ends: every window of output samples of a 'full' correlation, as numpy computes it.
+def test_1d_line_windows_of_split_rows_match_numpy(length, taps, split, rng):
+    # Long rows run in pieces of at most 11 over a zero-padded copy where zeros are needed,
+    # or whole: every window of output samples of a 'full' correlation, as numpy computes it.
     from arrayconv._methods import _rows
 
     x, w = random(rng, (length,), "float64"), random(rng, (taps,), "float64")
@@ -401,7 +403,7 @@ def test_1d_line_windows_of_split_rows_match_numpy(length, taps, rng):
         for r1 in range(r0 + 1, full.size + 1, max(1, full.size // 5)):
             s0, s1 = max(0, r0 - taps + 1), min(length, r1)
             window = (s0, s1, r0 - s0)  # line_window with the padding of 'full'
-            got = _rows.correlate_window(x, w, window, r1 - r0)
+            got = _rows.correlate_window(x, w, window, r1 - r0, split)
             assert_matches(got, full[r0:r1], dtype="float64")
 
 

@@ -1,6 +1,7 @@
 """correlate/convolve against scipy.signal in float64, every method, mode and dtype."""
 
 import itertools
+import time
 
 import numpy as np
 import pytest
@@ -285,6 +286,51 @@ def test_1d_rows_of_12_to_33_taps_are_priced_as_their_pieces(n, k, dtype, form):
 
     kernel = ac.plan_correlate(np.ones(k, dtype), (n,), "same", method="direct")._kernel
     assert isinstance(kernel, _rows.RowKernels if form == "lines" else _banded.BandedTaps)
+
+
+@pytest.mark.parametrize(
+    ("n", "k", "extra_ns", "split"),
+    [
+        (1000, 33, 0.0, True),  # up to 33 taps, always (12-31 taps: 2-3.5x faster)
+        (1000, 34, 0.0, False),  # fast dot: 5.9 ns a sample whole, 9.8 in four pieces (calls)
+        (10000, 45, 0.0, False),  # 9.4 whole, 7.5 in pieces: priced even, kept whole
+        (1000, 34, 22.0, True),  # slow dot: 28.7 whole, 9.8 in pieces
+        (3000, 63, 22.0, True),  # 52 us in pieces against 116 whole ('same', plain calls)
+        (300, 127, 22.0, False),  # twelve pieces' calls on 300 samples cost more
+    ],
+)
+def test_1d_rows_past_33_taps_are_split_where_the_pieces_beat_this_machines_dot(n, k, extra_ns, split, monkeypatch):
+    """numpy.correlate's dot product per output sample (past 11 taps) took 28-34 ns with
+    OpenBLAS's float64 ddot on the AVX-512 host of 2026-11-25 under
+    OPENBLAS_CORETYPE=Haswell, 6-13 without it: the process measures its fixed cost, and
+    lines sum a long row in pieces of 11 taps where that is priced faster (times: float64,
+    2-core CI machine)."""
+    from arrayconv import _rates
+    from arrayconv._methods import _rows
+
+    ac.clear_caches()
+    monkeypatch.setattr(_rates, "measure_dot_extra_ns", lambda itemsize: extra_ns)
+    try:
+        problem = ac.plan_correlate(np.ones(k), (n,), "same", method="direct")._spec.problem
+        assert _rows.splits(problem) == split
+    finally:
+        ac.clear_caches()  # no choice made with this dot's cost outlives the test
+
+
+def test_the_dot_product_probe_measures_this_machine_once_per_dtype(monkeypatch):
+    """The probe times numpy.correlate's dot product itself (nothing below the reference's
+    cost), and its result is cached per itemsize until the caches are cleared."""
+    from arrayconv import _rates
+
+    monkeypatch.undo()  # the real probe, not the tests' reference speed
+    _rates._dot_extras.clear()
+    for itemsize in (4, 8):
+        extra = _rates.dot_extra_ns(itemsize)
+        assert 0.0 <= extra < 500 and _rates.dot_extra_ns(itemsize) == extra
+    assert _rates._dot_extras.info().size == 2
+    monkeypatch.setattr(np, "correlate", lambda *a: time.sleep(1e-4))  # 49 ns a sample: slow
+    assert _rates.measure_dot_extra_ns(8) > 30
+    _rates._dot_extras.clear()
 
 
 def test_batches_of_1d_signals_price_each_lines_transform_by_its_own_bytes():

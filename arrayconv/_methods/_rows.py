@@ -10,9 +10,11 @@ a plan on 64x64 float32 with 7x7 ran 119 against 240 us by taps, 512x512 float64
 2.9 against 7.4 ms (bench/results/direct-rows-2026-11-23.md). Rows of 2-3 taps on float32
 images from 128x128 stay faster as taps; the cost model picks the form.
 
-Longer rows go to a dot product per output sample (10-35 ns each), so on images this form
-takes rows of up to :data:`MAX_TAPS` taps only. On 1-D lines, rows of 12 to
-:data:`SPLIT_TAPS` taps are summed in pieces of at most :data:`MAX_TAPS` (:func:`split_valid`).
+Longer rows go to a dot product per output sample (6-35 ns each), so on images this form
+takes rows of up to :data:`MAX_TAPS` taps only. On 1-D lines, longer rows are summed in
+pieces of at most :data:`MAX_TAPS` (:func:`split_valid`): rows of up to :data:`SPLIT_TAPS`
+taps always, longer ones where that is priced faster than the dot product, whose fixed
+cost this process measures (:func:`.dot_extra_ns`).
 
 1-D signals skip the padded copy (:func:`reads_lines`): ``numpy.correlate``'s 'full' mode
 supplies the zeros past each end, and each piece of a line goes straight from its result
@@ -32,7 +34,7 @@ import numpy as np
 
 from .._backend import NUMPY, Array, Backend
 from .._problem import Problem
-from .._rates import Rates
+from .._rates import Rates, dot_extra_ns
 from .._scratch import scratch
 from .._threads import run_parallel
 from . import output
@@ -40,11 +42,10 @@ from ._taps import Chunk, Layout
 
 # numpy's small_correlate handles kernels of up to this many taps.
 MAX_TAPS = 11
-# 1-D lines split rows of up to this many taps into pieces of MAX_TAPS (:func:`split_valid`):
-# 12-31 taps ran 2-3.5x faster so on 10**3-10**5 samples (numpy.correlate alone). (31 float64
-# taps on 10**5 samples ran even only while freed memory went back to the system: the
-# pieces' results then fault their pages in, 8.4 ns a sample against 4.4 with
-# :func:`.keep_freed_memory`, which plans set.)
+# 1-D lines always split rows of up to this many taps into pieces of MAX_TAPS
+# (:func:`split_valid`): 12-31 taps ran 2-3.5x faster so on 10**3-10**5 samples
+# (numpy.correlate alone). Longer rows are split where the pieces are priced faster than
+# this machine's dot product (:func:`_line_ns`).
 SPLIT_TAPS = 33
 # Its time per output sample (ns) for 1 to 11 taps, float32 and float64 alike within
 # 0.3 ns (numpy 2.4, this 2-core machine: 10**5 samples).
@@ -59,6 +60,9 @@ _NS_PER_SAMPLE = (0.5, 0.7, 1.1, 0.9, 1.1, 1.3, 1.5, 1.8, 2.0, 2.3, 3.4)
 # faster form (or one within 1.1x) on 97-100% of them, worst 1.53 (the old rule: 84-88%,
 # worst 3.6) (bench/results/direct-1d-long-kernels-2026-11-24.md).
 _DOT_NS_OFFSET, _DOT_NS_PER_BYTE = 10.0, 0.015
+# This process's :func:`.dot_extra_ns` is added to the offset: with OpenBLAS's float64 dot
+# 20-26 ns over the reference's fixed cost, lines of 34-127 taps ran 1.1-2.8x faster in
+# pieces (bench/results/dot-probe-2026-11-25.md).
 # Adds of each row's result into the sum ran at about this multiple of the stream rate
 # (cache-sized chunks), as the taps' multiply-adds.
 _CACHE_SPEEDUP = 6
@@ -81,8 +85,11 @@ _LINE_WEIGHT, _LINE_STORE_PASSES = 1.0, 0.67
 # (10**2.5-10**5.5 samples, batches of 1-32, 12-33 taps, every mode, float32 and float64)
 # with direct's two forms timed as plans, and checked on 200 more: the faster form or one
 # within 1.2x on 97.5% of those (pricing the rows as one dot product per sample: 93.4%)
-# (bench/results/split-rows-priced-2026-11-25.md).
-_SPLIT_WEIGHT, _SPLIT_ADD_NS = 1.15, 0.4
+# (bench/results/split-rows-priced-2026-11-25.md). Past SPLIT_TAPS, each further piece is
+# also charged its call (slice, correlate, add: about 1 us), which decides short lines
+# (10**3 float64 samples with 34 taps, fast dot: 5.9 ns a sample whole, 9.8 in pieces;
+# 10**4: 5.9 and 5.7).
+_SPLIT_WEIGHT, _SPLIT_ADD_NS, _PIECE_CALL_NS = 1.15, 0.4, 1500.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,10 +102,13 @@ class RowKernels:
         ``(G, Og, R, K)``: row ``r`` of filter ``o`` of group ``g``, contiguous.
     starts : tuple of int
         Flat offset in the wide padded grid of each row's first tap.
+    split : bool
+        Whether 1-D lines sum the row in pieces (:func:`splits`).
     """
 
     rows: Array
     starts: tuple[int, ...]
+    split: bool
 
 
 def takes(problem: Problem, backend: Backend) -> bool:
@@ -117,11 +127,12 @@ def takes(problem: Problem, backend: Backend) -> bool:
 
 
 def prepare(w: Array, problem: Problem, lay: Layout) -> RowKernels:
-    """`w` ``(G*Og, 1, *kernel)`` as rows, with where each row starts."""
+    """`w` ``(G*Og, 1, *kernel)`` as rows, with where each row starts, and whether 1-D
+    lines sum them in pieces."""
     p = problem
     width = p.kernel[-1]
     rows = np.ascontiguousarray(w.reshape(p.groups, p.out_per_group, -1, width))
-    return RowKernels(rows, tuple(lay.offsets[::width]))
+    return RowKernels(rows, tuple(lay.offsets[::width]), reads_lines(p) and splits(p))
 
 
 def accumulate(padded: Array, kernels: RowKernels, lay: Layout, chunk: Chunk, backend: Backend) -> Array:
@@ -181,7 +192,7 @@ def _cutting_pays(problem: Problem, per_piece: int, workers: int, rates: Rates) 
     time cut up (bench/results/one-line-calls-2026-11-23.md)."""
     p = problem
     length = p.out_spatial[0]
-    loop = length * _ns_per_sample(p.kernel[-1], p.dtype.itemsize, splits(p.kernel[-1])) * 1e-9
+    loop = length * _line_ns(p)[0] * 1e-9
     threads = min(workers, -(-length // per_piece))
     return loop / threads + _LINE_STORE_PASSES * length * p.dtype.itemsize / rates.stream_bytes < loop
 
@@ -197,12 +208,12 @@ def line_window(problem: Problem, r0: int, r1: int) -> tuple[int, int, int]:
     return s0, s1, r0 - lo - s0 + width - 1
 
 
-def correlate_window(signal: Array, row: Array, window: tuple[int, int, int], length: int) -> Array:
+def correlate_window(signal: Array, row: Array, window: tuple[int, int, int], length: int, split: bool) -> Array:
     """`length` output samples of a 1-D line from its :func:`line_window`: one
     ``numpy.correlate`` of the window's input samples with the kernel row, 'valid' where
     the window needs no zeros (its 'full' correlation would also compute the ``K - 1``
     partial overlaps at each end: 2213 samples with 2213 taps took 255 us, not 0.5), else
-    'full', cropped. Rows of 12 to :data:`SPLIT_TAPS` taps run :func:`split_valid`, over a
+    'full', cropped. With `split` (:func:`splits`) the row runs :func:`split_valid`, over a
     copy of the stretch between the zeros it needs (a 'full' call per end, the pieces
     between them and three stores took longer: 10**3 float64 samples with 15 taps, 'same',
     9.6 against 6.9 us; 6 * 10**4 153 against 146)."""
@@ -210,8 +221,8 @@ def correlate_window(signal: Array, row: Array, window: tuple[int, int, int], le
     width = row.shape[-1]
     stretch = signal[s0:s1]
     if first == width - 1 and s1 - s0 == length + width - 1:
-        return split_valid(stretch, row)
-    if not splits(width):
+        return split_valid(stretch, row) if split else np.correlate(stretch, row, "valid")
+    if not split:
         return np.correlate(stretch, row, "full")[first : first + length]
     padded = np.zeros(length + width - 1, np.result_type(stretch, row))
     shift = first - width + 1  # padded[i] is stretch[i + shift], or a zero past its ends
@@ -220,19 +231,18 @@ def correlate_window(signal: Array, row: Array, window: tuple[int, int, int], le
     return split_valid(padded, row)
 
 
-def splits(width: int) -> bool:
-    """Whether 1-D lines sum a row of `width` taps in pieces (:func:`split_valid`)."""
-    return MAX_TAPS < width <= SPLIT_TAPS
+def splits(problem: Problem) -> bool:
+    """Whether the 1-D lines of `problem` sum their row in pieces (:func:`split_valid`):
+    where that is priced faster than a dot product per output sample (:func:`_line_ns`)."""
+    return _line_ns(problem)[1]
 
 
 def split_valid(stretch: Array, row: Array) -> Array:
-    """``numpy.correlate(stretch, row, 'valid')``; a row of 12 to :data:`SPLIT_TAPS` taps as
-    pieces of at most :data:`MAX_TAPS`, each summed by numpy's unrolled loop, which ran 2-3x
-    faster than one dot product per output sample (10**4 float64 samples with 15 taps:
-    24 us against 81; ``scipy.ndimage.correlate1d`` 44)."""
+    """``numpy.correlate(stretch, row, 'valid')`` as pieces of at most :data:`MAX_TAPS`
+    taps, each summed by numpy's unrolled loop, which ran 2-3x faster than one dot product
+    per output sample for rows of 12-33 taps (10**4 float64 samples with 15 taps: 24 us
+    against 81; ``scipy.ndimage.correlate1d`` 44)."""
     width = row.shape[-1]
-    if not splits(width):
-        return np.correlate(stretch, row, "valid")
     count = stretch.shape[-1] - width + 1
     total = None
     for start in _piece_starts(width):
@@ -275,10 +285,10 @@ def run_lines(x: Array, kernels: RowKernels, problem: Problem, out: Array | None
     p = problem
     n, width = p.spatial[0], p.kernel[-1]
     signals = x.reshape(p.batch * p.groups, n)
-    rows = kernels.rows.reshape(p.groups, p.out_per_group, width)
+    rows, split = kernels.rows.reshape(p.groups, p.out_per_group, width), kernels.split
 
     def correlation(line: int, o: int, r0: int, r1: int) -> Array:
-        return correlate_window(signals[line], rows[line % p.groups, o], line_window(p, r0, r1), r1 - r0)
+        return correlate_window(signals[line], rows[line % p.groups, o], line_window(p, r0, r1), r1 - r0, split)
 
     pieces = line_pieces(p, target_bytes, workers, rates)
     if out is None and _is_one_call(p, pieces):
@@ -296,19 +306,42 @@ def run_lines(x: Array, kernels: RowKernels, problem: Problem, out: Array | None
     return out
 
 
-def _ns_per_sample(taps: float, itemsize: int, split: bool = False) -> float:
-    """``numpy.correlate``'s time per output sample (ns) with `taps` taps meeting the
-    signal: its unrolled loop up to :data:`MAX_TAPS`; with `split` (a line's row summed
-    in pieces, :func:`split_valid`), each piece's loop and its add; else one dot product
-    per output sample, a fixed part and the taps' bytes."""
+def _loop_ns(taps: float) -> float:
+    """``numpy.correlate``'s time per output sample (ns) in its unrolled loop, for up to
+    :data:`MAX_TAPS` taps meeting the signal."""
+    return _NS_PER_SAMPLE[max(1, round(taps)) - 1]
+
+
+def _dot_ns(taps: float, itemsize: int) -> float:
+    """``numpy.correlate``'s time per output sample (ns) past :data:`MAX_TAPS` taps: one
+    dot product, a fixed part (with what this process's dot takes over the reference's,
+    :func:`.dot_extra_ns`) and the taps' bytes."""
+    return _DOT_NS_OFFSET + dot_extra_ns(itemsize) + _DOT_NS_PER_BYTE * taps * itemsize
+
+
+def _split_ns(width: int) -> float:
+    """Time per output sample (ns) of a row of `width` taps summed in pieces
+    (:func:`split_valid`): each piece's loop and each further piece's add."""
+    starts = _piece_starts(width)
+    loops = sum(_loop_ns(min(MAX_TAPS, width - start)) for start in starts)
+    return _SPLIT_WEIGHT * loops + _SPLIT_ADD_NS * (len(starts) - 1)
+
+
+def _line_ns(problem: Problem) -> tuple[float, bool]:
+    """Time per output sample (ns) of a 1-D line of `problem` with its row, and whether
+    the row is summed in pieces: the unrolled loop where the taps meeting the signal
+    (:func:`_taps_met`) are few enough; rows of up to :data:`SPLIT_TAPS` taps in pieces;
+    longer ones as the cheaper of the pieces (with their calls, over the line's output
+    samples) and the dot product."""
+    p = problem
+    taps, width, length = _taps_met(p), p.kernel[-1], p.out_spatial[0]
+    if width <= SPLIT_TAPS:
+        return (_loop_ns(taps) if taps <= MAX_TAPS else _split_ns(round(taps))), width > MAX_TAPS
     if taps <= MAX_TAPS:
-        return _NS_PER_SAMPLE[max(1, round(taps)) - 1]
-    if split:
-        width = round(taps)
-        starts = _piece_starts(width)
-        loops = sum(_NS_PER_SAMPLE[min(MAX_TAPS, width - start) - 1] for start in starts)
-        return _SPLIT_WEIGHT * loops + _SPLIT_ADD_NS * (len(starts) - 1)
-    return _DOT_NS_OFFSET + _DOT_NS_PER_BYTE * taps * itemsize
+        return _loop_ns(taps), False
+    pieces = _split_ns(width) + (len(_piece_starts(width)) - 1) * _PIECE_CALL_NS / length
+    whole = _dot_ns(taps, p.dtype.itemsize)
+    return (pieces, True) if pieces < whole else (whole, False)
 
 
 def _taps_met(problem: Problem) -> float:
@@ -340,7 +373,7 @@ def seconds(problem: Problem, samples: int, runs: int, threads: int, rates: Rate
     p = problem
     n_rows = math.prod(p.kernel[:-1])
     products = samples * p.out_per_group * n_rows
-    dots = products * _ns_per_sample(p.kernel[-1], p.dtype.itemsize) * 1e-9
+    dots = products * _loop_ns(p.kernel[-1]) * 1e-9
     adds = products * 3 * p.dtype.itemsize / (_CACHE_SPEEDUP * rates.stream_bytes)
     calls = 2 * n_rows * p.out_per_group * runs
     return _WEIGHT * (dots + adds) / threads + calls * rates.call_seconds
@@ -352,7 +385,7 @@ def line_seconds(problem: Problem, runs: int, threads: int, rates: Rates) -> flo
     filter, and the store of its result."""
     p = problem
     products = p.batch * p.groups * p.out_per_group * p.out_spatial[0]
-    dots = products * _ns_per_sample(_taps_met(p), p.dtype.itemsize, splits(p.kernel[-1])) * 1e-9
+    dots = products * _line_ns(p)[0] * 1e-9
     stored = products * p.dtype.itemsize / rates.stream_bytes
     calls = runs * p.out_per_group
     return (_LINE_WEIGHT * dots + _LINE_STORE_PASSES * stored) / threads + calls * rates.call_seconds

@@ -169,8 +169,8 @@ def unplanned(kernel: Kernel, problem: Problem) -> Callable[[Array, Array], Arra
         return kernel.runner.run
     lines = isinstance(kernel, _rows.RowKernels) and _rows.reads_lines(problem)
     if lines and _rows.one_call(problem, _ROWS_CHUNK_BYTES, _config.workers(), rates_for(NUMPY)):
-        window, length = _rows.line_window(problem, 0, problem.out_spatial[0]), problem.out_spatial[0]
-        return lambda x, w: _rows.correlate_window(x.reshape(-1), w.reshape(-1), window, length)
+        window, length, split = _rows.line_window(problem, 0, problem.out_spatial[0]), problem.out_spatial[0], kernel.split
+        return lambda x, w: _rows.correlate_window(x.reshape(-1), w.reshape(-1), window, length, split)
     return None
 
 
