@@ -306,13 +306,19 @@ def test_1d_rows_past_33_taps_are_split_where_the_pieces_beat_this_machines_dot(
     lines sum a long row in pieces of 11 taps where that is priced faster (times: float64,
     2-core CI machine)."""
     from arrayconv import _rates
-    from arrayconv._methods import _rows
+    from arrayconv._methods import _rows, direct
 
     ac.clear_caches()
     monkeypatch.setattr(_rates, "measure_dot_extra_ns", lambda itemsize: extra_ns)
+    monkeypatch.setattr(direct, "_form", lambda problem, backend, rates: ("rows", 0))  # lines, not banded
+    rng = np.random.default_rng(n + k)
+    x, w = random(rng, (n,), "float64"), random(rng, (k,), "float64")
     try:
-        problem = ac.plan_correlate(np.ones(k), (n,), "same", method="direct")._spec.problem
-        assert _rows.splits(problem) == split
+        plan = ac.plan_correlate(w, (n,), "same", method="direct")
+        assert _rows.splits(plan._spec.problem) == split and plan._kernel.split == split
+        for mode in MODES:  # the result, split or whole, is SciPy's
+            got = ac.correlate(x, w, mode, "direct")
+            assert_matches(got, reference_correlate(x, w, mode), dtype="float64")
     finally:
         ac.clear_caches()  # no choice made with this dot's cost outlives the test
 
