@@ -322,6 +322,26 @@ def test_direct_row_form(x_shape, w_shape, options, chunk_bytes, dtype, circular
     assert_matches(plan(x), _expected(plan, x, w, options, circular), dtype=dtype)
 
 
+@pytest.mark.parametrize("groups", [1, 2])
+@pytest.mark.parametrize("taps", [4, 16, 40])
+@pytest.mark.parametrize("padding", [0, "same", 3])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_batched_1d_lines_with_one_kernel_run_as_one_wide_line(groups, taps, padding, dtype, rng, monkeypatch):
+    # A piece of whole lines that share one kernel (one group) is one numpy.correlate over
+    # the lines laid end to end, each with its padding ('same' with even kernels: uneven),
+    # not one call per line (15 float32 lines of 324 samples with 16 taps: 17 us against
+    # 46); each filter of a bank its own call. Lines of two groups run one by one.
+    from arrayconv._methods import _rows, direct
+
+    x, w = random(rng, (6, groups, 50), dtype), random(rng, (3 * groups, 1, taps), dtype)
+    wide, wide_lines = [], _rows.wide_lines
+    monkeypatch.setattr(direct, "_form", lambda problem, backend, rates: ("rows", 0))
+    monkeypatch.setattr(_rows, "wide_lines", lambda *a: wide.append(a[0].shape) or wide_lines(*a))
+    got = ac.conv(x, w, padding=padding, groups=groups, method="direct")
+    assert_matches(got, reference_conv(x, w, padding=padding, groups=groups), dtype=dtype)
+    assert wide == ([(6, 50)] * 3 if groups == 1 else []), wide
+
+
 @settings(max_examples=examples(40), deadline=None)
 @given(
     length=st.integers(1, 80),

@@ -275,7 +275,8 @@ def _is_one_call(problem: Problem, pieces: list[tuple[int, int, int, int]]) -> b
 def run_lines(x: Array, kernels: RowKernels, problem: Problem, out: Array | None, target_bytes: int, workers: int, rates: Rates) -> Array:
     """The 1-D `problem` on `x` ``(B, G, 1, n)``, unpadded, in `out` ``(B, G, Og, n_out)``
     (the caller reshapes the result to ``problem.y_shape``):
-    each piece of output samples is one ``numpy.correlate`` of its :func:`line_window`.
+    each piece of output samples is one ``numpy.correlate`` of its :func:`line_window`, and
+    a piece of whole lines with one kernel one call over them all (:func:`wide_lines`).
 
     Without `out`, a problem of one call returns that call's result (a view, no copy), as
     SciPy does: a second buffer of the output's size, allocated and freed on every call,
@@ -298,12 +299,45 @@ def run_lines(x: Array, kernels: RowKernels, problem: Problem, out: Array | None
 
     def job(piece: tuple[int, int, int, int]) -> None:
         l0, l1, r0, r1 = piece
+        if _is_wide(p, piece):
+            for o in range(p.out_per_group):
+                results[l0:l1, o] = wide_lines(signals[l0:l1], rows[0, o], p, split)
+            return
         for line in range(l0, l1):
             for o in range(p.out_per_group):
                 results[line, o, r0:r1] = correlation(line, o, r0, r1)
 
     run_parallel(pieces, job, workers)
     return out
+
+
+def _is_wide(problem: Problem, piece: tuple[int, int, int, int]) -> bool:
+    """Whether `piece` of :func:`line_pieces` runs as :func:`wide_lines`: several whole
+    lines, all with the same kernel (one group)."""
+    l0, l1, _, _ = piece
+    return l1 - l0 > 1 and problem.groups == 1
+
+
+def wide_lines(lines: Array, row: Array, problem: Problem, split: bool) -> Array:
+    """The outputs ``(m, n_out)`` of `m` whole `lines` with one kernel `row`, from one
+    ``numpy.correlate`` (or :func:`split_valid`) over the lines laid end to end, each with
+    its zero padding: line ``b``'s outputs start at ``b * L`` (``L`` a padded line's
+    length), and the ``K - 1`` outputs between lines are computed and dropped. One call
+    instead of one per line: 15 float32 lines of 324 samples with 16 taps ('same') took
+    17 us against 46 (``scipy.ndimage.correlate1d`` 26), 64 of 300 with 5 taps 18 against
+    57 (ndimage 38)."""
+    p = problem
+    m, n = lines.shape
+    lo, hi, count = p.pad_lo[0], p.pad_hi[0], p.out_spatial[0]
+    if lo or hi:
+        padded = np.zeros((m, lo + n + hi), lines.dtype)
+        padded[:, lo : lo + n] = lines
+    else:
+        padded = np.ascontiguousarray(lines)
+    flat = padded.reshape(-1)
+    result = split_valid(flat, row) if split else np.correlate(flat, row, "valid")
+    step = padded.shape[1] * result.itemsize  # a view of line b's outputs, at b * L
+    return np.ndarray((m, count), result.dtype, buffer=result, strides=(step, result.itemsize))
 
 
 def _loop_ns(taps: float) -> float:
@@ -379,13 +413,20 @@ def seconds(problem: Problem, samples: int, runs: int, threads: int, rates: Rate
     return _WEIGHT * (dots + adds) / threads + calls * rates.call_seconds
 
 
-def line_seconds(problem: Problem, runs: int, threads: int, rates: Rates) -> float:
-    """Estimated time of :func:`run_lines` in `runs` pieces of lines (each line of each
-    piece one call per filter) on `threads` threads: the loop per output sample and
-    filter, and the store of its result."""
+def line_seconds(problem: Problem, pieces: list[tuple[int, int, int, int]], threads: int, rates: Rates) -> float:
+    """Estimated time of :func:`run_lines` in `pieces` on `threads` threads: the loop per
+    output sample and filter, the store of its result, and a call per line and filter of a
+    piece (per filter for a piece of :func:`wide_lines`, which also computes the ``K - 1``
+    samples between lines and copies its input into their padding)."""
     p = problem
-    products = p.batch * p.groups * p.out_per_group * p.out_spatial[0]
-    dots = products * _line_ns(p)[0] * 1e-9
-    stored = products * p.dtype.itemsize / rates.stream_bytes
-    calls = runs * p.out_per_group
+    lines, count = p.batch * p.groups, p.out_spatial[0]
+    products = computed = lines * p.out_per_group * count
+    copied = 0
+    if any(_is_wide(p, piece) for piece in pieces):
+        padded = p.spatial[0] + p.pad_lo[0] + p.pad_hi[0]
+        computed = products * padded // count
+        copied = lines * padded if padded > p.spatial[0] else 0
+    dots = computed * _line_ns(p)[0] * 1e-9
+    stored = (products + copied) * p.dtype.itemsize / rates.stream_bytes
+    calls = sum(1 if _is_wide(p, piece) else piece[1] - piece[0] for piece in pieces) * p.out_per_group
     return (_LINE_WEIGHT * dots + _LINE_STORE_PASSES * stored) / threads + calls * rates.call_seconds

@@ -267,8 +267,7 @@ def _rows_cost(problem: Problem, backend: Backend, rates: Rates, workers: int) -
     p = problem
     if _rows.reads_lines(p):
         pieces = _rows.line_pieces(p, _ROWS_CHUNK_BYTES, workers, rates)
-        runs = sum(l1 - l0 for l0, l1, _, _ in pieces)
-        seconds = _rows.line_seconds(p, runs, min(workers, len(pieces)), rates)
+        seconds = _rows.line_seconds(p, pieces, min(workers, len(pieces)), rates)
         return Cost(seconds, workers * _ROWS_CHUNK_BYTES)
     chunks = layout(p).chunks(_bytes_per_sample(p), _ROWS_CHUNK_BYTES)
     runs = p.groups * sum(c.b1 - c.b0 for c in chunks)
