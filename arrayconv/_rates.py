@@ -95,7 +95,7 @@ _loaded = LRUCache("rates", maxsize=8)
 # size, and the model adds what it takes over the host's it was fitted on
 # (:func:`dot_extra_ns`).
 _REFERENCE_DOT_NS = 6.0
-_DOT_NS_PER_BYTE = 0.011
+_REFERENCE_DOT_NS_PER_BYTE = 0.011
 _DOT_PROBE_SAMPLES, _DOT_PROBE_TAPS = 2048, 32
 _dot_extras = LRUCache("dot_extra_ns", maxsize=4)
 
@@ -268,5 +268,5 @@ def measure_dot_extra_ns(itemsize: int) -> float:
     signal = np.linspace(-1.0, 1.0, _DOT_PROBE_SAMPLES + _DOT_PROBE_TAPS - 1, dtype=dtype)
     taps = np.linspace(0.5, 1.5, _DOT_PROBE_TAPS, dtype=dtype)
     best = _best(lambda: np.correlate(signal, taps, "valid"), lambda: None, repeats=5)
-    fixed_ns = best / _DOT_PROBE_SAMPLES * 1e9 - _DOT_NS_PER_BYTE * _DOT_PROBE_TAPS * itemsize
+    fixed_ns = best / _DOT_PROBE_SAMPLES * 1e9 - _REFERENCE_DOT_NS_PER_BYTE * _DOT_PROBE_TAPS * itemsize
     return max(0.0, fixed_ns - _REFERENCE_DOT_NS)

@@ -233,7 +233,8 @@ def correlate_window(signal: Array, row: Array, window: tuple[int, int, int], le
 
 def splits(problem: Problem) -> bool:
     """Whether the 1-D lines of `problem` sum their row in pieces (:func:`split_valid`):
-    where that is priced faster than a dot product per output sample (:func:`_line_ns`)."""
+    rows of 12 to :data:`SPLIT_TAPS` taps always, longer ones where the pieces are priced
+    faster than a dot product per output sample (:func:`_line_ns`)."""
     return _line_ns(problem)[1]
 
 
@@ -420,13 +421,14 @@ def line_seconds(problem: Problem, pieces: list[tuple[int, int, int, int]], thre
     samples between lines and copies its input into their padding)."""
     p = problem
     lines, count = p.batch * p.groups, p.out_spatial[0]
+    wide = [_is_wide(p, piece) for piece in pieces]
     products = computed = lines * p.out_per_group * count
     copied = 0
-    if any(_is_wide(p, piece) for piece in pieces):
+    if any(wide):
         padded = p.spatial[0] + p.pad_lo[0] + p.pad_hi[0]
         computed = products * padded // count
         copied = lines * padded if padded > p.spatial[0] else 0
     dots = computed * _line_ns(p)[0] * 1e-9
     stored = (products + copied) * p.dtype.itemsize / rates.stream_bytes
-    calls = sum(1 if _is_wide(p, piece) else piece[1] - piece[0] for piece in pieces) * p.out_per_group
+    calls = sum(1 if one else l1 - l0 for one, (l0, l1, _, _) in zip(wide, pieces)) * p.out_per_group
     return (_LINE_WEIGHT * dots + _LINE_STORE_PASSES * stored) / threads + calls * rates.call_seconds
