@@ -87,17 +87,20 @@ DEFAULT_GPU_RATES = Rates(gemm_flops=23e12, stream_bytes=2.0e12, fft_flops=2.2e1
 
 _loaded = LRUCache("rates", maxsize=8)
 # numpy.correlate past 11 taps makes one BLAS dot product per output sample, whose fixed
-# cost depends on the BLAS build and its setup more than any rate above: on the AVX-512
-# host of 2026-11-25 with OPENBLAS_CORETYPE=Haswell, float64's ddot took 28-34 ns per
-# sample at 12-127 taps, 6-13 without it; float32's sdot 5-16 either way. The direct
-# method's 1-D lines sum such rows in pieces of 11 taps where that is priced faster, so
-# this process measures the dot's fixed cost at its first such choice, once per dtype
-# size, and the model adds what it takes over the host's it was fitted on
-# (:func:`dot_extra_ns`).
+# cost depends on the BLAS build, its setup and the host's state more than any rate
+# above: on the AVX-512 host of 2026-11-25 with OPENBLAS_CORETYPE=Haswell, float64's ddot
+# took 28-34 ns per sample at 12-127 taps in some processes, 6-13 in others (and without
+# the variable); float32's sdot 5-16. The direct method's 1-D lines sum such rows in
+# pieces of 11 taps where that is priced faster, so this process measures the dot at its
+# first such choice, and the model adds what it takes over the host's it was fitted on
+# (:func:`dot_extra_ns`). OpenBLAS sums 128 bytes at a time and the taps past the last
+# such block one by one: float32 rows of 24-31 taps took 9.8-11.9 ns a sample, 32-40 taps
+# 6.3-7.5, 56-63 taps 11.5-14.2. So the probe times the row's own taps, up to
+# _DOT_PROBE_MAX_TAPS (where the rest is a small share of the dot), and 32 taps past that.
 _REFERENCE_DOT_NS = 6.0
 _REFERENCE_DOT_NS_PER_BYTE = 0.011
-_DOT_PROBE_SAMPLES, _DOT_PROBE_TAPS = 2048, 32
-_dot_extras = LRUCache("dot_extra_ns", maxsize=4)
+_DOT_PROBE_SAMPLES, _DOT_PROBE_TAPS, _DOT_PROBE_MIN_TAPS, _DOT_PROBE_MAX_TAPS = 2048, 32, 12, 128
+_dot_extras = LRUCache("dot_extra_ns", maxsize=256)
 
 
 def cache_dir() -> Path:
@@ -252,21 +255,23 @@ def _best(fn: Callable[[], object], sync: Callable[[], None], repeats: int = 7) 
     return min(times)
 
 
-def dot_extra_ns(itemsize: int) -> float:
-    """Nanoseconds by which the fixed cost of numpy's dot product per output sample, for
-    floats of `itemsize` bytes, exceeds that on the host the cost model was fitted on (0
-    where it does not), measured once per process (:func:`measure_dot_extra_ns`, under
-    1 ms)."""
-    return _dot_extras.get_or_make(itemsize, lambda: measure_dot_extra_ns(itemsize))
+def dot_extra_ns(itemsize: int, taps: int) -> float:
+    """Nanoseconds by which numpy's dot product per output sample of `taps` taps (12 to
+    128; 32 past that), for floats of `itemsize` bytes, exceeds the reference model of
+    the host the cost model was fitted on (0 where it does not), measured once per process
+    and number of taps (:func:`measure_dot_extra_ns`, under 0.3 ms)."""
+    probe = min(max(taps, _DOT_PROBE_MIN_TAPS), _DOT_PROBE_MAX_TAPS)
+    probe = probe if probe == taps else _DOT_PROBE_TAPS
+    return _dot_extras.get_or_make((itemsize, probe), lambda: measure_dot_extra_ns(itemsize, probe))
 
 
-def measure_dot_extra_ns(itemsize: int) -> float:
-    """:func:`dot_extra_ns` measured now: ``numpy.correlate`` of 2048 samples with 32 taps
-    ('valid', one dot product per sample), best of 5, less the taps' bytes at the
+def measure_dot_extra_ns(itemsize: int, taps: int) -> float:
+    """:func:`dot_extra_ns` measured now: ``numpy.correlate`` of 2048 samples with `taps`
+    taps ('valid', one dot product per sample), best of 5, less the taps' bytes at the
     reference's rate and the reference's fixed 6 ns."""
     dtype = np.dtype(f"f{itemsize}")
-    signal = np.linspace(-1.0, 1.0, _DOT_PROBE_SAMPLES + _DOT_PROBE_TAPS - 1, dtype=dtype)
-    taps = np.linspace(0.5, 1.5, _DOT_PROBE_TAPS, dtype=dtype)
-    best = _best(lambda: np.correlate(signal, taps, "valid"), lambda: None, repeats=5)
-    fixed_ns = best / _DOT_PROBE_SAMPLES * 1e9 - _REFERENCE_DOT_NS_PER_BYTE * _DOT_PROBE_TAPS * itemsize
+    signal = np.linspace(-1.0, 1.0, _DOT_PROBE_SAMPLES + taps - 1, dtype=dtype)
+    kernel = np.linspace(0.5, 1.5, taps, dtype=dtype)
+    best = _best(lambda: np.correlate(signal, kernel, "valid"), lambda: None, repeats=5)
+    fixed_ns = best / _DOT_PROBE_SAMPLES * 1e9 - _REFERENCE_DOT_NS_PER_BYTE * taps * itemsize
     return max(0.0, fixed_ns - _REFERENCE_DOT_NS)

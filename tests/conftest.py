@@ -54,5 +54,5 @@ def reference_dot_speed(monkeypatch):
     the automatic choice do not depend on it. The probe itself has its own test."""
     from arrayconv import _rates
 
-    monkeypatch.setattr(_rates, "measure_dot_extra_ns", lambda itemsize: 0.0)
+    monkeypatch.setattr(_rates, "measure_dot_extra_ns", lambda itemsize, taps: 0.0)
     _rates._dot_extras.clear()

@@ -291,7 +291,10 @@ def test_1d_rows_of_12_to_33_taps_are_priced_as_their_pieces(n, k, dtype, form):
 @pytest.mark.parametrize(
     ("n", "k", "extra_ns", "split"),
     [
-        (1000, 33, 0.0, True),  # up to 33 taps, always (12-31 taps: 2-3.5x faster)
+        (10000, 14, 0.0, True),  # 2.5 ns a sample in pieces, 8.4 whole
+        (300, 14, 0.0, False),  # a second piece's call and the padded copy cost more
+        (1000, 33, 0.0, False),  # fast dot: 6.6 whole, 8.2 in three pieces
+        (1000, 33, 22.0, True),  # slow dot: 28 whole
         (1000, 34, 0.0, False),  # fast dot: 5.9 ns a sample whole, 9.8 in four pieces (calls)
         (10000, 45, 0.0, False),  # 9.4 whole, 7.5 in pieces: priced even, kept whole
         (1000, 34, 22.0, True),  # slow dot: 28.7 whole, 9.8 in pieces
@@ -299,17 +302,17 @@ def test_1d_rows_of_12_to_33_taps_are_priced_as_their_pieces(n, k, dtype, form):
         (300, 127, 22.0, False),  # twelve pieces' calls on 300 samples cost more
     ],
 )
-def test_1d_rows_past_33_taps_are_split_where_the_pieces_beat_this_machines_dot(n, k, extra_ns, split, monkeypatch):
+def test_1d_rows_past_11_taps_are_split_where_the_pieces_beat_this_machines_dot(n, k, extra_ns, split, monkeypatch):
     """numpy.correlate's dot product per output sample (past 11 taps) took 28-34 ns with
-    OpenBLAS's float64 ddot on the AVX-512 host of 2026-11-25 under
-    OPENBLAS_CORETYPE=Haswell, 6-13 without it: the process measures its fixed cost, and
-    lines sum a long row in pieces of 11 taps where that is priced faster (times: float64,
-    2-core CI machine)."""
+    OpenBLAS's float64 ddot on the AVX-512 host of 2026-11-25 at times, 6-13 at others:
+    the process measures its fixed cost, and lines sum a long row in pieces of 11 taps
+    where that, with each piece's call, is priced faster (times: float64, 2-core CI
+    machine, 'same')."""
     from arrayconv import _rates
     from arrayconv._methods import _rows, direct
 
     ac.clear_caches()
-    monkeypatch.setattr(_rates, "measure_dot_extra_ns", lambda itemsize: extra_ns)
+    monkeypatch.setattr(_rates, "measure_dot_extra_ns", lambda itemsize, taps: extra_ns)
     monkeypatch.setattr(direct, "_form", lambda problem, backend, rates: ("rows", 0))  # lines, not banded
     rng = np.random.default_rng(n + k)
     x, w = random(rng, (n,), "float64"), random(rng, (k,), "float64")
@@ -323,19 +326,39 @@ def test_1d_rows_past_33_taps_are_split_where_the_pieces_beat_this_machines_dot(
         ac.clear_caches()  # no choice made with this dot's cost outlives the test
 
 
-def test_the_dot_product_probe_measures_this_machine_once_per_dtype(monkeypatch):
+@pytest.mark.parametrize(("batch", "split"), [(1, False), (2, True), (16, True)])
+def test_lines_laid_end_to_end_pay_the_pieces_calls_once(batch, split, rng):
+    """A batch of lines with one kernel runs as one call over the lines laid end to end
+    (:func:`._rows.wide_lines`), so each further piece's call is paid once for them all:
+    2-16 float64 lines of 300 samples with 14 taps are summed in pieces, one line whole
+    (fast dot, as conftest pins it), and the result is SciPy's."""
+    from arrayconv._methods import _rows
+
+    x, w = random(rng, (batch, 300), "float64"), random(rng, (1, 14), "float64")
+    plan = ac.plan_correlate(w, x.shape, "same", method="direct")
+    assert isinstance(plan._kernel, _rows.RowKernels) and plan._kernel.split == split
+    assert_matches(plan(x), reference_correlate(x, w, "same"), dtype="float64")
+
+
+def test_the_dot_product_probe_measures_this_machine_once_per_dtype_and_taps(monkeypatch):
     """The probe times numpy.correlate's dot product itself (nothing below the reference's
-    cost), and its result is cached per itemsize until the caches are cleared."""
+    cost) at the row's taps (12-128; 32 past that), and its result is cached per itemsize
+    and taps until the caches are cleared."""
     from arrayconv import _rates
 
     monkeypatch.undo()  # the real probe, not the tests' reference speed
     _rates._dot_extras.clear()
+    timed = []
+    measure = _rates.measure_dot_extra_ns
+    monkeypatch.setattr(_rates, "measure_dot_extra_ns", lambda itemsize, taps: timed.append((itemsize, taps)) or measure(itemsize, taps))
     for itemsize in (4, 8):
-        extra = _rates.dot_extra_ns(itemsize)
-        assert 0.0 <= extra < 500 and _rates.dot_extra_ns(itemsize) == extra
-    assert _rates._dot_extras.info().size == 2
+        for taps in (12, 29, 128, 129, 4000):
+            extra = _rates.dot_extra_ns(itemsize, taps)
+            assert 0.0 <= extra < 500 and _rates.dot_extra_ns(itemsize, taps) == extra
+    assert timed == [(4, 12), (4, 29), (4, 128), (4, 32), (8, 12), (8, 29), (8, 128), (8, 32)]
+    assert _rates._dot_extras.info().size == 8
     monkeypatch.setattr(np, "correlate", lambda *a: time.sleep(1e-4))  # 49 ns a sample: slow
-    assert _rates.measure_dot_extra_ns(8) > 30
+    assert measure(8, 32) > 30
     _rates._dot_extras.clear()
 
 

@@ -12,9 +12,9 @@ images from 128x128 stay faster as taps; the cost model picks the form.
 
 Longer rows go to a dot product per output sample (6-35 ns each), so on images this form
 takes rows of up to :data:`MAX_TAPS` taps only. On 1-D lines, longer rows are summed in
-pieces of at most :data:`MAX_TAPS` (:func:`split_valid`): rows of up to :data:`SPLIT_TAPS`
-taps always, longer ones where that is priced faster than the dot product, whose fixed
-cost this process measures (:func:`.dot_extra_ns`).
+pieces of at most :data:`MAX_TAPS` (:func:`split_valid`) where that, with each piece's
+call, is priced faster than the dot product, whose fixed cost this process measures
+(:func:`.dot_extra_ns`).
 
 1-D signals skip the padded copy (:func:`reads_lines`): ``numpy.correlate``'s 'full' mode
 supplies the zeros past each end, and each piece of a line goes straight from its result
@@ -42,11 +42,6 @@ from ._taps import Chunk, Layout
 
 # numpy's small_correlate handles kernels of up to this many taps.
 MAX_TAPS = 11
-# 1-D lines always split rows of up to this many taps into pieces of MAX_TAPS
-# (:func:`split_valid`): 12-31 taps ran 2-3.5x faster so on 10**3-10**5 samples
-# (numpy.correlate alone). Longer rows are split where the pieces are priced faster than
-# this machine's dot product (:func:`_line_ns`).
-SPLIT_TAPS = 33
 # Its time per output sample (ns) for 1 to 11 taps, float32 and float64 alike within
 # 0.3 ns (numpy 2.4, this 2-core machine: 10**5 samples).
 _NS_PER_SAMPLE = (0.5, 0.7, 1.1, 0.9, 1.1, 1.3, 1.5, 1.8, 2.0, 2.3, 3.4)
@@ -60,9 +55,11 @@ _NS_PER_SAMPLE = (0.5, 0.7, 1.1, 0.9, 1.1, 1.3, 1.5, 1.8, 2.0, 2.3, 3.4)
 # faster form (or one within 1.1x) on 97-100% of them, worst 1.53 (the old rule: 84-88%,
 # worst 3.6) (bench/results/direct-1d-long-kernels-2026-11-24.md).
 _DOT_NS_OFFSET, _DOT_NS_PER_BYTE = 10.0, 0.015
-# This process's :func:`.dot_extra_ns` is added to the offset: with OpenBLAS's float64 dot
-# 20-26 ns over the reference's fixed cost, lines of 34-127 taps ran 1.1-2.8x faster in
-# pieces (bench/results/dot-probe-2026-11-25.md).
+# This process's :func:`.dot_extra_ns`, timed at the row's taps, is added to the offset:
+# with OpenBLAS's float64 dot 20-26 ns over the reference's fixed cost, lines of 34-127
+# taps ran 1.1-2.8x faster in pieces (bench/results/dot-probe-2026-11-25.md); float32 rows
+# of 24-31 taps take 3-4 ns over it, past the last 128-byte block
+# (bench/results/split-calls-2026-11-25.md).
 # Adds of each row's result into the sum ran at about this multiple of the stream rate
 # (cache-sized chunks), as the taps' multiply-adds.
 _CACHE_SPEEDUP = 6
@@ -85,11 +82,15 @@ _LINE_WEIGHT, _LINE_STORE_PASSES = 1.0, 0.67
 # (10**2.5-10**5.5 samples, batches of 1-32, 12-33 taps, every mode, float32 and float64)
 # with direct's two forms timed as plans, and checked on 200 more: the faster form or one
 # within 1.2x on 97.5% of those (pricing the rows as one dot product per sample: 93.4%)
-# (bench/results/split-rows-priced-2026-11-25.md). Past SPLIT_TAPS, each further piece is
-# also charged its call (slice, correlate, add: about 1 us), which decides short lines
-# (10**3 float64 samples with 34 taps, fast dot: 5.9 ns a sample whole, 9.8 in pieces;
-# 10**4: 5.9 and 5.7).
-_SPLIT_WEIGHT, _SPLIT_ADD_NS, _PIECE_CALL_NS = 1.15, 0.4, 1500.0
+# (bench/results/split-rows-priced-2026-11-25.md). Each further piece's call (slice,
+# correlate, add), and the zero-padded copy of a line whose window needs zeros, is charged
+# about 1 us over the samples of the call: short lines stay whole where numpy's dot is
+# fast (300 float32 samples with 14 taps, 'same': 2.4 us whole, 4.6 in pieces; 10**3 float64
+# samples with 34 taps: 5.9 ns a sample whole, 9.8 in pieces, 10**4: 5.9 and 5.7). Over 300
+# random lines and batches of 12-40 taps, both forms timed, the pick was the faster or
+# within 1.2x of it on 97-98% (worst 1.30); always splitting rows of up to 33 taps, on
+# 82-87% of those (worst 1.57) (bench/results/split-calls-2026-11-25.md).
+_SPLIT_WEIGHT, _SPLIT_ADD_NS, _PIECE_CALL_NS = 1.15, 0.4, 1000.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,8 +234,8 @@ def correlate_window(signal: Array, row: Array, window: tuple[int, int, int], le
 
 def splits(problem: Problem) -> bool:
     """Whether the 1-D lines of `problem` sum their row in pieces (:func:`split_valid`):
-    rows of 12 to :data:`SPLIT_TAPS` taps always, longer ones where the pieces are priced
-    faster than a dot product per output sample (:func:`_line_ns`)."""
+    rows past :data:`MAX_TAPS` taps where the pieces, with their calls, are priced faster
+    than a dot product per output sample (:func:`_line_ns`)."""
     return _line_ns(problem)[1]
 
 
@@ -350,8 +351,8 @@ def _loop_ns(taps: float) -> float:
 def _dot_ns(taps: float, itemsize: int) -> float:
     """``numpy.correlate``'s time per output sample (ns) past :data:`MAX_TAPS` taps: one
     dot product, a fixed part (with what this process's dot takes over the reference's,
-    :func:`.dot_extra_ns`) and the taps' bytes."""
-    return _DOT_NS_OFFSET + dot_extra_ns(itemsize) + _DOT_NS_PER_BYTE * taps * itemsize
+    :func:`.dot_extra_ns`, timed at as many taps) and the taps' bytes."""
+    return _DOT_NS_OFFSET + dot_extra_ns(itemsize, round(taps)) + _DOT_NS_PER_BYTE * taps * itemsize
 
 
 def _split_ns(width: int) -> float:
@@ -364,19 +365,30 @@ def _split_ns(width: int) -> float:
 
 def _line_ns(problem: Problem) -> tuple[float, bool]:
     """Time per output sample (ns) of a 1-D line of `problem` with its row, and whether
-    the row is summed in pieces: the unrolled loop where the taps meeting the signal
-    (:func:`_taps_met`) are few enough; rows of up to :data:`SPLIT_TAPS` taps in pieces;
-    longer ones as the cheaper of the pieces (with their calls, over the line's output
-    samples) and the dot product."""
+    the row is summed in pieces: the unrolled loop for rows of up to :data:`MAX_TAPS`
+    taps; longer ones as the cheaper of the pieces (their loops, and their calls over the
+    samples of a call) and the dot product over the taps that meet the signal
+    (:func:`_taps_met`)."""
     p = problem
-    taps, width, length = _taps_met(p), p.kernel[-1], p.out_spatial[0]
-    if width <= SPLIT_TAPS:
-        return (_loop_ns(taps) if taps <= MAX_TAPS else _split_ns(round(taps))), width > MAX_TAPS
-    if taps <= MAX_TAPS:
-        return _loop_ns(taps), False
-    pieces = _split_ns(width) + (len(_piece_starts(width)) - 1) * _PIECE_CALL_NS / length
-    whole = _dot_ns(taps, p.dtype.itemsize)
+    width = p.kernel[-1]
+    if width <= MAX_TAPS:
+        return _loop_ns(_taps_met(p)), False
+    calls, samples = _split_calls(p)
+    pieces = _split_ns(width) + calls * _PIECE_CALL_NS / samples
+    whole = _dot_ns(_taps_met(p), p.dtype.itemsize)
     return (pieces, True) if pieces < whole else (whole, False)
+
+
+def _split_calls(problem: Problem) -> tuple[int, int]:
+    """The calls that summing a row in pieces adds to each ``numpy.correlate`` of a 1-D
+    line (one per further piece, and one padded copy where the line needs zeros, which
+    :func:`wide_lines` makes in either form), and the output samples of such a call: a
+    line's, or those of a batch of lines laid end to end (one group)."""
+    p = problem
+    further = len(_piece_starts(p.kernel[-1])) - 1
+    if p.batch > 1 and p.groups == 1:
+        return further, p.batch * (p.spatial[0] + p.pad_lo[0] + p.pad_hi[0])
+    return further + (p.pad_lo[0] > 0 or p.pad_hi[0] > 0), p.out_spatial[0]
 
 
 def _taps_met(problem: Problem) -> float:
