@@ -314,15 +314,17 @@ def _correlate(
 
 @dataclass(frozen=True, slots=True)
 class _Unplanned:
-    """A plain call whose plan runs direct as one ``numpy.correlate`` of a 1-D signal or on
-    one map in one chunk (:meth:`Plan.unplanned`), run without the plan: the same calls on
-    the same samples, so the same result, for a fraction of the plan's cost (1000 samples
-    with 3 taps: about 7 us against 47, where SciPy takes 15-23,
-    bench/results/one-line-calls-2026-11-23.md; a 64x64 float32 image with a 3x3 kernel:
-    19 us, where ``scipy.ndimage`` takes 25 and the kept plan's call took 38 before
-    direct ran one map without its chunks, bench/results/one-map-2026-11-24.md).
-    Every axis of such a call is correlated, or of length 1 in both inputs, so flipping
-    `in2` along all of them is convolution's flip."""
+    """A plain call whose plan runs direct as one ``numpy.correlate`` of a 1-D signal or of
+    a batch of lines laid end to end, or on one map in one chunk (:meth:`Plan.unplanned`),
+    run without the plan: the same calls on the same samples, so the same result, for a
+    fraction of the plan's cost (1000 samples with 3 taps: about 7 us against 47, where
+    SciPy takes 15-23, bench/results/one-line-calls-2026-11-23.md; a 64x64 float32 image
+    with a 3x3 kernel: 19 us, where ``scipy.ndimage`` takes 25 and the kept plan's call
+    took 38 before direct ran one map without its chunks,
+    bench/results/one-map-2026-11-24.md; 2 float64 lines of 161 samples with 5 taps: 5.7
+    us against 16.8 through the kept plan, bench/results/batched-lines-unplanned-2026-11-25.md).
+    Every axis of such a call is correlated, or one along which `in2` has length 1, so
+    flipping `in2` along all of them is convolution's flip."""
 
     run: Callable[[np.ndarray, np.ndarray], np.ndarray]
     y_shape: tuple[int, ...]

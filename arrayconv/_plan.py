@@ -202,10 +202,12 @@ class Plan:
     def unplanned(self) -> Callable[[Array, Array], Array] | None:
         """``f(x, w)``, this plan's result for `x` made from `x` and the kernel `w` as they
         are (``w`` of the kernel's shape, flipped for convolution), where the plan runs
-        direct as one ``numpy.correlate`` of a 1-D signal or on one map in one chunk
-        (:func:`._methods.direct.unplanned`): the same calls on the same samples, so the
-        same bits. Its result has the problem's
-        spatial output shape (`y_shape` but for axes of length 1). None for other plans."""
+        direct as one ``numpy.correlate`` of a 1-D signal or of a batch of lines laid end
+        to end, or on one map in one chunk (:func:`._methods.direct.unplanned`): the same
+        calls on the same samples, so the same bits, for an input whose samples are in its
+        problem's order (as a plain call's: its batch axes lead, :func:`._correlate`
+        keeps them in place). Its result holds the output's samples in order, to be
+        reshaped to `y_shape`. None for other plans."""
         return direct.unplanned(self._kernel, self._spec.problem) if self.method == "direct" else None
 
     def _result(self, x: Array, out: Array | None) -> Array:

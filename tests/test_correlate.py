@@ -206,6 +206,24 @@ def test_plain_calls_on_one_map_skip_the_plan(method, case, dtype, seed):
     _check_unplanned_calls(random(rng, s1, dtype), random(rng, s2, dtype), [mode], method)
 
 
+@pytest.mark.parametrize("method", ["auto", "direct"])
+@pytest.mark.parametrize("layout", ["(B, n)", "(B1, B2, n)", "(B, n, 1)", "(1, B, n)"])
+@settings(max_examples=examples(10), deadline=None)
+@given(batch=st.integers(2, 12), extra=st.integers(0, 400), k=st.integers(1, 40), dtype=st.sampled_from(["float32", "float64"]), seed=st.integers(0, 2**16))
+def test_plain_calls_on_batches_of_lines_laid_end_to_end_skip_the_plan(method, layout, batch, extra, k, dtype, seed):
+    """The same for batches of lines with one kernel whose plan runs them as one call
+    over the lines laid end to end (its result copied to a contiguous array)."""
+    rng, n = np.random.default_rng(seed), k + extra  # 'valid' needs the lines at least as long
+    shapes = {
+        "(B, n)": ((batch, n), (1, k)),
+        "(B1, B2, n)": ((2, batch, n), (1, 1, k)),
+        "(B, n, 1)": ((batch, n, 1), (1, k, 1)),
+        "(1, B, n)": ((1, batch, n), (1, 1, k)),
+    }
+    s1, s2 = shapes[layout]
+    _check_unplanned_calls(random(rng, s1, dtype), random(rng, s2, dtype), MODES, method)
+
+
 def _check_unplanned_calls(in1, in2, modes, method):
     calls = [(mode, flip) for mode in modes for flip in (False, True)]
     plans, results = {}, {}
@@ -228,7 +246,7 @@ def _check_unplanned_calls(in1, in2, modes, method):
             else:
                 got = fn(in1, in2, mode, method)
                 np.testing.assert_array_equal(got, results[mode, flip])
-                assert got.dtype == in1.dtype and got.shape == results[mode, flip].shape
+                assert got.dtype == in1.dtype and got.shape == results[mode, flip].shape and got.flags.c_contiguous
 
 
 @pytest.mark.parametrize(("n", "k", "dtype", "mode"), [(1000, 3, "float64", "same"), (10000, 9, "float32", "full"), (3000, 21, "float32", "same"), (50, 80, "float64", "valid")])

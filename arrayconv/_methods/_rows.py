@@ -27,7 +27,7 @@ the banded form's fixed cost (1847 float64 samples, 153 taps: 32-34 against 57-5
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -262,10 +262,22 @@ def _piece_starts(width: int) -> range:
     return range(0, width, MAX_TAPS)
 
 
-def one_call(problem: Problem, target_bytes: int, workers: int, rates: Rates) -> bool:
-    """Whether :func:`run_lines` without `out` makes a single ``numpy.correlate`` call and
-    returns its result: one line, one filter, one piece."""
-    return _is_one_call(problem, line_pieces(problem, target_bytes, workers, rates))
+def unplanned(kernels: RowKernels, problem: Problem, target_bytes: int, workers: int, rates: Rates) -> Callable[[Array, Array], Array] | None:
+    """``f(x, w)``: the samples of :func:`run_lines`' result without `out`, made from `x`
+    (its lines in C order) and the row `w` as they are, where that run is a single call:
+    one line with one filter in one piece (its window's ``numpy.correlate``), or all lines
+    with one kernel in one piece (:func:`wide_lines`, copied into a contiguous result, as
+    :func:`run_lines` does). The same calls on the same samples as :func:`run_lines`, so
+    the same bits. None for other problems."""
+    p, split = problem, kernels.split
+    pieces = line_pieces(p, target_bytes, workers, rates)
+    if _is_one_call(p, pieces):
+        window, length = line_window(p, 0, p.out_spatial[0]), p.out_spatial[0]
+        return lambda x, w: correlate_window(x.reshape(-1), w.reshape(-1), window, length, split)
+    if len(pieces) == 1 and p.out_per_group == 1 and _is_wide(p, pieces[0]):
+        lines = (p.batch, p.spatial[0])
+        return lambda x, w: np.ascontiguousarray(wide_lines(x.reshape(lines), w.reshape(-1), p, split))
+    return None
 
 
 def _is_one_call(problem: Problem, pieces: list[tuple[int, int, int, int]]) -> bool:

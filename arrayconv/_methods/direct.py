@@ -159,18 +159,16 @@ def run(x: Array, kernel: Kernel, problem: Problem, backend: Backend, out: Array
 
 
 def unplanned(kernel: Kernel, problem: Problem) -> Callable[[Array, Array], Array] | None:
-    """``f(x, w)``, the result of :func:`run` without `out` for `x` and the kernel `w`
-    (taps in C order: `x` and `w` need not be in the problem's layout, only their samples
-    in its order), made from the arrays as they are, where that run is one
-    ``numpy.correlate`` of a whole 1-D signal (:func:`._rows.one_call`) or one map in one
-    chunk (:mod:`._one_map`): its result, shaped as the problem's spatial output. None
-    for other problems."""
+    """``f(x, w)``, the samples of :func:`run`'s result without `out` for `x` and the
+    kernel `w` (taps in C order: `x` and `w` need not be in the problem's layout, only
+    their samples in its order), made from the arrays as they are, where that run is one
+    ``numpy.correlate`` of a 1-D signal or of a batch of lines laid end to end
+    (:func:`._rows.unplanned`), or one map in one chunk (:mod:`._one_map`). None for other
+    problems."""
     if isinstance(kernel, _one_map.MapKernel):
         return kernel.runner.run
-    lines = isinstance(kernel, _rows.RowKernels) and _rows.reads_lines(problem)
-    if lines and _rows.one_call(problem, _ROWS_CHUNK_BYTES, _config.workers(), rates_for(NUMPY)):
-        window, length, split = _rows.line_window(problem, 0, problem.out_spatial[0]), problem.out_spatial[0], kernel.split
-        return lambda x, w: _rows.correlate_window(x.reshape(-1), w.reshape(-1), window, length, split)
+    if isinstance(kernel, _rows.RowKernels) and _rows.reads_lines(problem):
+        return _rows.unplanned(kernel, problem, _ROWS_CHUNK_BYTES, _config.workers(), rates_for(NUMPY))
     return None
 
 
