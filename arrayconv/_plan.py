@@ -150,6 +150,7 @@ class Plan:
             self._kernel = self._prepare(self.method)
         self._sums_products = METHODS[self.method].sums_products(self._kernel)
         self._masks: dict[str, Callable[[Array], Array]] = {}  # the NaN rule's operators, made on first use
+        self._single = self._single_call()
         del self._w
 
     x_shape = property(lambda self: self._spec.x.shape, doc="Shape of the input.")
@@ -186,6 +187,8 @@ class Plan:
             The result (`out` when given).
         """
         self._check_input(x)
+        if out is None and self._single is not None:
+            return self._single(x)
         if out is not None:
             self._check_out(out, x)
         spec = self._spec
@@ -209,6 +212,23 @@ class Plan:
         keeps them in place). Its result holds the output's samples in order, to be
         reshaped to `y_shape`. None for other plans."""
         return direct.unplanned(self._kernel, self._spec.problem) if self.method == "direct" else None
+
+    def _single_call(self) -> Callable[[Array], Array] | None:
+        """A call without `out` as direct's single call (:func:`._methods.direct.single_call`)
+        and the result's layout (conv's bias), where the plan's other steps would change
+        nothing: no boundary extension, NaN rule or finish, the input in the problem's
+        layout and dtype, the result in the input's dtype. 2 float64 lines of 161 samples
+        with 5 taps: 3.5 us a call against 9.0."""
+        spec = self._spec
+        plain = not (spec.extend or spec.finish) and spec.same_layout and spec.x.dtype == spec.y.dtype
+        nan_free = spec.nan.policy == "ignore" or (spec.nan.policy == "propagate" and self._sums_products)
+        if self.method != "direct" or not (plain and nan_free) or spec.x.dtype != METHODS["direct"].work_dtype(spec.problem):
+            return None
+        call = direct.single_call(self._kernel, spec.problem)
+        if call is None:
+            return None
+        shape, from_problem = spec.problem.y_shape, spec.from_problem
+        return lambda x: from_problem(call(x).reshape(shape))
 
     def _result(self, x: Array, out: Array | None) -> Array:
         """The method's result for the (extended) input `x`, in `out` when it can write there."""

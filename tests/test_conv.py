@@ -365,18 +365,18 @@ def test_direct_row_form_reads_1d_lines_in_place(length, taps, mode, lines, dtyp
         length, taps = taps, length  # SciPy's 'valid' needs one input at least as long as the other
     rng = np.random.default_rng(seed)
     x, k = random(rng, (*lines, length), dtype), random(rng, (*(1,) * len(lines), taps), dtype)
-    ran, run_lines = [], _rows.run_lines
+    ran, window, wide = [], _rows.correlate_window, _rows.wide_lines  # as run_lines or a plan's single call runs them
 
-    def counted(*args):  # type: ignore[no-untyped-def]
-        ran.append(args)
-        return run_lines(*args)
+    def counted(run):  # type: ignore[no-untyped-def]
+        return lambda *args: ran.append(args) or run(*args)
 
     ref = scipy.signal.correlate(x.astype(np.float64), k.astype(np.float64), mode, method="direct")
     out = np.full(ref.shape, np.nan, dtype) if into_out else None
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(direct, "_form", lambda problem, backend, rates: ("rows", 0))
         patch.setattr(direct, "_ROWS_CHUNK_BYTES", piece_bytes)
-        patch.setattr(_rows, "run_lines", counted)
+        patch.setattr(_rows, "correlate_window", counted(window))
+        patch.setattr(_rows, "wide_lines", counted(wide))
         got = ac.correlate(x, k, mode, "direct", axes=-1, out=out)
     assert ran, "the 1-D line path did not run"
     assert out is None or got is out
@@ -591,3 +591,18 @@ def test_plain_conv_calls_with_weights_seen_before_reuse_their_plan(rng, plans_m
     for method in METHODS:
         assert_matches(ac.conv(x, w, bias, padding=1, groups=2, method=method), reference_conv(x, w, bias, padding=1, groups=2), dtype="float32")
         assert_matches(ac.conv(x, weights, shift, padding=1, groups=2, method=method), reference_conv(x, weights, shift, padding=1, groups=2), dtype="float32")
+
+
+@pytest.mark.parametrize(("x_shape", "w_shape"), [((1, 1, 300), (1, 1, 7)), ((6, 1, 120), (1, 1, 16)), ((1, 1, 24, 24), (1, 1, 3, 3))])
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_plan_calls_of_one_direct_call_give_the_bits_of_every_step(x_shape, w_shape, with_bias, rng):
+    """A plan whose direct run is a single call (a line, lines laid end to end, one map)
+    makes that call without its other steps when there is no `out`: the bits of the call
+    with `out`, which takes them all, the bias included."""
+    x, w = random(rng, x_shape, "float64"), random(rng, w_shape, "float64")
+    bias = random(rng, (1,), "float64") if with_bias else None
+    plan = ac.plan_conv(w, x.shape, "float64", bias=bias, padding="same", method="direct")
+    assert plan._single is not None
+    got = plan(x)
+    np.testing.assert_array_equal(got, plan(x, out=np.empty_like(got)))
+    assert_matches(got, reference_conv(x, w, bias, padding="same"), dtype="float64")

@@ -232,6 +232,9 @@ def _check_unplanned_calls(in1, in2, modes, method):
         one_call = ac.choose_method(in1, in2, op=op, mode=mode).method if method == "auto" else method
         plans[mode, flip] = (ac.plan_convolve if flip else ac.plan_correlate)(in2, in1.shape, mode, method=one_call)
         results[mode, flip] = plans[mode, flip](in1)
+        through_layers = plans[mode, flip](in1, out=np.empty_like(results[mode, flip]))  # out: every step of the plan
+        np.testing.assert_array_equal(results[mode, flip], through_layers)
+        assert (plans[mode, flip]._single is None) == (plans[mode, flip].unplanned() is None)
         squares = reference_correlate(in1.astype(np.float64) ** 2, in2.astype(np.float64) ** 2, mode, flip=flip)
         terms = np.sqrt(np.max(squares))  # a single output of n = k taps may cancel far below its terms
         assert_matches(results[mode, flip], reference_correlate(in1, in2, mode, flip=flip), dtype=in1.dtype, terms=terms)

@@ -172,6 +172,17 @@ def unplanned(kernel: Kernel, problem: Problem) -> Callable[[Array, Array], Arra
     return None
 
 
+def single_call(kernel: Kernel, problem: Problem) -> Callable[[Array], Array] | None:
+    """``f(x)``: :func:`unplanned`'s run with the kernel's own taps, for a plan to call
+    (the same calls on the same samples as :func:`run`, so the same bits). None where
+    :func:`unplanned` is."""
+    call = unplanned(kernel, problem)
+    if call is None:
+        return None
+    taps = kernel.weights if isinstance(kernel, _one_map.MapKernel) else kernel.rows  # type: ignore[union-attr]
+    return lambda x: call(x, taps)
+
+
 def accumulate(padded: Array, w_taps: Array, lay: Layout, chunk: Chunk, backend: Backend) -> Array:
     """The sum over taps of kernel times input for `chunk` of `padded` (laid out by
     :func:`._taps.pad_input`): ``(Bc, G, Og, chunk_length)``, junk columns included.
