@@ -256,12 +256,12 @@ def _best(fn: Callable[[], object], sync: Callable[[], None], repeats: int = 7) 
 
 
 def dot_extra_ns(itemsize: int, taps: int) -> float:
-    """Nanoseconds by which numpy's dot product per output sample of `taps` taps (12 to
-    128; 32 past that), for floats of `itemsize` bytes, exceeds the reference model of
-    the host the cost model was fitted on (0 where it does not), measured once per process
-    and number of taps (:func:`measure_dot_extra_ns`, under 0.3 ms)."""
-    probe = min(max(taps, _DOT_PROBE_MIN_TAPS), _DOT_PROBE_MAX_TAPS)
-    probe = probe if probe == taps else _DOT_PROBE_TAPS
+    """Nanoseconds by which numpy's dot product per output sample of `taps` taps (timed
+    at 12 to 128 taps, at 32 for any other count), for floats of `itemsize` bytes, exceeds
+    the reference model of the host the cost model was fitted on (0 where it does not),
+    measured once per process and number of taps (:func:`measure_dot_extra_ns`, under
+    0.3 ms)."""
+    probe = taps if _DOT_PROBE_MIN_TAPS <= taps <= _DOT_PROBE_MAX_TAPS else _DOT_PROBE_TAPS
     return _dot_extras.get_or_make((itemsize, probe), lambda: measure_dot_extra_ns(itemsize, probe))
 
 

@@ -363,8 +363,8 @@ def test_lines_laid_end_to_end_pay_the_pieces_calls_once(batch, split, rng):
 
 def test_the_dot_product_probe_measures_this_machine_once_per_dtype_and_taps(monkeypatch):
     """The probe times numpy.correlate's dot product itself (nothing below the reference's
-    cost) at the row's taps (12-128; 32 past that), and its result is cached per itemsize
-    and taps until the caches are cleared."""
+    cost) at the row's taps (12-128; 32 for any other count), and its result is cached
+    per itemsize and taps until the caches are cleared."""
     from arrayconv import _rates
 
     monkeypatch.undo()  # the real probe, not the tests' reference speed
@@ -373,7 +373,7 @@ def test_the_dot_product_probe_measures_this_machine_once_per_dtype_and_taps(mon
     measure = _rates.measure_dot_extra_ns
     monkeypatch.setattr(_rates, "measure_dot_extra_ns", lambda itemsize, taps: timed.append((itemsize, taps)) or measure(itemsize, taps))
     for itemsize in (4, 8):
-        for taps in (12, 29, 128, 129, 4000):
+        for taps in (12, 29, 128, 129, 4000, 5):
             extra = _rates.dot_extra_ns(itemsize, taps)
             assert 0.0 <= extra < 500 and _rates.dot_extra_ns(itemsize, taps) == extra
     assert timed == [(4, 12), (4, 29), (4, 128), (4, 32), (8, 12), (8, 29), (8, 128), (8, 32)]
