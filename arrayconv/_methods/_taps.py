@@ -71,15 +71,13 @@ class Layout:
         return (chunk.r1 - chunk.r0) * self.row_length
 
     def chunks(self, bytes_per_sample: int, target_bytes: int) -> list[Chunk]:
-        """Chunks of at most about `target_bytes` at `bytes_per_sample` per flat output
-        sample, as few as that allows and as even as they can be, so that the threads
-        share them: 256x256 float64 rows in chunks of 252 and 4 rows ran on one thread."""
+        """Chunks of about `target_bytes` at `bytes_per_sample` per flat output sample."""
         p = self.problem
         rows = p.out_spatial[0]
         per_row = max(1, self.row_length * bytes_per_sample)
-        rows_per_chunk = _even(rows, max(1, target_bytes // per_row))
+        rows_per_chunk = max(1, target_bytes // per_row)
         if rows_per_chunk >= rows:
-            items = _even(p.batch, max(1, target_bytes // (per_row * rows)))
+            items = max(1, target_bytes // (per_row * rows))
             return [Chunk(b, min(b + items, p.batch), 0, rows) for b in range(0, p.batch, items)]
         return [
             Chunk(b, b + 1, r, min(r + rows_per_chunk, rows))
@@ -232,10 +230,3 @@ def _flat_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     for ax in range(len(shape) - 2, -1, -1):
         strides[ax] = strides[ax + 1] * shape[ax + 1]
     return tuple(strides)
-
-
-def _even(total: int, most: int) -> int:
-    """The size of each of the fewest parts of at most `most` that cover `total`, as even
-    as they can be (the last may be smaller)."""
-    parts = -(-total // most)
-    return -(-total // parts)
