@@ -289,9 +289,11 @@ def _correlate(
     flip: bool,
 ) -> Array:
     # A plain call whose plan runs direct on one line or map in one piece skips the plan (_Unplanned).
-    defaults = axes is None and boundary == "fill" and isinstance(fillvalue, (int, float)) and fillvalue == 0
+    defaults = boundary == "fill" and isinstance(fillvalue, (int, float)) and fillvalue == 0
     defaults = defaults and nan == "propagate" and not measure and out is None
-    key = _unplanned_key(in1, in2, mode, method, flip) if defaults else None
+    call = _unplanned_call(in1, in2, mode, method, axes, flip) if defaults else None
+    settings = None if call is None else _kept.settings()  # asked once: both keys hold it
+    key = None if call is None else (*call, *settings)
     unplanned = None if key is None else _unplanned_calls.get(key)
     if unplanned:
         return unplanned(in1, in2)
@@ -305,7 +307,7 @@ def _correlate(
         spec, w = correlate_spec(x, kernel, backend, mode, method, axes, flip=flip, x_bound=abs_bound(in1, in1.dtype), edges=edges)
         return Plan(spec, w, method, measure=measure, sample=in1, calls=calls)
 
-    plan = _kept.plain_plan("correlate", in1, (in2,), (mode, method, axes, edges, flip), measure, make)
+    plan = _kept.plain_plan("correlate", in1, (in2,), (mode, method, axes, edges, flip), measure, make, settings)
     if key is not None and unplanned is None:
         run = plan.unplanned()
         _unplanned_calls.put(key, False if run is None else _Unplanned(run, plan.y_shape, flip))
@@ -323,8 +325,9 @@ class _Unplanned:
     took 38 before direct ran one map without its chunks,
     bench/results/one-map-2026-11-24.md; 2 float64 lines of 161 samples with 5 taps: 5.7
     us against 16.8 through the kept plan, bench/results/batched-lines-unplanned-2026-11-25.md).
-    Every axis of such a call is correlated, or one along which `in2` has length 1, so
-    flipping `in2` along all of them is convolution's flip."""
+    Every axis of such a call is correlated, or one along which `in2` has length 1 (a
+    batch axis, before the correlated ones), so flipping `in2` along all of them is
+    convolution's flip."""
 
     run: Callable[[np.ndarray, np.ndarray], np.ndarray]
     y_shape: tuple[int, ...]
@@ -339,17 +342,22 @@ class _Unplanned:
 _unplanned_calls = LRUCache("unplanned_calls", maxsize=256)
 
 
-def _unplanned_key(in1: Array, in2: Array, mode: str, method: str, flip: bool) -> tuple[object, ...] | None:
-    """For a call with the default options on two NumPy arrays of one ndim (at least 1) and
-    one float dtype, the key of its :class:`_Unplanned`: all its plan's choice depends on
-    (shapes, dtype, mode, method, the memory budget, workers and rates). None for any
-    other call."""
+def _unplanned_call(in1: Array, in2: Array, mode: str, method: str, axes: object, flip: bool) -> tuple[object, ...] | None:
+    """For a call with the default edges and NaN policy on two NumPy arrays of one ndim (at
+    least 1) and one float dtype, with `axes` None, an int or a tuple or list of ints, what
+    its plan's choice depends on besides :func:`._kept.settings` (shapes, dtype, mode,
+    method, axes, flip): with them, the key of its :class:`_Unplanned`. None for any other
+    call."""
     if type(in1) is not np.ndarray or type(in2) is not np.ndarray or in1.ndim != in2.ndim or not in1.ndim:
+        return None
+    if type(axes) in (tuple, list) and all(type(a) is int for a in axes):  # type: ignore[attr-defined]
+        axes = tuple(axes)  # type: ignore[arg-type]
+    elif axes is not None and type(axes) is not int:
         return None
     dtype = in1.dtype
     if dtype != in2.dtype or dtype.char not in "fd" or not dtype.isnative or method not in ("auto", "direct") or mode not in MODES:
         return None
-    return (in1.shape, in2.shape, dtype, mode, method, flip, *_kept.settings())
+    return (in1.shape, in2.shape, dtype, mode, method, axes, flip)
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,13 +38,16 @@ def plain_plan(
     options: tuple[Hashable, ...],
     measure: object,
     make: Callable[..., Plan],
+    known_settings: tuple[Hashable, ...] | None = None,
 ) -> Plan:
     """The plan of a plain call of `op` on `x` with `kernels` (the kernel, and for conv its
     bias or None) and `options`: the one kept from an earlier call with the same kernel
     values, else ``make(*kernels, calls=...)``. A call that keeps its plan hands `make`
     copies of the kernels (a kept plan must not read the caller's arrays, which may change)
-    and ``calls='kept'``; any other, the kernels themselves and ``calls='one'``."""
-    key = _plan_key(op, x, kernels, options, measure)
+    and ``calls='kept'``; any other, the kernels themselves and ``calls='one'``.
+    `known_settings`, when the caller has just asked :func:`settings`, saves asking again
+    (about 1 us)."""
+    key = _plan_key(op, x, kernels, options, measure, known_settings)
     if key is None:
         return make(*kernels, calls="one")
     plan = _plans.get(key)
@@ -54,7 +57,7 @@ def plain_plan(
     return plan
 
 
-def _plan_key(op: str, x: Any, kernels: tuple[Any, ...], options: tuple[Hashable, ...], measure: object) -> tuple[Hashable, ...] | None:
+def _plan_key(op: str, x: Any, kernels: tuple[Any, ...], options: tuple[Hashable, ...], measure: object, known_settings: tuple[Hashable, ...] | None) -> tuple[Hashable, ...] | None:
     """The key of the kept plan of a plain call; None for a call that keeps none. Written
     without generators, as every plain call asks (2.0 us against 2.6, timed alone)."""
     kernel = kernels[0]
@@ -74,7 +77,7 @@ def _plan_key(op: str, x: Any, kernels: tuple[Any, ...], options: tuple[Hashable
     except TypeError:
         return None
     values = tuple(None if a is None else (a.shape, a.dtype, a.tobytes()) for a in kernels)
-    return (op, x.shape, x.dtype, values, options, *settings())
+    return (op, x.shape, x.dtype, values, options, *(settings() if known_settings is None else known_settings))
 
 
 def settings() -> tuple[Hashable, ...]:

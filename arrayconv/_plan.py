@@ -208,10 +208,12 @@ class Plan:
         direct as one ``numpy.correlate`` of a 1-D signal or of a batch of lines laid end
         to end, or on one map in one chunk (:func:`._methods.direct.unplanned`): the same
         calls on the same samples, so the same bits, for an input whose samples are in its
-        problem's order (as a plain call's: its batch axes lead, :func:`._correlate`
-        keeps them in place). Its result holds the output's samples in order, to be
-        reshaped to `y_shape`. None for other plans."""
-        return direct.unplanned(self._kernel, self._spec.problem) if self.method == "direct" else None
+        problem's order (`same_layout`: no batch axis after a correlated one). Its result
+        holds the output's samples in order, to be reshaped to `y_shape`. None for other
+        plans."""
+        if self.method != "direct" or not self._spec.same_layout:
+            return None
+        return direct.unplanned(self._kernel, self._spec.problem)
 
     def _single_call(self) -> Callable[[Array], Array] | None:
         """A call without `out` as direct's single call (:func:`._methods.direct.single_call`)

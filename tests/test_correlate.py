@@ -207,47 +207,59 @@ def test_plain_calls_on_one_map_skip_the_plan(method, case, dtype, seed):
 
 
 @pytest.mark.parametrize("method", ["auto", "direct"])
-@pytest.mark.parametrize("layout", ["(B, n)", "(B1, B2, n)", "(B, n, 1)", "(1, B, n)"])
+@pytest.mark.parametrize(
+    "layout",
+    ["(B, n)", "(B1, B2, n)", "(B, n, 1)", "(1, B, n)", "(B, n) axes=-1", "(B1, B2, n) axes=[2]", "(B, n, 1) axes=(1, 2)", "(n, B) axes=0", "(B, n) x (B, k) axes=1"],
+)
 @settings(max_examples=examples(10), deadline=None)
 @given(batch=st.integers(2, 12), extra=st.integers(0, 400), k=st.integers(1, 40), dtype=st.sampled_from(["float32", "float64"]), seed=st.integers(0, 2**16))
 def test_plain_calls_on_batches_of_lines_laid_end_to_end_skip_the_plan(method, layout, batch, extra, k, dtype, seed):
     """The same for batches of lines with one kernel whose plan runs them as one call
-    over the lines laid end to end (its result copied to a contiguous array)."""
+    over the lines laid end to end (its result copied to a contiguous array), with or
+    without `axes`. Lines along the first axis ("(n, B) axes=0", whose batch axis comes
+    after the correlated one) and a kernel per line run through the plan."""
     rng, n = np.random.default_rng(seed), k + extra  # 'valid' needs the lines at least as long
     shapes = {
-        "(B, n)": ((batch, n), (1, k)),
-        "(B1, B2, n)": ((2, batch, n), (1, 1, k)),
-        "(B, n, 1)": ((batch, n, 1), (1, k, 1)),
-        "(1, B, n)": ((1, batch, n), (1, 1, k)),
+        "(B, n)": ((batch, n), (1, k), None),
+        "(B1, B2, n)": ((2, batch, n), (1, 1, k), None),
+        "(B, n, 1)": ((batch, n, 1), (1, k, 1), None),
+        "(1, B, n)": ((1, batch, n), (1, 1, k), None),
+        "(B, n) axes=-1": ((batch, n), (1, k), -1),
+        "(B1, B2, n) axes=[2]": ((2, batch, n), (1, 1, k), [2]),
+        "(B, n, 1) axes=(1, 2)": ((batch, n, 1), (1, k, 1), (1, 2)),
+        "(n, B) axes=0": ((n, batch), (k, 1), 0),
+        "(B, n) x (B, k) axes=1": ((batch, n), (batch, k), 1),
     }
-    s1, s2 = shapes[layout]
-    _check_unplanned_calls(random(rng, s1, dtype), random(rng, s2, dtype), MODES, method)
+    s1, s2, axes = shapes[layout]
+    _check_unplanned_calls(random(rng, s1, dtype), random(rng, s2, dtype), MODES, method, axes=axes)
+    if layout.startswith(("(n, B)", "(B, n) x")):
+        assert all(ac.plan_correlate(random(rng, s2, dtype), s1, mode, method="direct", axes=axes).unplanned() is None for mode in MODES)
 
 
-def _check_unplanned_calls(in1, in2, modes, method):
+def _check_unplanned_calls(in1, in2, modes, method, axes=None):
     calls = [(mode, flip) for mode in modes for flip in (False, True)]
     plans, results = {}, {}
     for mode, flip in calls:
         op = "convolve" if flip else "correlate"
-        one_call = ac.choose_method(in1, in2, op=op, mode=mode).method if method == "auto" else method
-        plans[mode, flip] = (ac.plan_convolve if flip else ac.plan_correlate)(in2, in1.shape, mode, method=one_call)
+        one_call = ac.choose_method(in1, in2, op=op, mode=mode, axes=axes).method if method == "auto" else method
+        plans[mode, flip] = (ac.plan_convolve if flip else ac.plan_correlate)(in2, in1.shape, mode, method=one_call, axes=axes)
         results[mode, flip] = plans[mode, flip](in1)
         through_layers = plans[mode, flip](in1, out=np.empty_like(results[mode, flip]))  # out: every step of the plan
         np.testing.assert_array_equal(results[mode, flip], through_layers)
         assert (plans[mode, flip]._single is None) == (plans[mode, flip].unplanned() is None)
-        squares = reference_correlate(in1.astype(np.float64) ** 2, in2.astype(np.float64) ** 2, mode, flip=flip)
+        squares = reference_correlate(in1.astype(np.float64) ** 2, in2.astype(np.float64) ** 2, mode, axes=axes, flip=flip)
         terms = np.sqrt(np.max(squares))  # a single output of n = k taps may cancel far below its terms
-        assert_matches(results[mode, flip], reference_correlate(in1, in2, mode, flip=flip), dtype=in1.dtype, terms=terms)
-        np.testing.assert_array_equal((ac.convolve if flip else ac.correlate)(in1, in2, mode, method), results[mode, flip])
+        assert_matches(results[mode, flip], reference_correlate(in1, in2, mode, axes=axes, flip=flip), dtype=in1.dtype, terms=terms)
+        np.testing.assert_array_equal((ac.convolve if flip else ac.correlate)(in1, in2, mode, method, axes=axes), results[mode, flip])
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(Plan, "__call__", _refuse_call)
         for mode, flip in calls:
             fn = ac.convolve if flip else ac.correlate
             if plans[mode, flip].unplanned() is None:
                 with pytest.raises(AssertionError, match="a plan ran"):
-                    fn(in1, in2, mode, method)
+                    fn(in1, in2, mode, method, axes=axes)
             else:
-                got = fn(in1, in2, mode, method)
+                got = fn(in1, in2, mode, method, axes=axes)
                 np.testing.assert_array_equal(got, results[mode, flip])
                 assert got.dtype == in1.dtype and got.shape == results[mode, flip].shape and got.flags.c_contiguous
 
