@@ -40,7 +40,9 @@ def choose_method(
     Parameters
     ----------
     x, w : array_like or tuple of int
-        The two inputs of `op` (``in1, in2`` or ``x, w``), or their shapes.
+        The two inputs of `op` (``in1, in2`` or ``x, w``), or their shapes. A kernel given
+        as a shape has unknown values, so it is not taken as an outer product of 1-D
+        kernels (which direct sums in two passes: pass the kernel itself for that).
     op : {'correlate', 'convolve', 'conv'}, optional
         The function asked about. Default 'correlate'.
     dtype : dtype, optional
@@ -98,7 +100,7 @@ def choose_method(
     else:
         options = {"mode": "full", "axes": None, **options}
         spec, w_problem = correlate_spec(
-            x_spec, w_array, backend, options["mode"], "auto", options["axes"], flip=op == "convolve", x_bound=bound
+            x_spec, w_array, backend, options["mode"], "auto", options["axes"], flip=op == "convolve", x_bound=bound, kernel_values=not _is_shape(w)
         )
     if measure:
         return Plan(spec, w_problem, "auto", memory_limit=memory_limit, measure=measure, calls="plan" if plan else "one").choice

@@ -16,6 +16,7 @@ from ._cache import LRUCache
 from ._boundary import BOUNDARIES, extend
 from ._docstrings import fill
 from ._methods import METHODS
+from ._methods._separable import rank_one
 from ._nan import IGNORE, NAN_POLICIES, NanPolicy, NanRule, check_kernel
 from ._plan import Plan, Spec, abs_bound, int_guard, terms
 from ._problem import (
@@ -380,6 +381,7 @@ def correlate_spec(
     flip: bool,
     x_bound: int,
     edges: Edges = Edges(),
+    kernel_values: bool = True,
 ) -> tuple[Spec, Array]:
     """Check a correlation of an input like `x` with `in2`, and map it onto a Problem.
 
@@ -390,7 +392,10 @@ def correlate_spec(
     astropy), the input is extended by the rule and correlated in 'valid'.
 
     What the shapes decide is cached (:func:`_shaped`); the parts that read the kernel's
-    values (the integer guard, the weights of nan='normalize') are made on every call.
+    values (the integer guard, the weights of nan='normalize', whether a 2-D kernel is an
+    outer product: ``Problem.rank_one``) are made on every call. Without `kernel_values`
+    (`in2` a stand-in for a kernel of unknown values) the kernel is not taken as an outer
+    product.
     """
     check_kernel(edges.nan, in2, "in2", backend)
     key = (x, in2.shape, in2.dtype, backend, mode, method, axes, edges)
@@ -406,6 +411,8 @@ def correlate_spec(
         spec = replace(spec, excluded=int_guard(spec.y.dtype, x_bound, abs_bound(in2, in2.dtype), terms(spec.problem)))
     if edges.nan == "normalize" and not shaped.scalar:  # weighs by the kernel itself
         spec = replace(spec, nan=_nan_rule(shaped.x, in2.shape, backend, shaped.mode, shaped.axes, edges, kernel=in2, flip=flip))
+    if kernel_values and rank_one(w, spec.problem, backend):
+        spec = replace(spec, problem=interned(replace(spec.problem, rank_one=True)))
     return spec, w
 
 

@@ -32,7 +32,9 @@ class Problem:
     ``y[b, o, n] = sum_{c, m} x_pad[b, g*Cg + c, n*stride + m*dilation] * w[o, c, m]``
     and ``x_pad`` is `x` padded by `pad_lo` before and `pad_hi` after each spatial axis:
     with zeros, or periodically (``x_pad[j] = x[(j - pad_lo) mod n]``) when `circular`.
-    No conjugation: callers conjugate `w` where they need it.
+    No conjugation: callers conjugate `w` where they need it. `rank_one` is True when the
+    caller found its single 2-D kernel to be the outer product of two 1-D kernels (a
+    Gaussian, a box), which direct may then sum in two passes (:mod:`._methods._separable`).
 
     Every public function reduces to this one problem; every method solves it. Its
     derived shapes are computed once, on first use (the cost model asks for them often).
@@ -50,6 +52,7 @@ class Problem:
     dilation: Shape
     dtype: np.dtype[Any]
     circular: bool = False
+    rank_one: bool = False
 
     def __hash__(self) -> int:  # cached: every cache lookup keyed by a problem hashes it
         return self._hash

@@ -3,8 +3,8 @@
 Fresh allocations of a few MiB cost page faults that can exceed the arithmetic of a small
 problem (case a of the benchmarks ran 2.5x slower without reuse). Each thread keeps one
 buffer per name and device, grown to the largest request; buffers are never shared between
-threads. Their size is bounded by the methods' chunk budgets, and for padded inputs by
-16 MiB (:func:`._methods._taps.pad_input`).
+threads. Their size is bounded by the methods' chunk budgets, and for padded inputs and
+the separable form's row pass by 16 MiB (:data:`._methods._taps.REUSED_BYTES`).
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from .._scratch import scratch
 
 _layouts = LRUCache("tap_layouts", maxsize=64)
 # Padded inputs up to this size reuse a scratch buffer (see :func:`zeros`).
-_REUSED_BYTES = 16 << 20
+REUSED_BYTES = 16 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,11 +192,11 @@ def pad_input(x: Array, problem: Problem, backend: Backend, tail: int = 0) -> Ar
 
 
 def zeros(shape: tuple[int, ...], dtype: np.dtype[Any], backend: Backend) -> Array:
-    """Zeros: in this thread's scratch buffer up to :data:`_REUSED_BYTES` (fresh pages of a
+    """Zeros: in this thread's scratch buffer up to :data:`REUSED_BYTES` (fresh pages of a
     few MiB fault at a cost larger than the filters of a mid-size image: a 512x512 3x3
     float32 correlation ran 3.4 ms with fresh buffers, 0.9 ms reusing them), a new array
     above (NumPy backs those with huge pages)."""
-    if math.prod(shape) * dtype.itemsize > _REUSED_BYTES:
+    if math.prod(shape) * dtype.itemsize > REUSED_BYTES:
         return backend.xp.zeros(shape, dtype)
     buffer = scratch("taps.padded", shape, dtype, backend)
     buffer.fill(0)

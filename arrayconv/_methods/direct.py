@@ -24,7 +24,7 @@ from .._problem import Problem
 from .._rates import Rates, rates_for
 from .._scratch import scratch
 from .._threads import run_parallel
-from . import Cost, Method, _banded, _direct_cuda, _one_map, _rows, exact_dtype, output, register
+from . import Cost, Method, _banded, _direct_cuda, _one_map, _rows, _separable, exact_dtype, output, register
 from ._taps import Chunk, Layout, layout, pad_input, padded_bytes, reads_in_place
 
 # Bytes of one chunk's working set (measured best on the benchmark cases: 256 KiB chunks
@@ -68,8 +68,9 @@ def _samples(problem: Problem) -> int:
 
 
 def _form(problem: Problem, backend: Backend, rates: Rates) -> tuple[str, int]:
-    """How the CPU sums the taps: ``('taps', 0)``, ``('rows', 0)`` or ``('banded', block)``,
-    whichever applies and is estimated fastest. Cached: every call of a plain function asks."""
+    """How the CPU sums the taps: ``('taps', 0)``, ``('rows', 0)``, ``('banded', block)``
+    or ``('separable', 0)``, whichever applies and is estimated fastest. Cached: every call
+    of a plain function asks."""
     if backend.name != "numpy":
         return ("taps", 0)
     workers = _config.workers()
@@ -84,6 +85,8 @@ def _fastest_form(problem: Problem, backend: Backend, rates: Rates, workers: int
         estimates[("banded", block)] = _banded.seconds(p, block, _samples(p), rates)
     if _rows.takes(p, backend):
         estimates[("rows", 0)] = _rows_cost(p, backend, rates, workers).seconds
+    if _separable.takes(p, backend):
+        estimates[("separable", 0)] = _separable.cost(p, backend, rates).seconds
     return min(estimates, key=estimates.__getitem__)
 
 
@@ -107,7 +110,7 @@ def _call_rates(problem: Problem, rows: bool, backend: Backend, rates: Rates) ->
     return replace(rates, call_seconds=rates.call_seconds * ONE_MAP_CALL_SHARE)
 
 
-Kernel = Array | _banded.BandedTaps | _rows.RowKernels | _one_map.MapKernel
+Kernel = Array | _banded.BandedTaps | _rows.RowKernels | _one_map.MapKernel | _separable.SeparableTaps
 
 
 def prepare(w: Array, problem: Problem, backend: Backend) -> Kernel:
@@ -120,6 +123,8 @@ def prepare(w: Array, problem: Problem, backend: Backend) -> Kernel:
     form, block = _form(p, backend, rates_for(backend))
     if form == "banded":
         return _banded.prepare(w, p, backend, block)
+    if form == "separable":
+        return _separable.prepare(w, p, backend)
     rows = form == "rows"
     if rows and _rows.reads_lines(p):
         return _rows.prepare(w, p, layout(p))
@@ -145,6 +150,9 @@ def run(x: Array, kernel: Kernel, problem: Problem, backend: Backend, out: Array
         return _direct_cuda.run(x, kernel, p, backend, out).reshape(p.y_shape)
     if isinstance(kernel, _banded.BandedTaps):
         _banded.run(x, kernel, p, backend, out)
+        return out.reshape(p.y_shape)
+    if isinstance(kernel, _separable.SeparableTaps):
+        _separable.run(x, kernel, p, backend, out)
         return out.reshape(p.y_shape)
     padded, lay = pad_input(x, p, backend), layout(p)
     sums = _rows.accumulate if rows else accumulate
@@ -245,6 +253,8 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
         return Cost(_banded.seconds(p, block, _samples(p), rates), temp)
     if form == "rows":
         return _rows_cost(p, backend, rates, _config.workers())
+    if form == "separable":
+        return _separable.cost(p, backend, rates)
     return _taps_cost(p, backend, rates)
 
 
@@ -295,8 +305,9 @@ def _once_seconds(problem: Problem, rates: Rates) -> float:
 
 def sums_products(kernel: Kernel) -> bool:
     """Taps and rows sum the footprint's products; the banded form also multiplies the rest
-    of each block's runs by zero."""
-    return not isinstance(kernel, _banded.BandedTaps)
+    of each block's runs by zero, and the separable form's column pass the rest of each
+    block's rows."""
+    return not isinstance(kernel, (_banded.BandedTaps, _separable.SeparableTaps))
 
 
 METHOD = register(Method("direct", prepare, run, exact_dtype, unsupported, cost, sums_products))
