@@ -8,8 +8,8 @@ run of the row filter (its fastest form: rows, banded or taps), over the rows of
 padding too. The column pass is a GEMM per block of :data:`BLOCK_ROWS` output rows with a
 banded matrix of ``a``, ``(BLOCK_ROWS, BLOCK_ROWS + k0 - 1)``, over the block's rows of
 the row pass: the zeros outside the band cost flops, at the GEMM's rate.
-A 2048x2048 float32 image with a 7x7 Gaussian ran in 7.6 ms against 11.8 by overlap-save,
-512x512 in 0.55 against 1.3 by the FFT (bench/results/separable-2026-11-25.md).
+A 2048x2048 float32 image with a 7x7 Gaussian ran in 8.7 ms against 12.9 by overlap-save,
+1024x1024 float64 with 9x9 in 4.9 against 7.0 (bench/results/separable-2026-11-25.md).
 
 :func:`rank_one` finds the factors from the kernel's values; correlate marks such a
 problem (``Problem.rank_one``), and direct's cost model picks this form where it is
