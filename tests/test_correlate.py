@@ -565,19 +565,32 @@ def _refuse(method):
 SEPARABLE_BOUNDARIES = {"fill": "constant", "wrap": "wrap", "symm": "symmetric", "mirror": "reflect", "nearest": "edge"}  # numpy.pad's names
 
 
-def _outer(rng, k0, k1, dtype, zero_tap=False):
-    """A random outer-product kernel (a zero in its column with `zero_tap`)."""
-    a, b = rng.standard_normal(k0), rng.standard_normal(k1)
+def _outer(rng, *taps, dtype, zero_tap=False):
+    """A random outer-product kernel of one 1-D kernel per axis (a zero in the first one
+    with `zero_tap`)."""
+    lines = [rng.standard_normal(k) for k in taps]
     if zero_tap:
-        a[rng.integers(k0)] = 0.0
-    return np.outer(a, b).astype(dtype)
+        lines[0][rng.integers(taps[0])] = 0.0
+    kernel = lines[0]
+    for line in lines[1:]:
+        kernel = np.multiply.outer(kernel, line)
+    return kernel.astype(dtype)
+
+
+@st.composite
+def _separable_cases(draw):
+    """Shapes of 2-D images or 3-D volumes (any size, down to 1) and kernels of 2-9 taps
+    a side (2-5 for volumes)."""
+    ndim = draw(st.sampled_from([2, 3]))
+    size, taps = (80, 9) if ndim == 2 else (14, 5)
+    shape = tuple(draw(st.integers(1, size)) for _ in range(ndim))
+    return shape, tuple(draw(st.integers(2, taps)) for _ in range(ndim))
 
 
 @pytest.mark.parametrize("boundary", list(SEPARABLE_BOUNDARIES))
-@settings(max_examples=examples(25), deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(
-    shape=st.tuples(st.integers(1, 80), st.integers(1, 80)),
-    kernel=st.tuples(st.integers(2, 9), st.integers(2, 9)),
+    case=_separable_cases(),
     batch=st.sampled_from([None, 1, 3]),
     mode=st.sampled_from(MODES),
     dtype=st.sampled_from(["float32", "float64"]),
@@ -585,31 +598,32 @@ def _outer(rng, k0, k1, dtype, zero_tap=False):
     zero_tap=st.booleans(),
     seed=st.integers(0, 2**16),
 )
-def test_separable_form_matches_scipy(boundary, shape, kernel, batch, mode, dtype, flip, zero_tap, seed):
-    """An outer-product kernel in direct's two passes (forced), every mode and boundary,
-    odd and even kernels, images smaller than the kernel (where 'valid' allows), batches
-    through `axes`: the float64 reference (scipy.signal for zero fill, scipy.ndimage on the
-    'same' output otherwise)."""
+def test_separable_form_matches_scipy(boundary, case, batch, mode, dtype, flip, zero_tap, seed):
+    """An outer-product kernel in direct's passes (forced), 2-D and 3-D, every mode and
+    boundary, odd and even kernels, inputs smaller than the kernel (where 'valid' allows),
+    batches through `axes`: the float64 reference (scipy.signal, on the input extended by
+    numpy.pad for the boundary rules)."""
     from arrayconv._methods import _separable, direct
 
-    if mode == "valid" and (shape[0] < kernel[0] or shape[1] < kernel[1]) and (shape[0] > kernel[0] or shape[1] > kernel[1]):
+    shape, kernel = case
+    if mode == "valid" and any(n < k for n, k in zip(shape, kernel)) and any(n > k for n, k in zip(shape, kernel)):
         shape = tuple(max(n, k) for n, k in zip(shape, kernel))  # 'valid' needs one array at least as large on every axis
     if boundary != "fill":
         mode = "same"
     rng = np.random.default_rng(seed)
-    x, w = random(rng, shape if batch is None else (batch, *shape), dtype), _outer(rng, *kernel, dtype, zero_tap)
-    axes = None if batch is None else (1, 2)
+    x, w = random(rng, shape if batch is None else (batch, *shape), dtype), _outer(rng, *kernel, dtype=dtype, zero_tap=zero_tap)
+    axes = None if batch is None else tuple(range(1, 1 + len(shape)))
     w_call = w if batch is None else w[None]
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(direct, "_form", lambda p, backend, rates: ("separable", 0) if _separable.takes(p, backend) else ("taps", 0))
         plan = (ac.plan_convolve if flip else ac.plan_correlate)(w_call, x.shape, mode, "direct", axes=axes, boundary=boundary)
         assert isinstance(plan._kernel, _separable.SeparableTaps)
         got = plan(x)
-    applied = w_call[(...,) + (slice(None, None, -1),) * 2] if flip else w_call  # convolution: correlation with the flipped kernel
+    applied = w_call[(...,) + (slice(None, None, -1),) * len(shape)] if flip else w_call  # convolution: correlation with the flipped kernel
     if boundary == "fill":
         expected = reference_correlate(x, applied, mode, axes=axes)
     else:  # the input extended by the rule (numpy.pad), then 'valid'
-        pads = [(0, 0)] * (x.ndim - 2) + [mode_padding(n, k, "same") for n, k in zip(shape, kernel)]
+        pads = [(0, 0)] * (x.ndim - len(shape)) + [mode_padding(n, k, "same") for n, k in zip(shape, kernel)]
         expected = reference_correlate(np.pad(x.astype(np.float64), pads, mode=SEPARABLE_BOUNDARIES[boundary]), applied, "valid", axes=axes)
     assert got.dtype == dtype
     assert_matches(got, expected, dtype=dtype)
@@ -617,7 +631,7 @@ def test_separable_form_matches_scipy(boundary, shape, kernel, batch, mode, dtyp
 
 def test_separable_kernels_are_found_and_others_are_not(rng):
     """Outer products (a Gaussian rounded to float32, a box, a Sobel kernel, one with zero
-    taps) mark the problem rank one; a random kernel, a sum of two outer products, all
+    taps, a 3-D one) mark the problem rank one; a random kernel, a sum of two outer products, all
     zeros, a NaN, a 1-D kernel, an integer or complex one do not."""
     t = np.arange(7) - 3.0
     gauss = np.exp(-(t[:, None] ** 2 + t[None, :] ** 2) / 4)
@@ -628,8 +642,9 @@ def test_separable_kernels_are_found_and_others_are_not(rng):
         return ac.plan_correlate(k, image.shape, "same", dtype=image.dtype)._spec.problem.rank_one
 
     assert marked(gauss.astype(np.float32)) and marked(np.full((5, 9), 1 / 45, np.float32)) and marked(sobel)
-    assert marked(_outer(rng, 4, 6, "float64", zero_tap=True), x.astype(np.float64))
-    two = _outer(rng, 5, 5, "float32") + _outer(rng, 5, 5, "float32")
+    assert marked(_outer(rng, 4, 6, dtype="float64", zero_tap=True), x.astype(np.float64))
+    assert marked(_outer(rng, 3, 4, 5, dtype="float32"), random(rng, (20, 20, 20), "float32"))
+    two = _outer(rng, 5, 5, dtype="float32") + _outer(rng, 5, 5, dtype="float32")
     nan = gauss.astype(np.float32)
     nan[0, 0] = np.nan
     for k in (random(rng, (5, 5), "float32"), two, np.zeros((3, 3), np.float32), nan, random(rng, (1, 7), "float32")):
@@ -645,7 +660,7 @@ def test_separable_form_propagates_nan_over_the_footprint_only(rng, monkeypatch)
     from arrayconv._methods import _separable, direct
 
     monkeypatch.setattr(direct, "_form", lambda p, backend, rates: ("separable", 0) if _separable.takes(p, backend) else ("taps", 0))
-    x, w = random(rng, (70, 50), "float64"), _outer(rng, 5, 4, "float64")
+    x, w = random(rng, (70, 50), "float64"), _outer(rng, 5, 4, dtype="float64")
     x[10, 7] = x[60, 40] = np.nan
     x[33, 0] = np.inf
     got = ac.correlate(x, w, "same", "direct")

@@ -1,13 +1,14 @@
-"""Separable kernels: direct's two passes for a 2-D kernel that is an outer product.
+"""Separable kernels: direct's passes for a kernel that is an outer product of 1-D kernels.
 
-A Gaussian, a box or a Sobel kernel is the outer product ``a[:, None] * b[None, :]`` of a
-column ``a`` (``k0`` taps) and a row ``b`` (``k1`` taps). Its correlation is the row
-filter ``b`` along the last axis, then the column filter ``a`` along the first:
-``k0 + k1`` multiply-adds per output instead of ``k0 * k1``. The row pass is direct's own
-run of the row filter (its fastest form: rows, banded or taps), over the rows of the
-padding too. The column pass is a GEMM per block of :data:`BLOCK_ROWS` output rows with a
-banded matrix of ``a``, ``(BLOCK_ROWS, BLOCK_ROWS + k0 - 1)``, over the block's rows of
-the row pass: the zeros outside the band cost flops, at the GEMM's rate.
+A Gaussian, a box or a Sobel kernel is the outer product of one 1-D kernel per axis: for
+2-D, a column ``a`` (``k0`` taps) and a row ``b`` (``k1`` taps), ``a[:, None] * b[None, :]``.
+Its correlation is the row filter along the last axis, then each other axis's filter along
+its axis, last to first: ``k0 + k1 (+ k2)`` multiply-adds per output instead of the
+product. The row pass is direct's own run of the row filter (its fastest form: rows,
+banded or taps), over the rows of the padding too. Each other pass is a GEMM per block of
+:data:`BLOCK_ROWS` outputs along its axis with a banded matrix of the axis's filter,
+``(BLOCK_ROWS, BLOCK_ROWS + k - 1)``, over the block's samples of the pass before: the
+zeros outside the band cost flops, at the GEMM's rate.
 A 2048x2048 float32 image with a 7x7 Gaussian ran in 8.7 ms against 12.9 by overlap-save,
 1024x1024 float64 with 9x9 in 4.9 against 7.0 (bench/results/separable-2026-11-25.md).
 
@@ -46,105 +47,133 @@ _GEMM_SHARE = 0.5
 # a side, every mode, float32 and float64, the form and 'auto' without it timed as plans:
 # the faster (or one within 1.2x) on 97.2% in sample (worst 1.79; unweighted: 87.0%, worst
 # 2.84) and on 99.3% of 146 more held out (worst 1.22) (bench/results/separable-2026-11-25.md).
-_ROWS_WEIGHT, _COLUMN_WEIGHT, _FIXED_CALLS = 1.8, 1.5, 4
+# Volumes' two other passes, at that weight, were priced about 3x high: on 71 random 3-D
+# problems (8 to 512 a side, kernels of 2-15 taps a side) the passes were faster on 70 but
+# picked on 68% (71.8% within 1.2x); their weight 0.5 put all 71 within 1.2x (worst 1.02).
+_ROWS_WEIGHT, _FIXED_CALLS = 1.8, 4
+_COLUMN_WEIGHTS = {2: 1.5, 3: 0.5}  # by the kernel's dimensions
 
 
 @dataclass(frozen=True, slots=True)
 class SeparableTaps:
     """The kernel as its row pass (direct's kernel for :func:`row_problem`) and the banded
-    matrix of its column ``(BLOCK_ROWS, BLOCK_ROWS + k0 - 1)``."""
+    matrix ``(BLOCK_ROWS, BLOCK_ROWS + k - 1)`` of each other axis's filter, first axis
+    first."""
 
     rows: object
-    band: Array
+    bands: tuple[Array, ...]
 
 
 def eligible(problem: Problem, backend: Backend) -> bool:
-    """Whether `problem`'s kernel, if an outer product, could run in two passes: NumPy,
-    one real float 2-D kernel of at least two taps along each axis on one input channel,
+    """Whether `problem`'s kernel, if an outer product, could run in passes: NumPy, one
+    real float 2-D or 3-D kernel of at least two taps along each axis on one input channel,
     unit stride, no dilation."""
     p = problem
     one_kernel = p.groups * p.in_per_group * p.out_per_group == 1
-    shape = len(p.kernel) == 2 and min(p.kernel) > 1 and p.unit_stride and all(d == 1 for d in p.dilation)
+    shape = len(p.kernel) in (2, 3) and min(p.kernel) > 1 and p.unit_stride and all(d == 1 for d in p.dilation)
     return backend.name == "numpy" and one_kernel and shape and p.dtype.char in "fd"
 
 
-def factors(w: Array, problem: Problem) -> tuple[np.ndarray, np.ndarray] | None:
-    """``(a, b)`` with ``w == a[:, None] * b[None, :]`` to :data:`_TOLERANCE_EPS` units of
-    the dtype's epsilon times ``max|w|``, in float64: ``b`` the row through the largest
-    tap, ``a`` the column through it over that tap (exact for a box or a Sobel kernel).
-    None for any other kernel (or all zeros)."""
+def factors(w: Array, problem: Problem) -> list[np.ndarray] | None:
+    """One 1-D kernel per axis whose outer product is `w` to :data:`_TOLERANCE_EPS` units
+    of the dtype's epsilon times ``max|w|``, in float64: along the last axis, the line of
+    taps through the largest tap; along each other axis, the line through it over that tap
+    (exact for a box or a Sobel kernel). None for any other kernel (or all zeros)."""
     taps = np.asarray(w, dtype=np.float64).reshape(problem.kernel)
-    i, j = np.unravel_index(np.argmax(np.abs(taps)), taps.shape)
-    peak = taps[i, j]
+    at = np.unravel_index(np.argmax(np.abs(taps)), taps.shape)
+    peak = taps[at]
     if peak == 0 or not np.isfinite(taps).all():
         return None
-    a, b = taps[:, j] / peak, taps[i, :]
-    if np.abs(np.outer(a, b) - taps).max() > _TOLERANCE_EPS * np.finfo(problem.dtype).eps * abs(peak):
+    lines = [taps[(*at[:axis], slice(None), *at[axis + 1 :])] for axis in range(taps.ndim)]
+    found = [line / peak for line in lines[:-1]] + [lines[-1]]
+    product = found[0]
+    for line in found[1:]:
+        product = np.multiply.outer(product, line)
+    if np.abs(product - taps).max() > _TOLERANCE_EPS * np.finfo(problem.dtype).eps * abs(peak):
         return None
-    return a, b
+    return found
 
 
 def rank_one(w: Array, problem: Problem, backend: Backend) -> bool:
-    """Whether `problem` with the kernel `w` (in its layout) may run in two passes."""
+    """Whether `problem` with the kernel `w` (in its layout) may run in passes."""
     return eligible(problem, backend) and factors(w, problem) is not None
 
 
 def takes(problem: Problem, backend: Backend) -> bool:
-    """Whether the two passes apply: a problem marked rank one, and :func:`eligible`."""
+    """Whether the passes apply: a problem marked rank one, and :func:`eligible`."""
     return problem.rank_one and eligible(problem, backend)
 
 
 def row_problem(problem: Problem) -> Problem:
-    """The row pass: the row filter over the padded rows (kernel ``(1, k1)``, the same
-    padding), whose output has the padded input's rows and the output's columns."""
-    return replace(problem, kernel=(1, problem.kernel[1]), rank_one=False)
+    """The row pass: the row filter over the padded rows (kernel ``(1, ..., 1, k_last)``,
+    the same padding), whose output has the padded input's other axes and the output's
+    last axis."""
+    p = problem
+    return replace(p, kernel=(*(1,) * (len(p.kernel) - 1), p.kernel[-1]), rank_one=False)
 
 
 def prepare(w: Array, problem: Problem, backend: Backend) -> SeparableTaps:
-    """The row pass's kernel and the banded matrix of the column."""
+    """The row pass's kernel and the banded matrix of each other axis's filter."""
     found = factors(w, problem)
     if found is None:
-        msg = "the kernel is not an outer product of two 1-D kernels"
+        msg = "the kernel is not an outer product of 1-D kernels"
         raise ValueError(msg)
-    a, b = (backend.xp.asarray(f.astype(problem.dtype)) for f in found)
-    k0 = problem.kernel[0]
-    band = backend.xp.zeros((BLOCK_ROWS, BLOCK_ROWS + k0 - 1), problem.dtype)
-    for r in range(BLOCK_ROWS):
-        band[r, r : r + k0] = a
-    rows = direct.prepare(b.reshape(1, 1, 1, -1), row_problem(problem), backend)
-    return SeparableTaps(rows, band)
+    xp = backend.xp
+    bands = []
+    for line in found[:-1]:
+        band = xp.zeros((BLOCK_ROWS, BLOCK_ROWS + line.size - 1), problem.dtype)
+        for r in range(BLOCK_ROWS):
+            band[r, r : r + line.size] = xp.asarray(line.astype(problem.dtype))
+        bands.append(band)
+    row = xp.asarray(found[-1].astype(problem.dtype)).reshape(1, 1, *(1,) * (len(problem.kernel) - 1), -1)
+    return SeparableTaps(direct.prepare(row, row_problem(problem), backend), tuple(bands))
 
 
 def run(x: Array, kernel: SeparableTaps, problem: Problem, backend: Backend, out: Array) -> None:
     """Fill `out` ``(B, 1, 1, *out_spatial)``: the row pass (into this thread's scratch
-    buffer up to :data:`._taps.REUSED_BYTES`, as the padded input), then one batched GEMM
-    over every whole block of output rows of every batch item, and one for the rows left."""
-    p, xp, rp = problem, backend.xp, row_problem(problem)
+    buffer up to :data:`._taps.REUSED_BYTES`, as the padded input), then each other axis,
+    last to first, by :func:`_along`: the first axis's pass writes `out`."""
+    p, rp = problem, row_problem(problem)
     size = math.prod(rp.y_shape) * p.dtype.itemsize
     reused = scratch("separable.rows", rp.y_shape, p.dtype, backend) if size <= REUSED_BYTES else None
-    rowed = direct.run(x, kernel.rows, rp, backend, reused)  # (B, 1, padded rows, out columns)
-    rowed = rowed.reshape(p.batch, p.padded[0], p.out_spatial[1])
-    target = out.reshape(p.batch, *p.out_spatial)
-    rows, k0 = p.out_spatial[0], p.kernel[0]
-    whole = rows // BLOCK_ROWS
-    sb, sr, sc = rowed.strides
+    done = direct.run(x, kernel.rows, rp, backend, reused).reshape(p.batch, *p.padded[:-1], p.out_spatial[-1])
+    for axis in reversed(range(len(p.kernel) - 1)):
+        shape = (p.batch, *p.padded[:axis], *p.out_spatial[axis:])
+        target = out.reshape(shape) if axis == 0 else backend.xp.empty(shape, p.dtype)
+        _along(done, kernel.bands[axis], 1 + axis, target, backend)
+        done = target
+
+
+def _along(a: Array, band: Array, axis: int, target: Array, backend: Backend) -> None:
+    """`target` = `a` (C-contiguous) correlated along `axis` with the filter in `band`
+    (valid): one batched GEMM over every whole block of :data:`BLOCK_ROWS` outputs along
+    the axis, and one for the outputs left."""
+    xp, reach = backend.xp, band.shape[1] - BLOCK_ROWS
+    lead, after = math.prod(a.shape[:axis]), math.prod(a.shape[axis + 1 :])
+    a = a.reshape(lead, a.shape[axis], after)
+    target = target.reshape(lead, target.shape[axis], after)
+    count = target.shape[1]
+    whole = count // BLOCK_ROWS
+    sl, sn, sa = a.strides
     if whole:
-        blocks = xp.lib.stride_tricks.as_strided(rowed, (p.batch, whole, BLOCK_ROWS + k0 - 1, rowed.shape[2]), (sb, BLOCK_ROWS * sr, sr, sc))
-        xp.matmul(kernel.band, blocks, out=target[:, : whole * BLOCK_ROWS].reshape(p.batch, whole, BLOCK_ROWS, -1))
-    left = rows - whole * BLOCK_ROWS
+        blocks = xp.lib.stride_tricks.as_strided(a, (lead, whole, BLOCK_ROWS + reach, after), (sl, BLOCK_ROWS * sn, sn, sa))
+        xp.matmul(band, blocks, out=target[:, : whole * BLOCK_ROWS].reshape(lead, whole, BLOCK_ROWS, after))
+    left = count - whole * BLOCK_ROWS
     if left:
-        xp.matmul(kernel.band[:left, : left + k0 - 1], rowed[:, whole * BLOCK_ROWS :], out=target[:, whole * BLOCK_ROWS :])
+        xp.matmul(band[:left, : left + reach], a[:, whole * BLOCK_ROWS :], out=target[:, whole * BLOCK_ROWS :])
 
 
 def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
-    """The row pass's cost (direct's), and the column pass: its GEMMs' flops at
-    :data:`_GEMM_SHARE` of the GEMM rate, and the row pass's result read and the output
-    written at the stream rate; weighted, with a fixed cost (:data:`_ROWS_WEIGHT`)."""
-    p = problem
+    """The row pass's cost (direct's), and each other axis's pass: its GEMMs' flops at
+    :data:`_GEMM_SHARE` of the GEMM rate, and the pass's input read and output written at
+    the stream rate; weighted, with a fixed cost (:data:`_ROWS_WEIGHT`)."""
+    p, size = problem, problem.dtype.itemsize
     rows = direct.cost(row_problem(p), backend, rates)
-    outputs = p.batch * math.prod(p.out_spatial)
-    flops = 2 * outputs * (BLOCK_ROWS + p.kernel[0] - 1)
-    rowed_bytes = p.batch * p.padded[0] * p.out_spatial[1] * p.dtype.itemsize
-    column = flops / (_GEMM_SHARE * rates.gemm_rate(p.dtype, backend.name)) + (rowed_bytes + outputs * p.dtype.itemsize) / rates.stream_bytes
-    seconds = _ROWS_WEIGHT * rows.seconds + _COLUMN_WEIGHT * column + _FIXED_CALLS * rates.call_seconds
-    return Cost(seconds, rows.temp_bytes + rowed_bytes)
+    gemm_rate, columns, held = _GEMM_SHARE * rates.gemm_rate(p.dtype, backend.name), 0.0, 0
+    for axis in reversed(range(len(p.kernel) - 1)):
+        read = p.batch * math.prod(p.padded[: axis + 1]) * math.prod(p.out_spatial[axis + 1 :])
+        written = p.batch * math.prod(p.padded[:axis]) * math.prod(p.out_spatial[axis:])
+        columns += 2 * written * (BLOCK_ROWS + p.kernel[axis] - 1) / gemm_rate + (read + written) * size / rates.stream_bytes
+        held = max(held, read * size)
+    seconds = _ROWS_WEIGHT * rows.seconds + _COLUMN_WEIGHTS[len(p.kernel)] * columns + _FIXED_CALLS * rates.call_seconds
+    return Cost(seconds, rows.temp_bytes + 2 * held)
