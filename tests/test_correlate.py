@@ -683,3 +683,18 @@ def test_auto_sums_a_gaussian_in_two_passes(rng):
     assert plan.method == "direct" and isinstance(plan._kernel, _separable.SeparableTaps)
     other = ac.plan_correlate(random(rng, (7, 7), "float32"), (512, 512), "same", dtype=np.float32)
     assert not isinstance(other._kernel, _separable.SeparableTaps)
+
+
+def test_separable_form_keeps_to_the_memory_budget(rng):
+    """The passes hold the row pass's result (and a volume's middle pass) besides the
+    padded input: where those do not fit `memory_limit`, direct sums the taps another
+    way."""
+    from arrayconv._methods import _separable
+
+    t = np.arange(7) - 3.0
+    gauss = np.exp(-(t[:, None] ** 2 + t[None, :] ** 2) / 4)
+    roomy = ac.plan_correlate(gauss, (512, 512), "same", "direct")
+    tight = ac.plan_correlate(gauss, (512, 512), "same", "direct", memory_limit=3 << 20)  # the padded input is 2.1 MiB
+    assert isinstance(roomy._kernel, _separable.SeparableTaps) and not isinstance(tight._kernel, _separable.SeparableTaps)
+    x = random(rng, (512, 512), "float64")
+    assert_matches(tight(x), reference_correlate(x, gauss, "same"), dtype="float64")

@@ -69,15 +69,17 @@ def _samples(problem: Problem) -> int:
 
 def _form(problem: Problem, backend: Backend, rates: Rates) -> tuple[str, int]:
     """How the CPU sums the taps: ``('taps', 0)``, ``('rows', 0)``, ``('banded', block)``
-    or ``('separable', 0)``, whichever applies and is estimated fastest. Cached: every call
-    of a plain function asks."""
+    or ``('separable', 0)``, whichever applies and is estimated fastest (the separable
+    form only where its temporaries fit the memory budget). Cached: every call of a plain
+    function asks."""
     if backend.name != "numpy":
         return ("taps", 0)
     workers = _config.workers()
-    return _forms.get_or_make((problem, rates, workers), lambda: _fastest_form(problem, backend, rates, workers))
+    budget = _config.budget(backend.name) if problem.rank_one else 0
+    return _forms.get_or_make((problem, rates, workers, budget), lambda: _fastest_form(problem, backend, rates, workers, budget))
 
 
-def _fastest_form(problem: Problem, backend: Backend, rates: Rates, workers: int) -> tuple[str, int]:
+def _fastest_form(problem: Problem, backend: Backend, rates: Rates, workers: int, budget: int) -> tuple[str, int]:
     p = problem
     estimates = {("taps", 0): _taps_cost(p, backend, rates).seconds}
     if _banded.takes(p):
@@ -85,8 +87,8 @@ def _fastest_form(problem: Problem, backend: Backend, rates: Rates, workers: int
         estimates[("banded", block)] = _banded.seconds(p, block, _samples(p), rates)
     if _rows.takes(p, backend):
         estimates[("rows", 0)] = _rows_cost(p, backend, rates, workers).seconds
-    if _separable.takes(p, backend):
-        estimates[("separable", 0)] = _separable.cost(p, backend, rates).seconds
+    if _separable.takes(p, backend) and (separable := _separable.cost(p, backend, rates)).temp_bytes <= budget:
+        estimates[("separable", 0)] = separable.seconds
     return min(estimates, key=estimates.__getitem__)
 
 
