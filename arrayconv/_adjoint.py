@@ -374,7 +374,7 @@ def convolve_weight_grad(
 
 def _check_forward(in1: ArraySpec, in2: Array, y: Array, mode: str, method: str, axes: object, backend) -> None:  # type: ignore[no-untyped-def]
     """Check the forward correlation and that `y` has its result's shape."""
-    spec, _ = correlate_spec(in1, in2, backend, mode, method, axes, flip=False, x_bound=0)  # type: ignore[arg-type]
+    spec, _ = correlate_spec(in1, in2, backend, mode, method, axes, flip=False, x_bound=0, kernel_values=False)  # type: ignore[arg-type]
     if tuple(y.shape) != spec.y.shape:
         msg = f"`y` must have the forward result's shape {spec.y.shape}, got {tuple(y.shape)}"
         raise ValueError(msg)

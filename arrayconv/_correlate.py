@@ -394,8 +394,8 @@ def correlate_spec(
     What the shapes decide is cached (:func:`_shaped`); the parts that read the kernel's
     values (the integer guard, the weights of nan='normalize', whether a 2-D kernel is an
     outer product: ``Problem.rank_one``) are made on every call. Without `kernel_values`
-    (`in2` a stand-in for a kernel of unknown values) the kernel is not taken as an outer
-    product.
+    (`in2` a stand-in for a kernel of unknown values, or a spec wanted for its shapes) the
+    kernel is not taken as an outer product.
     """
     check_kernel(edges.nan, in2, "in2", backend)
     key = (x, in2.shape, in2.dtype, backend, mode, method, axes, edges)

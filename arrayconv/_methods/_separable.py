@@ -27,9 +27,8 @@ import numpy as np
 from .._backend import Array, Backend
 from .._problem import Problem
 from .._rates import Rates
-from .._scratch import scratch
 from . import Cost, direct
-from ._taps import REUSED_BYTES
+from ._taps import reused
 
 # Output rows per block of the column pass: 16 ran 1.1-1.5x slower than 32 on 256x256 to
 # 4096x4096 float32 images with 5x5 to 11x11 kernels, 64 about as fast as 32.
@@ -119,24 +118,24 @@ def prepare(w: Array, problem: Problem, backend: Backend) -> SeparableTaps:
         msg = "the kernel is not an outer product of 1-D kernels"
         raise ValueError(msg)
     xp = backend.xp
+    lines = [xp.asarray(line.astype(problem.dtype)) for line in found]
     bands = []
-    for line in found[:-1]:
+    for line in lines[:-1]:
         band = xp.zeros((BLOCK_ROWS, BLOCK_ROWS + line.size - 1), problem.dtype)
-        for r in range(BLOCK_ROWS):
-            band[r, r : r + line.size] = xp.asarray(line.astype(problem.dtype))
+        k, j = xp.arange(line.size)[:, None], xp.arange(BLOCK_ROWS)
+        band[j, j + k] = line[:, None]  # tap k on the diagonal j + k of every output row j
         bands.append(band)
-    row = xp.asarray(found[-1].astype(problem.dtype)).reshape(1, 1, *(1,) * (len(problem.kernel) - 1), -1)
+    row = lines[-1].reshape(1, 1, *(1,) * (len(problem.kernel) - 1), -1)
     return SeparableTaps(direct.prepare(row, row_problem(problem), backend), tuple(bands))
 
 
 def run(x: Array, kernel: SeparableTaps, problem: Problem, backend: Backend, out: Array) -> None:
     """Fill `out` ``(B, 1, 1, *out_spatial)``: the row pass (into this thread's scratch
-    buffer up to :data:`._taps.REUSED_BYTES`, as the padded input), then each other axis,
+    buffer up to :data:`._taps.REUSED_BYTES`, as the padded input: :func:`._taps.reused`), then each other axis,
     last to first, by :func:`_along`: the first axis's pass writes `out`."""
     p, rp = problem, row_problem(problem)
-    size = math.prod(rp.y_shape) * p.dtype.itemsize
-    reused = scratch("separable.rows", rp.y_shape, p.dtype, backend) if size <= REUSED_BYTES else None
-    done = direct.run(x, kernel.rows, rp, backend, reused).reshape(p.batch, *p.padded[:-1], p.out_spatial[-1])
+    rowed = reused("separable.rows", rp.y_shape, p.dtype, backend)
+    done = direct.run(x, kernel.rows, rp, backend, rowed).reshape(p.batch, *p.padded[:-1], p.out_spatial[-1])
     for axis in reversed(range(len(p.kernel) - 1)):
         shape = (p.batch, *p.padded[:axis], *p.out_spatial[axis:])
         target = out.reshape(shape) if axis == 0 else backend.xp.empty(shape, p.dtype)

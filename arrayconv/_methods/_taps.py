@@ -191,14 +191,23 @@ def pad_input(x: Array, problem: Problem, backend: Backend, tail: int = 0) -> Ar
     return padded
 
 
+def reused(name: str, shape: tuple[int, ...], dtype: np.dtype[Any], backend: Backend) -> Array | None:
+    """This thread's scratch buffer `name` (uninitialised) for arrays up to
+    :data:`REUSED_BYTES` (fresh pages of a few MiB fault at a cost larger than the filters
+    of a mid-size image: a 512x512 3x3 float32 correlation ran 3.4 ms with fresh buffers,
+    0.9 ms reusing them); None above, where a new array is better (NumPy backs those with
+    huge pages)."""
+    if math.prod(shape) * np.dtype(dtype).itemsize > REUSED_BYTES:
+        return None
+    return scratch(name, shape, dtype, backend)
+
+
 def zeros(shape: tuple[int, ...], dtype: np.dtype[Any], backend: Backend) -> Array:
-    """Zeros: in this thread's scratch buffer up to :data:`REUSED_BYTES` (fresh pages of a
-    few MiB fault at a cost larger than the filters of a mid-size image: a 512x512 3x3
-    float32 correlation ran 3.4 ms with fresh buffers, 0.9 ms reusing them), a new array
-    above (NumPy backs those with huge pages)."""
-    if math.prod(shape) * dtype.itemsize > REUSED_BYTES:
+    """Zeros: in this thread's scratch buffer up to :data:`REUSED_BYTES` (:func:`reused`),
+    a new array above."""
+    buffer = reused("taps.padded", shape, dtype, backend)
+    if buffer is None:
         return backend.xp.zeros(shape, dtype)
-    buffer = scratch("taps.padded", shape, dtype, backend)
     buffer.fill(0)
     return buffer
 
