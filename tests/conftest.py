@@ -33,7 +33,10 @@ def rng():
 
 @pytest.fixture
 def plans_made(monkeypatch):
-    """The methods of the plans made while the test runs, in order (``Plan.__init__`` spied on)."""
+    """The methods of the plans made while the test runs, in order (``Plan.__init__`` spied
+    on), under a fixed memory budget (the default follows free RAM, which other processes
+    change: a new budget is a new plan)."""
+    import arrayconv as ac
     from arrayconv._plan import Plan
 
     made, make = [], Plan.__init__
@@ -43,7 +46,8 @@ def plans_made(monkeypatch):
         made.append(self.method)
 
     monkeypatch.setattr(Plan, "__init__", spy)
-    return made
+    with ac.config(memory_limit=1 << 30):
+        yield made
 
 
 @pytest.fixture(autouse=True)

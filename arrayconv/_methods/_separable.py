@@ -49,8 +49,18 @@ _GEMM_SHARE = 0.5
 # Volumes' two other passes, at that weight, were priced about 3x high: on 71 random 3-D
 # problems (8 to 512 a side, kernels of 2-15 taps a side) the passes were faster on 70 but
 # picked on 68% (71.8% within 1.2x); their weight 0.5 put all 71 within 1.2x (worst 1.02).
-_ROWS_WEIGHT, _FIXED_CALLS = 1.8, 4
-_COLUMN_WEIGHTS = {2: 1.5, 3: 0.5}  # by the kernel's dimensions
+# Complex problems (complex data, kernel or both): their column pass's GEMMs are priced at
+# 2 flops per multiply-add, as real ones (these small GEMMs are bound by their bytes; at a
+# complex multiply-add's 8, 75% of 80 random complex images were within 1.2x), and their
+# row pass (taps or banded: numpy.correlate's rows are real) weighs more: at the real
+# weights 85% were within 1.2x (worst 2.22), at these 97.5% in sample and 94.3% of 70 held
+# out (worst 1.28); volumes' other passes weigh more too (40 random complex volumes, in
+# sample only: 87.5% within 1.2x, worst 1.71). Timed with OPENBLAS_THREAD_TIMEOUT=4: OpenBLAS's
+# threads spin for about 0.1 s after each GEMM, which on 2 cores slowed an FFT timed right
+# after the passes by up to 1.9x and had biased a first fit; the real weights held there (80
+# images: all within 1.2x, worst 1.18) (bench/results/separable-complex-2026-11-25.md).
+_WEIGHTS = {(False, 2): (1.8, 1.5), (False, 3): (1.8, 0.5), (True, 2): (3.0, 0.5), (True, 3): (3.0, 1.5)}  # (rows, columns) by (complex, kernel dimensions)
+_FIXED_CALLS = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,20 +75,21 @@ class SeparableTaps:
 
 def eligible(problem: Problem, backend: Backend) -> bool:
     """Whether `problem`'s kernel, if an outer product, could run in passes: NumPy, one
-    real float 2-D or 3-D kernel of at least two taps along each axis on one input channel,
-    unit stride, no dilation."""
+    float or complex 2-D or 3-D kernel of at least two taps along each axis on one input
+    channel, unit stride, no dilation."""
     p = problem
     one_kernel = p.groups * p.in_per_group * p.out_per_group == 1
     shape = len(p.kernel) in (2, 3) and min(p.kernel) > 1 and p.unit_stride and all(d == 1 for d in p.dilation)
-    return backend.name == "numpy" and one_kernel and shape and p.dtype.char in "fd"
+    return backend.name == "numpy" and one_kernel and shape and p.dtype.char in "fdFD"
 
 
 def factors(w: Array, problem: Problem) -> list[np.ndarray] | None:
     """One 1-D kernel per axis whose outer product is `w` to :data:`_TOLERANCE_EPS` units
-    of the dtype's epsilon times ``max|w|``, in float64: along the last axis, the line of
-    taps through the largest tap; along each other axis, the line through it over that tap
-    (exact for a box or a Sobel kernel). None for any other kernel (or all zeros)."""
-    taps = np.asarray(w, dtype=np.float64).reshape(problem.kernel)
+    of the dtype's epsilon times ``max|w|``, in float64 (complex128 for a complex problem):
+    along the last axis, the line of taps through the largest tap; along each other axis,
+    the line through it over that tap (exact for a box or a Sobel kernel). None for any
+    other kernel (or all zeros)."""
+    taps = np.asarray(w, dtype=np.result_type(problem.dtype, np.float64)).reshape(problem.kernel)
     at = np.unravel_index(np.argmax(np.abs(taps)), taps.shape)
     peak = taps[at]
     if peak == 0 or not np.isfinite(taps).all():
@@ -120,8 +131,11 @@ def prepare(w: Array, problem: Problem, backend: Backend) -> SeparableTaps:
     xp = backend.xp
     lines = [xp.asarray(line.astype(problem.dtype)) for line in found]
     bands = []
-    for line in lines[:-1]:
-        band = xp.zeros((BLOCK_ROWS, BLOCK_ROWS + line.size - 1), problem.dtype)
+    for found_line, line in zip(found, lines[:-1]):
+        real = found_line.dtype.kind == "c" and not found_line.imag.any()  # a real filter on complex data
+        dtype = np.finfo(problem.dtype).dtype if real else problem.dtype
+        line = line.real if real else line
+        band = xp.zeros((BLOCK_ROWS, BLOCK_ROWS + line.size - 1), dtype)
         k, j = xp.arange(line.size)[:, None], xp.arange(BLOCK_ROWS)
         band[j, j + k] = line[:, None]  # tap k on the diagonal j + k of every output row j
         bands.append(band)
@@ -151,6 +165,8 @@ def _along(a: Array, band: Array, axis: int, target: Array, backend: Backend) ->
     lead, after = math.prod(a.shape[:axis]), math.prod(a.shape[axis + 1 :])
     a = a.reshape(lead, a.shape[axis], after)
     target = target.reshape(lead, target.shape[axis], after)
+    if band.dtype != a.dtype:  # a real filter on complex data: its parts as real samples (half the flops)
+        a, target, after = a.view(band.dtype), target.view(band.dtype), 2 * after
     count = target.shape[1]
     whole = count // BLOCK_ROWS
     sl, sn, sa = a.strides
@@ -163,9 +179,9 @@ def _along(a: Array, band: Array, axis: int, target: Array, backend: Backend) ->
 
 
 def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
-    """The row pass's cost (direct's), and each other axis's pass: its GEMMs' flops at
-    :data:`_GEMM_SHARE` of the GEMM rate, and the pass's input read and output written at
-    the stream rate; weighted, with a fixed cost (:data:`_ROWS_WEIGHT`)."""
+    """The row pass's cost (direct's), and each other axis's pass: its GEMMs' flops (2
+    per multiply-add, complex too) at :data:`_GEMM_SHARE` of the GEMM rate, and the pass's input read and output written at
+    the stream rate; weighted (:data:`_WEIGHTS`), with a fixed cost."""
     p, size = problem, problem.dtype.itemsize
     rows = direct.cost(row_problem(p), backend, rates)
     gemm_rate, columns, held = _GEMM_SHARE * rates.gemm_rate(p.dtype, backend.name), 0.0, 0
@@ -174,5 +190,6 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
         written = p.batch * math.prod(p.padded[:axis]) * math.prod(p.out_spatial[axis:])
         columns += 2 * written * (BLOCK_ROWS + p.kernel[axis] - 1) / gemm_rate + (read + written) * size / rates.stream_bytes
         held = max(held, read * size)
-    seconds = _ROWS_WEIGHT * rows.seconds + _COLUMN_WEIGHTS[len(p.kernel)] * columns + _FIXED_CALLS * rates.call_seconds
+    rows_weight, columns_weight = _WEIGHTS[p.dtype.kind == "c", len(p.kernel)]
+    seconds = rows_weight * rows.seconds + columns_weight * columns + _FIXED_CALLS * rates.call_seconds
     return Cost(seconds, rows.temp_bytes + 2 * held)
