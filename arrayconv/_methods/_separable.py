@@ -129,17 +129,16 @@ def prepare(w: Array, problem: Problem, backend: Backend) -> SeparableTaps:
         msg = "the kernel is not an outer product of 1-D kernels"
         raise ValueError(msg)
     xp = backend.xp
-    lines = [xp.asarray(line.astype(problem.dtype)) for line in found]
     bands = []
-    for found_line, line in zip(found, lines[:-1]):
-        real = found_line.dtype.kind == "c" and not found_line.imag.any()  # a real filter on complex data
-        dtype = np.finfo(problem.dtype).dtype if real else problem.dtype
-        line = line.real if real else line
+    for found_line in found[:-1]:
+        complex_line = bool(np.iscomplexobj(found_line) and found_line.imag.any())  # else real, on complex data too
+        dtype = problem.dtype if complex_line else np.finfo(problem.dtype).dtype
+        line = xp.asarray((found_line if complex_line else found_line.real).astype(dtype))
         band = xp.zeros((BLOCK_ROWS, BLOCK_ROWS + line.size - 1), dtype)
         k, j = xp.arange(line.size)[:, None], xp.arange(BLOCK_ROWS)
         band[j, j + k] = line[:, None]  # tap k on the diagonal j + k of every output row j
         bands.append(band)
-    row = lines[-1].reshape(1, 1, *(1,) * (len(problem.kernel) - 1), -1)
+    row = xp.asarray(found[-1].astype(problem.dtype)).reshape(1, 1, *(1,) * (len(problem.kernel) - 1), -1)
     return SeparableTaps(direct.prepare(row, row_problem(problem), backend), tuple(bands))
 
 
@@ -180,8 +179,9 @@ def _along(a: Array, band: Array, axis: int, target: Array, backend: Backend) ->
 
 def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     """The row pass's cost (direct's), and each other axis's pass: its GEMMs' flops (2
-    per multiply-add, complex too) at :data:`_GEMM_SHARE` of the GEMM rate, and the pass's input read and output written at
-    the stream rate; weighted (:data:`_WEIGHTS`), with a fixed cost."""
+    per multiply-add, complex too) at :data:`_GEMM_SHARE` of the GEMM rate, and the
+    pass's input read and output written at the stream rate; weighted (:data:`_WEIGHTS`),
+    with a fixed cost."""
     p, size = problem, problem.dtype.itemsize
     rows = direct.cost(row_problem(p), backend, rates)
     gemm_rate, columns, held = _GEMM_SHARE * rates.gemm_rate(p.dtype, backend.name), 0.0, 0
