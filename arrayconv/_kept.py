@@ -73,11 +73,20 @@ def _plan_key(op: str, x: Any, kernels: tuple[Any, ...], options: tuple[Hashable
     if not keeps_plan(dtypes, sizes, kernel.nbytes):
         return None
     try:
-        hash(options)  # axes, stride or padding given as a list
-    except TypeError:
-        return None
+        hash(options)
+    except TypeError:  # axes, stride or padding given as a list: keyed as the tuple it means
+        options = _as_tuples(options)
+        try:
+            hash(options)
+        except TypeError:
+            return None
     values = tuple(None if a is None else (a.shape, a.dtype, a.tobytes()) for a in kernels)
     return (op, x.shape, x.dtype, values, options, *(settings() if known_settings is None else known_settings))
+
+
+def _as_tuples(value: Any) -> Any:
+    """`value` with every list in it, nested in lists or tuples, made a tuple."""
+    return tuple(_as_tuples(v) for v in value) if isinstance(value, list | tuple) else value
 
 
 def settings() -> tuple[Hashable, ...]:

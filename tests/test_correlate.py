@@ -486,6 +486,22 @@ def test_plain_calls_with_a_kernel_seen_before_reuse_its_plan(dtype, rng, plans_
         assert_matches(ac.correlate(x, original, "same", method), reference_correlate(x, original, "same"), dtype=dtype)
 
 
+def test_options_given_as_lists_keep_the_plan_of_the_tuples_they_mean(rng, plans_made):
+    """`axes`, `stride` or `padding` given as lists key the kept plan as the tuples they
+    mean: one plan for both spellings, and the method choose_method reports. Found by the
+    'dev' Hypothesis profile: 2 x 9 float32 lines of 26 samples, 26 taps, axes=[2], 'full'
+    made a one-call plan (direct) where choose_method said a kept one (im2col)."""
+    in1, in2 = random(rng, (2, 9, 26), "float32"), random(rng, (1, 1, 26), "float32")
+    chosen = ac.choose_method(in1, in2, mode="full", axes=[2])
+    assert chosen.calls == "kept"
+    listed = ac.correlate(in1, in2, "full", axes=[2])
+    np.testing.assert_array_equal(ac.correlate(in1, in2, "full", axes=(2,)), listed)
+    np.testing.assert_array_equal(ac.plan_correlate(in2, in1.shape, "full", method=chosen.method, axes=[2])(in1), listed)
+    x, w = random(rng, (2, 3, 20, 20), "float64"), random(rng, (4, 3, 3, 3), "float64")
+    np.testing.assert_array_equal(ac.conv(x, w, stride=[2, 1], padding=[1, 2]), ac.conv(x, w, stride=(2, 1), padding=(1, 2)))
+    assert len(plans_made) == 3  # correlate's plan of both spellings, choose_method's pick as a plan, conv's plan of both
+
+
 def test_kept_plans_leave_out_integers_large_kernels_and_measured_calls(rng, plans_made):
     """Integer calls make their plan each time (its overflow guard reads the input's
     values), as do kernels over 16 KiB and measured calls; kept plans are a bounded cache."""
