@@ -35,6 +35,13 @@ def reference_correlate(in1, in2, mode, *, axes=None, flip=False):
     return np.moveaxis(out, range(len(rest)), rest)
 
 
+def reference_terms(in1, in2, mode, *, axes=None):
+    """The largest output's terms' 2-norm, ``sqrt(max(|in1|^2 (*) |in2|^2))``: the scale of
+    rounding where outputs cancel far below their terms (see :func:`assert_matches`)."""
+    squares = reference_correlate(np.abs(_wide(in1)) ** 2, np.abs(_wide(in2)) ** 2, mode, axes=axes)
+    return float(np.sqrt(np.max(squares, initial=0.0)))
+
+
 def reference_conv(x, w, bias=None, *, stride=1, padding=0, dilation=1, groups=1):
     """Conv layer from SciPy: zero pad, dilate the kernel with zeros, 'valid' channel sums, subsample.
 
