@@ -244,3 +244,16 @@ def test_rescore_judges_recorded_timings_by_todays_picks(where):
     assert stats == {"points": 2, "within_1.2x": 0.0, "worst_ratio": math.inf, "over_2x": 2}
     assert changed == [f"p0 (2, 3, 20, 20) x (4, 3, 3, 3): {other} (1.00) -> {pick} (3.00)",
                        f"p1 (2, 3, 20, 20) x (4, 3, 3, 3): {other} (1.00) -> {pick} (not timed in this sweep)"]
+
+
+def test_rescore_takes_random_kernels_as_the_sweeps_timed():
+    """Rescoring builds each point's kernel from random values, as the sweep timed it: a
+    kernel left unfilled could hold an outer product (or NaNs), which direct's separable
+    form would price, and the pick would not be the one the timings judge."""
+    point = {"id": "g15", "op": "correlate", "x": (1024, 1024), "w": (15, 15), "mode": "same"}
+    expected = sweep._choice(point).method  # from shapes: kernel values unknown, no outer product
+    outer = ac.choose_method(np.zeros(point["x"], "float32"), np.ones(point["w"], "float32"), mode="same").method
+    assert outer != expected  # an outer product would change the pick
+    timed = {**point, "chosen": expected, "ratio": 1.0, "median_s": {expected: 0.001, outer: 0.002}}
+    stats, changed = sweep.rescore({"device": "cpu", "points": [timed]})
+    assert changed == [] and stats["within_1.2x"] == 1.0

@@ -195,9 +195,10 @@ def rescore(report: dict) -> tuple[dict, list[str]]:
     timed counts as infinitely slow. No timing is run: cost-model changes are checked on
     the committed sweeps in seconds (a GPU sweep's on a machine with CuPy and a GPU)."""
     where = device(report.get("device", "cpu"))
-    results, changed = [], []
+    results, changed, rng = [], [], np.random.default_rng(0)
     for point in report["points"]:
-        x, w = (where.xp.empty(tuple(point[key]), dtype=_dtype(point)) for key in ("x", "w"))  # never filled
+        x = where.xp.zeros(tuple(point["x"]), dtype=_dtype(point))  # a float input's values are not read
+        w = where.xp.asarray(random_array(rng, point["w"], _dtype(point)))  # random, as timed: never an outer product
         pick = _choice(point, x, w).method
         times = point["median_s"]
         ratio = times.get(pick, math.inf) / min(times.values())
