@@ -421,13 +421,17 @@ def test_batches_of_1d_signals_price_each_lines_transform_by_its_own_bytes():
         ((256, 3166), 270, "float32", "valid", "fft"),  # FFT 1.7 ms; direct's banded form 3.0
         ((64, 1983), 153, "float64", "same", "fft"),  # FFT 0.48 ms; banded 0.71
         ((16, 63390), 4, "float64", "same", "direct"),  # direct 0.55 ms; FFT 4.4
+        ((64, 3000), 127, "float32", "same", "fft"),  # several lines per transform call: FFT 0.33-0.42 ms; banded 0.77
+        ((32, 62894), 128, "float32", "same", "fft"),  # FFT 3.7 ms; banded 8.6
+        ((24, 15944), 78, "float64", "valid", "fft"),  # FFT 1.1 ms; direct 2.1
     ],
 )
 def test_batches_of_1d_signals_take_the_fft_for_fir_filters_of_hundreds_of_taps(shape, taps, dtype, mode, method):
     """A batch of lines filtered along one axis makes one contiguous pass per line into
     and out of its transform (not the N-D layout's four): multichannel signals with FIR
     filters of 150-450 taps go to the FFT, which ran 1.4-2.4x faster than the banded
-    form 'auto' took before."""
+    form 'auto' took before; and a call's transforms of several lines are priced at
+    0.45 of one line's each (bench/results/batched-lines-fft-2026-11-25.md)."""
     x, w = np.empty(shape, dtype), np.empty((1, taps), dtype)
     assert ac.choose_method(x, w, mode=mode, axes=-1).method == method
 

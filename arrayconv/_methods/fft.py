@@ -84,6 +84,14 @@ _SLAB_FIXED_CALLS = 50
 # fastest, none over 2x; at 966799e 'auto' was within 1.2x on 72-93%, up to 25x off
 # (bench/results/direct-1d-long-kernels-2026-11-24.md, batched-1d-2026-11-24.md).
 _FIXED_CALLS_1D, _FIXED_KERNEL_CALLS_1D = 10, 15
+# Several lines transformed by one call (a batch of 1-D signals, row filters on images)
+# ran at about 0.45 of the per-line time of one line (pocketfft transforms lines side by
+# side in SIMD lanes): fitted to 80 random batches whose methods were each timed after
+# 0.15 s of their own calls (OpenBLAS's threads spin for 0.1 s after another method's
+# GEMMs), 0.43; judged on 80 more held out, 'auto' within 1.2x of the fastest on 95%
+# (89% at 1), worst 1.51 (2.06); single lines keep 1 (their fit: 1.05)
+# (bench/results/batched-lines-fft-2026-11-25.md).
+_LINES_TRANSFORM_WEIGHT = 0.45
 _DATA_PASSES_1D, _MAC_PASSES_1D = 1, 2
 _GPU_KERNEL_PASSES, _GPU_DATA_PASSES = 17, 6
 # On a GPU the same steps are about 20 launches (call_seconds there is a launch's cost).
@@ -429,7 +437,8 @@ def split_cost(problem: Problem, backend: Backend, rates: Rates, *, slab: bool =
     """Seconds of :func:`cost` spent on the kernel (its transforms and passes over its
     spectra, paid once per plan or call) and on the data (everything else); with `slab`,
     for one slab of overlap-save (:data:`_SLAB_FIXED_CALLS` on the CPU). On the CPU,
-    problems along one axis pay the 1-D counts (:data:`_FIXED_CALLS_1D`)."""
+    problems along one axis pay the 1-D counts (:data:`_FIXED_CALLS_1D`), and a call's
+    transforms of several lines :data:`_LINES_TRANSFORM_WEIGHT` of theirs."""
     p = problem
     shape = fft_shape(p, backend)
     size = math.prod(shape)
@@ -444,7 +453,8 @@ def split_cost(problem: Problem, backend: Backend, rates: Rates, *, slab: bool =
 
     def transforms(maps: int) -> float:
         """Seconds of `maps` forward or inverse transforms made by one call."""
-        return _slowed(maps, map_bytes, backend, one_axis) * _thread_factor(maps * size, backend, slab, one_axis) * transform
+        weight = _LINES_TRANSFORM_WEIGHT if one_axis and maps > 1 and not slab else 1.0
+        return weight * _slowed(maps, map_bytes, backend, one_axis) * _thread_factor(maps * size, backend, slab, one_axis) * transform
 
     if not _sums_by_gemm(p, backend):  # one pass of the kernel spectra per batch item, a few times over
         contraction = (_MAC_PASSES_1D if one_axis else _MAC_PASSES) * p.batch * kernels / rates.stream_bytes
