@@ -35,10 +35,11 @@ def reference_correlate(in1, in2, mode, *, axes=None, flip=False):
     return np.moveaxis(out, range(len(rest)), rest)
 
 
-def reference_terms(in1, in2, mode, *, axes=None):
-    """The largest output's terms' 2-norm, ``sqrt(max(|in1|^2 (*) |in2|^2))``: the scale of
-    rounding where outputs cancel far below their terms (see :func:`assert_matches`)."""
-    squares = reference_correlate(np.abs(_wide(in1)) ** 2, np.abs(_wide(in2)) ** 2, mode, axes=axes)
+def reference_terms(in1, in2, mode, *, axes=None, flip=False):
+    """The largest output's terms' 2-norm, ``sqrt(max(|in1|^2 (*) |in2|^2))`` (convolution's
+    with `flip`): the scale of rounding where outputs cancel far below their terms (see
+    :func:`assert_matches`)."""
+    squares = reference_correlate(np.abs(_wide(in1)) ** 2, np.abs(_wide(in2)) ** 2, mode, axes=axes, flip=flip)
     return float(np.sqrt(np.max(squares, initial=0.0)))
 
 

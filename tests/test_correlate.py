@@ -30,7 +30,7 @@ def test_matches_scipy(xp, func, method, case, dtype, seed):
     in1, in2 = random(rng, s1, dtype), random(rng, s2, dtype)
     fn, flip = FUNCS[func]
     got = fn(xp.asarray(in1), xp.asarray(in2), mode, method)
-    terms = reference_terms(in1, in2, mode)  # a single output (equal shapes, 'valid') may cancel far below its terms
+    terms = reference_terms(in1, in2, mode, flip=flip)  # a single output (equal shapes, 'valid') may cancel far below its terms
     assert_matches(got, reference_correlate(in1, in2, mode, flip=flip), dtype=dtype, backend=xp.__name__, terms=terms)
 
 
@@ -255,7 +255,7 @@ def _check_unplanned_calls_steadily(in1, in2, modes, method, axes):
         through_layers = plans[mode, flip](in1, out=np.empty_like(results[mode, flip]))  # out: every step of the plan
         np.testing.assert_array_equal(results[mode, flip], through_layers)
         assert (plans[mode, flip]._single is None) == (plans[mode, flip].unplanned() is None)
-        terms = reference_terms(in1, in2, mode, axes=axes)  # a single output of n = k taps may cancel far below its terms
+        terms = reference_terms(in1, in2, mode, axes=axes, flip=flip)  # a single output of n = k taps may cancel far below its terms
         assert_matches(results[mode, flip], reference_correlate(in1, in2, mode, axes=axes, flip=flip), dtype=in1.dtype, terms=terms)
         np.testing.assert_array_equal((ac.convolve if flip else ac.correlate)(in1, in2, mode, method, axes=axes), results[mode, flip])
     with pytest.MonkeyPatch.context() as patch:
@@ -658,7 +658,7 @@ def test_separable_form_matches_scipy(boundary, case, batch, mode, dtype, comple
         ref_mode = "valid"
     expected = reference_correlate(extended, w_call, ref_mode, axes=axes, flip=flip)
     assert got.dtype == dtype
-    terms = reference_terms(extended, w_call, ref_mode, axes=axes)  # kernels with zero taps on tiny inputs cancel far below their terms
+    terms = reference_terms(extended, w_call, ref_mode, axes=axes, flip=flip)  # kernels with zero taps on tiny inputs cancel far below their terms
     assert_matches(got, expected, dtype=dtype, terms=terms)
 
 

@@ -89,7 +89,7 @@ _FIXED_CALLS_1D, _FIXED_KERNEL_CALLS_1D = 10, 15
 # side in SIMD lanes): fitted to 80 random batches whose methods were each timed after
 # 0.15 s of their own calls (OpenBLAS's threads spin for 0.1 s after another method's
 # GEMMs), 0.43; judged on 80 more held out, 'auto' within 1.2x of the fastest on 95%
-# (89% at 1), worst 1.51 (2.06); single lines keep 1 (their fit: 1.05)
+# (89% at weight 1), worst 1.51 (2.06); one line keeps weight 1 (its own fit: 1.05)
 # (bench/results/batched-lines-fft-2026-11-25.md).
 _LINES_TRANSFORM_WEIGHT = 0.45
 _DATA_PASSES_1D, _MAC_PASSES_1D = 1, 2
