@@ -589,6 +589,15 @@ def _refuse(method):
 
 
 SEPARABLE_BOUNDARIES = {"fill": "constant", "wrap": "wrap", "symm": "symmetric", "mirror": "reflect", "nearest": "edge"}  # numpy.pad's names
+_TAPS_7 = np.arange(7) - 3.0
+GAUSSIAN_7 = np.exp(-(_TAPS_7[:, None] ** 2 + _TAPS_7[None, :] ** 2) / 4)  # a 7x7 Gaussian, float64
+
+
+def _force_separable(patch):
+    """Make direct run its passes wherever they apply, and its taps elsewhere."""
+    from arrayconv._methods import _separable, direct
+
+    patch.setattr(direct, "_form", lambda p, backend, rates: ("separable", 0) if _separable.takes(p, backend) else ("taps", 0))
 
 
 def _outer(rng, *taps, dtype, zero_tap=False):
@@ -632,7 +641,7 @@ def test_separable_form_matches_scipy(boundary, case, batch, mode, dtype, comple
     batches through `axes`: the float64 reference (scipy.signal, on the input extended by
     numpy.pad for the boundary rules). A complex `dtype` is that of the data, the kernel
     or both (`complex_parts`)."""
-    from arrayconv._methods import _separable, direct
+    from arrayconv._methods import _separable
 
     shape, kernel = case
     if mode == "valid" and any(n < k for n, k in zip(shape, kernel)) and any(n > k for n, k in zip(shape, kernel)):
@@ -646,7 +655,7 @@ def test_separable_form_matches_scipy(boundary, case, batch, mode, dtype, comple
     axes = None if batch is None else tuple(range(1, 1 + len(shape)))
     w_call = w if batch is None else w[None]
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(direct, "_form", lambda p, backend, rates: ("separable", 0) if _separable.takes(p, backend) else ("taps", 0))
+        _force_separable(patch)
         plan = (ac.plan_convolve if flip else ac.plan_correlate)(w_call, x.shape, mode, "direct", axes=axes, boundary=boundary, dtype=x.dtype)
         assert isinstance(plan._kernel, _separable.SeparableTaps)
         got = plan(x)
@@ -667,8 +676,7 @@ def test_separable_kernels_are_found_and_others_are_not(rng):
     taps, a 3-D one, a complex Gabor kernel at any angle, a real kernel on complex data)
     mark the problem rank one; a random kernel, a sum of two outer products, all zeros, a
     NaN, a 1-D kernel, an integer one, or a real Gabor kernel (the sum of two) do not."""
-    t = np.arange(7) - 3.0
-    gauss = np.exp(-(t[:, None] ** 2 + t[None, :] ** 2) / 4)
+    gauss = GAUSSIAN_7
     sobel = np.outer([1.0, 2.0, 1.0], [-1.0, 0.0, 1.0])
     x = random(rng, (64, 64), "float32")
 
@@ -685,7 +693,7 @@ def test_separable_kernels_are_found_and_others_are_not(rng):
         assert not marked(k)
     assert not ac.plan_correlate(np.ones((3, 3), np.int64), (64, 64), "same", dtype=np.int64)._spec.problem.rank_one
     angle = 0.6  # the wave exp(i k.r) is the product of one along each axis; the envelope is round
-    gabor = (gauss * np.exp(1j * (np.cos(angle) * t[None, :] + np.sin(angle) * t[:, None]))).astype(np.complex64)
+    gabor = (gauss * np.exp(1j * (np.cos(angle) * _TAPS_7[None, :] + np.sin(angle) * _TAPS_7[:, None]))).astype(np.complex64)
     assert marked(gabor) and marked(sobel, x.astype(np.complex128))
     assert not marked(gabor.real.copy())
 
@@ -694,9 +702,7 @@ def test_separable_form_propagates_nan_over_the_footprint_only(rng, monkeypatch)
     """Its column pass multiplies the rows outside each output's footprint by zeros, so a
     NaN or inf takes the mask rule (as the FFT's): non-finite exactly where SciPy's direct
     method's result is (NaN there, where SciPy has an inf)."""
-    from arrayconv._methods import _separable, direct
-
-    monkeypatch.setattr(direct, "_form", lambda p, backend, rates: ("separable", 0) if _separable.takes(p, backend) else ("taps", 0))
+    _force_separable(monkeypatch)
     x, w = random(rng, (70, 50), "float64"), _outer(rng, 5, 4, dtype="float64")
     x[10, 7] = x[60, 40] = np.nan
     x[33, 0] = np.inf
@@ -712,9 +718,9 @@ def test_auto_sums_a_gaussian_in_two_passes(rng):
     """With the reference rates, 'auto' runs a 7x7 Gaussian on a 512x512 float32 image as
     direct's two passes (0.55 against 1.3 ms by the FFT when measured), and a random
     7x7 kernel as before."""
-    t = np.arange(7) - 3.0
-    gauss = np.exp(-(t[:, None] ** 2 + t[None, :] ** 2) / 4).astype(np.float32)
     from arrayconv._methods import _separable
+
+    gauss = GAUSSIAN_7.astype(np.float32)
 
     plan = ac.plan_correlate(gauss, (512, 512), "same", dtype=np.float32)
     assert plan.method == "direct" and isinstance(plan._kernel, _separable.SeparableTaps)
@@ -728,8 +734,7 @@ def test_separable_form_keeps_to_the_memory_budget(rng):
     way."""
     from arrayconv._methods import _separable
 
-    t = np.arange(7) - 3.0
-    gauss = np.exp(-(t[:, None] ** 2 + t[None, :] ** 2) / 4)
+    gauss = GAUSSIAN_7
     roomy = ac.plan_correlate(gauss, (512, 512), "same", "direct")
     tight = ac.plan_correlate(gauss, (512, 512), "same", "direct", memory_limit=3 << 20)  # the padded input is 2.1 MiB
     assert isinstance(roomy._kernel, _separable.SeparableTaps) and not isinstance(tight._kernel, _separable.SeparableTaps)
