@@ -162,16 +162,21 @@ def check_choice(name: str, value: object, allowed: Iterable[str]) -> str:
 def as_array(value: object, name: str, backend: Backend) -> Array:
     """Return `value` as an array of `backend`, refusing kinds that would give a wrong answer."""
     array = value if type(value) is np.ndarray and backend.xp is np else _converted(value, name, backend)
-    if array.dtype.kind not in _NUMERIC_KINDS:
+    check_numeric(name, array.dtype, array.shape)
+    return array
+
+
+def check_numeric(name: str, dtype: np.dtype[Any], shape: Shape) -> None:
+    """Refuse an array of `dtype` and `shape` that is not an integer, float or complex one, or is empty."""
+    if dtype.kind not in _NUMERIC_KINDS:
         msg = (
-            f"`{name}` must have an integer, float or complex dtype, got {array.dtype}"
-            f"{'; cast it with .astype(np.uint8) or .astype(float)' if array.dtype.kind == 'b' else ''}"
+            f"`{name}` must have an integer, float or complex dtype, got {dtype}"
+            f"{'; cast it with .astype(np.uint8) or .astype(float)' if dtype.kind == 'b' else ''}"
         )
         raise TypeError(msg)
-    if array.size == 0:
-        msg = f"`{name}` must not be empty, got shape {array.shape}"
+    if 0 in shape:
+        msg = f"`{name}` must not be empty, got shape {shape}"
         raise ValueError(msg)
-    return array
 
 
 def _converted(value: object, name: str, backend: Backend) -> Array:

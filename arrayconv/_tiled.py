@@ -26,7 +26,7 @@ from ._boundary import BOUNDARIES, extend
 from ._correlate import Boundary, MethodName, Mode, convolve, correlate
 from ._docstrings import fill
 from ._nan import NanPolicy
-from ._problem import check_choice, check_valid_sizes, result_dtype
+from ._problem import check_choice, check_numeric, check_valid_sizes, result_dtype
 from ._shapes import mode_padding
 
 # Bytes of temporaries per byte of a slab: the slabs in flight, the FFT's spectra, with room
@@ -137,6 +137,8 @@ def _filter_into(in1, in2, out, mode, method, boundary, fillvalue, nan, memory_l
     if len(shape) != len(kernel) or not shape:
         msg = f"`in1` and `in2` must have the same ndim (>= 1), got shapes {shape} and {kernel}"
         raise ValueError(msg)
+    check_numeric("in1", np.dtype(in1.dtype), shape)
+    check_numeric("in2", np.dtype(in2.dtype), kernel)
     if mode == "valid":
         check_valid_sizes(shape, kernel)
         if any(n < k for n, k in zip(shape, kernel)):

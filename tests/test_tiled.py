@@ -247,3 +247,23 @@ def test_errors(out_shape, out_dtype, k_shape, mode, match, rng):
     with pytest.raises(ValueError, match=match):
         ac.correlate_into(x, random(rng, k_shape, "float64"), out, mode, progress=False)
     assert not out.any()
+
+
+@pytest.mark.parametrize(
+    "x_shape, x_dtype, k_shape, error, match",
+    [
+        ((0, 30), "float64", (5, 5), ValueError, r"`in1` must not be empty, got shape \(0, 30\)"),
+        ((40, 0), "float64", (5, 5), ValueError, r"`in1` must not be empty, got shape \(40, 0\)"),
+        ((40, 30), "float64", (5, 0), ValueError, r"`in2` must not be empty, got shape \(5, 0\)"),
+        ((40, 30), "bool", (5, 5), TypeError, r"`in1` must have an integer, float or complex dtype, got bool"),
+    ],
+)
+def test_empty_or_boolean_inputs_are_refused_as_by_correlate(x_shape, x_dtype, k_shape, error, match, rng):
+    """An empty image once wrote nothing ('full') or failed with an IndexError ('same')."""
+    x, k = random(rng, x_shape, "float64").astype(x_dtype), random(rng, k_shape, "float64")
+    out = np.zeros([n + m - 1 for n, m in zip(x_shape, k_shape)])
+    with pytest.raises(error, match=match):
+        ac.correlate_into(x, k, out, "full", progress=False)
+    with pytest.raises(error, match=match):
+        ac.correlate(x, k, "full")
+    assert not out.any()
