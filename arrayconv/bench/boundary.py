@@ -26,7 +26,7 @@ import scipy.signal
 import arrayconv as ac
 
 from .peers import time_call
-from .run import command_line, machine_line, versions
+from .run import command_line, report_head, versions
 
 # (image side, kernel side): 512, 1000, 1024 and 2048 are fast lengths (the FFT wraps
 # natively), 2039 is prime (the input is extended first).
@@ -90,10 +90,7 @@ def write(rows: list[dict], repeats: int, folder: Path) -> Path:
     ours, extended = "arrayconv boundary='wrap'", "arrayconv on np.pad(wrap), 'valid'"
     ours_fft, extended_fft = f"{ours}, method='fft'", f"{extended}, method='fft'"
     lines = [
-        f"# Periodic boundary: boundary='wrap' against extending the input first ({date})",
-        "",
-        f"Command: `{command}`  ",
-        machine_line(info),
+        *report_head(f"Periodic boundary: boundary='wrap' against extending the input first ({date})", command, info),
         f"float32, 'same' output, median of {repeats} interleaved repeats after one warm-up. "
         "'spread': largest difference between the callables' results / max |result|.",
         "",

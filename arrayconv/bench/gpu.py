@@ -25,7 +25,7 @@ import arrayconv as ac
 
 from .cases import CASES, Case
 from .peers import _macs, scipy_peers
-from .run import _data, _reference, command_line, machine_line, plot, versions
+from .run import _data, _reference, command_line, plot, report_head, versions
 
 # Calls slower than this (seconds) are timed this few times.
 SLOW_SECONDS, SLOW_REPEATS = 0.5, 3
@@ -176,10 +176,7 @@ def ceilings(cp) -> dict[str, float]:  # type: ignore[no-untyped-def]
 def write_markdown(report: dict, path: Path) -> None:
     c = report["ceilings"]
     lines = [
-        f"# arrayconv GPU benchmark, {report['date']}",
-        "",
-        f"Command: `{report['command']}`  ",
-        machine_line(report["versions"]),
+        *report_head(f"arrayconv GPU benchmark, {report['date']}", report["command"], report["versions"]),
         f"Measured ceilings: FP32 GEMM {c['fp32_flops'] / 1e12:.1f} TFLOP/s (8192^3, TF32 off), "
         f"copy {c['copy_bytes'] / 1e9:.0f} GB/s (1 GiB, read + write).  ",
         f"CUDA events around each call, median of {report['repeats']} interleaved repeats (order shuffled "

@@ -32,7 +32,7 @@ import scipy.signal
 
 import arrayconv as ac
 
-from .run import command_line, machine_line, versions
+from .run import command_line, report_head, versions
 
 
 def time_point(shape: tuple[int, ...], k: int, dtype: str, rng: np.random.Generator, channels: int = 0) -> dict:
@@ -74,10 +74,7 @@ def write(points: list[dict], folder: Path, argv: list[str]) -> Path:
     report = {"date": date, "command": command_line("python -m arrayconv.bench.images", argv), "versions": versions(), "points": points}
     stem.with_suffix(".json").write_text(json.dumps(report, indent=1))
     lines = [
-        f"# Single images and signals against SciPy, CPU, {date}",
-        "",
-        f"Command: `{report['command']}`  ",
-        machine_line(report["versions"]),
+        *report_head(f"Single images and signals against SciPy, CPU, {date}", report["command"], report["versions"]),
         "`arrayconv.correlate(x, w, 'same')` ('auto'), `scipy.signal.correlate` (its 'auto'), `fftconvolve` and `oaconvolve`",
         "(along the kernel's axes longer than 1) and `scipy.ndimage.correlate` (mode 'constant'), interleaved in a new order",
         "each round, each timed right after an untimed call of its own; best of the rounds, microseconds. Ratio = arrayconv / the fastest SciPy call (under 1: arrayconv faster).",

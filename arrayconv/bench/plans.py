@@ -25,7 +25,7 @@ import arrayconv as ac
 
 from .cases import CASES, Case
 from .devices import Device, device, ms_digits, report_stem
-from .run import command_line, machine_line
+from .run import command_line, report_head
 
 
 def callables(case: Case, kernel: Any, where: Device) -> dict[str, Callable[[Any], object]]:
@@ -81,10 +81,7 @@ def write(result: dict, folder: Path) -> Path:
     stem.with_suffix(".json").write_text(json.dumps(result, indent=1))
     plain = result["median_s"]["arrayconv correlate auto"]
     lines = [
-        f"# Same kernel, many frames: plan vs plain call, {result['device'].upper()} ({date})",
-        "",
-        f"Command: `{result['command']}`  ",
-        machine_line(result["versions"]),
+        *report_head(f"Same kernel, many frames: plan vs plain call, {result['device'].upper()} ({date})", result["command"], result["versions"]),
         f"Case {result['case']['id']}: image {result['case']['x']}, kernel {result['case']['w']}, "
         f"mode {result['case']['mode']!r}, float32, {result['frames']} frames, each filtered by every callable in turn, in a new random order per frame.",
         "",

@@ -65,6 +65,12 @@ def machine_line(versions: dict[str, str]) -> str:
     return "Machine: " + ", ".join(f"{k} {v}" for k, v in versions.items()) + "  "
 
 
+def report_head(title: str, command: str, versions: dict[str, str]) -> list[str]:
+    """The first lines of every Markdown report: its title, the command that made it and
+    the machine it ran on."""
+    return [f"# {title}", "", f"Command: `{command}`  ", machine_line(versions)]
+
+
 def _data(case: Case) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(0)
     return rng.standard_normal(case.x, dtype=np.float32), rng.standard_normal(case.w, dtype=np.float32)
@@ -176,10 +182,7 @@ def versions() -> dict[str, str]:
 
 def write_markdown(report: dict, path: Path) -> None:
     lines = [
-        f"# arrayconv CPU benchmark, {report['date']}",
-        "",
-        f"Command: `{report['command']}`  ",
-        machine_line(report["versions"]),
+        *report_head(f"arrayconv CPU benchmark, {report['date']}", report["command"], report["versions"]),
         f"Measured floors' basis: GEMM {report['rates']['gemm_flops'] / 1e9:.0f} GFLOP/s, "
         f"copy {report['rates']['stream_bytes'] / 1e9:.1f} GB/s.  ",
         f"Median of {report['repeats']} interleaved repeats (order shuffled each repeat) after one warm-up "

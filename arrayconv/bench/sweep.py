@@ -45,7 +45,7 @@ from arrayconv._rates import DEFAULT_GPU_RATES, DEFAULT_RATES, rates_for
 
 from .cases import CASES, random_array
 from .devices import Device, device, ms_digits, report_stem
-from .run import command_line, machine_line
+from .run import command_line, report_head
 
 SIDES = (64, 128, 256, 512, 1024, 2048, 4096)
 KERNELS = (1, 3, 5, 7, 11, 15, 31, 63)
@@ -242,11 +242,8 @@ def write(results: list[dict], folder: Path, argv: list[str], where: Device, not
     }
     stem.with_suffix(".json").write_text(json.dumps(report, indent=1))
     lines = [
-        f"# Method choice sweep, {where.name.upper()}, {date}",
-        "",
-        f"Command: `{report['command']}`  ",
+        *report_head(f"Method choice sweep, {where.name.upper()}, {date}", report["command"], report["versions"]),
         *([f"Note: {note}  "] if note else []),
-        machine_line(report["versions"]),
         f"{dtype}, {'default' if default else 'calibrated'} rates ({rates}). Ratio = time of auto's method / time of the fastest method."
         + (" Plans: each method's plan is made once and its calls are timed; auto's pick is the plan's choice (per call, the kernel form made once)." if results[0].get("plans") else ""),
         "",
