@@ -7,7 +7,8 @@ a zarr array, a TIFF opened with tifffile as a memmap or zarr store, an h5py dat
 One I/O thread reads the next slab of input rows (with its halo) and writes the previous
 slab of results while the current one is filtered, so the disk (or a zarr codec) and the
 filter work at once; writes go in order, one at a time (slabs may share a zarr chunk).
-At most two input slabs and two result slabs are in memory at a time.
+At most two input slabs and two result slabs are in memory at a time. How slabs reach
+the GPU and come back (pinned buffers, a copy stream) is :mod:`arrayconv._slab_copies`.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from ._docstrings import fill
 from ._nan import NanPolicy
 from ._problem import check_choice, check_numeric, check_valid_sizes, result_dtype
 from ._shapes import mode_padding
+from ._slab_copies import SLOTS, slab_copies
 
 # Bytes of temporaries per byte of a slab: the slabs in flight, the FFT's spectra, with room
 # to spare. In flight while a slab is filtered: the next slab being read, this one and its
@@ -35,6 +37,9 @@ from ._shapes import mode_padding
 # the budget goes to the filter itself.
 _SLAB_SHARE = 8
 _IN_FLIGHT_SLABS = 5
+# On the GPU each slab also has two pinned host buffers each way: slabs of at most this
+# many bytes keep them (and what stays in CuPy's pinned-memory pool) to about 1 GiB.
+_PINNED_SLAB_BYTES = 256 << 20
 
 
 @fill
@@ -152,31 +157,41 @@ def _filter_into(in1, in2, out, mode, method, boundary, fillvalue, nan, memory_l
         raise ValueError(msg)
     limit = _config.budget(backend.name) if memory_limit is None else memory_limit
     row_bytes = math.prod(n + lo + hi for n, (lo, hi) in zip(shape[1:], pads[1:])) * max(dtype.itemsize, 4)
-    rows = max(1, limit // (_SLAB_SHARE * row_bytes) - kernel[0] + 1)
+    slab_bytes = limit // _SLAB_SHARE if backend.name == "numpy" else min(limit // _SLAB_SHARE, _PINNED_SLAB_BYTES)
+    rows = max(1, slab_bytes // row_bytes - kernel[0] + 1)
     func = convolve if flip else correlate
     source = _RowReader(in1, BOUNDARIES[boundary], fillvalue)
     slabs = [(first, min(first + rows, y_shape[0])) for first in range(0, y_shape[0], rows)]
+    slab_rows = min(rows, y_shape[0]) + kernel[0] - 1
 
-    def read(first: int, last: int) -> np.ndarray:
-        return source.rows(first - pads[0][0], last + kernel[0] - 1 - pads[0][0])
+    def read(slot: int, first: int, last: int) -> np.ndarray:
+        start = first - pads[0][0]
+        stop = last + kernel[0] - 1 - pads[0][0]
+        return source.rows(start, stop, into=copies.input_buffer(slot, stop - start))
 
-    def write(first: int, last: int, y: np.ndarray) -> None:
+    def write(slot: int, first: int, last: int, y: np.ndarray) -> None:
+        copies.wait_for_host(slot)
         out[first:last] = y
 
     filter_limit = max(1, limit - _IN_FLIGHT_SLABS * (rows + kernel[0] - 1) * row_bytes)
-    with _config.config(memory_limit=filter_limit), _bar(y_shape[0], progress) as bar, ThreadPoolExecutor(1) as io:
-        reading, writing = io.submit(read, *slabs[0]), None
+    with (
+        _config.config(memory_limit=filter_limit),
+        _bar(y_shape[0], progress) as bar,
+        ThreadPoolExecutor(1) as io,
+        slab_copies(backend, (slab_rows, *shape[1:]), np.dtype(in1.dtype), (min(rows, y_shape[0]), *y_shape[1:]), dtype) as copies,
+    ):
+        reading, writing = io.submit(read, 0, *slabs[0]), None
         for i, (first, last) in enumerate(slabs):
-            slab = reading.result()
+            slot = i % SLOTS
+            slab = copies.to_device(slot, reading.result())
             if i + 1 < len(slabs):
-                reading = io.submit(read, *slabs[i + 1])
-            slab = extend(backend.xp, backend.xp.asarray(slab), range(1, len(shape)), pads[1:], BOUNDARIES[boundary], fillvalue)
-            y = func(slab, in2, "valid", method, nan=nan)
-            y = y.get() if backend.name == "cupy" else y
+                reading = io.submit(read, (i + 1) % SLOTS, *slabs[i + 1])
+            slab = extend(backend.xp, slab, range(1, len(shape)), pads[1:], BOUNDARIES[boundary], fillvalue)
+            y = copies.to_host(slot, func(slab, in2, "valid", method, nan=nan))
             del slab
             if writing is not None:
                 writing.result()  # one result waiting at a time, and its error raised here
-            writing = io.submit(write, first, last, y)
+            writing = io.submit(write, slot, first, last, y)
             del y
             bar.update(last - first)
         writing.result()
@@ -189,11 +204,12 @@ class _RowReader:
     def __init__(self, source: Any, pad_mode: str, fillvalue: complex) -> None:
         self.source, self.pad_mode, self.fillvalue = source, pad_mode, fillvalue
 
-    def rows(self, start: int, stop: int) -> np.ndarray:
-        """Rows ``start:stop``; indices outside ``[0, n)`` follow the pad mode."""
+    def rows(self, start: int, stop: int, into: np.ndarray | None = None) -> np.ndarray:
+        """Rows ``start:stop``, into `into` (of that shape) if given, else a new array;
+        indices outside ``[0, n)`` follow the pad mode."""
         index = _source_rows(np.arange(start, stop), self.source.shape[0], self.pad_mode)
         inside = index >= 0
-        slab = np.empty((stop - start, *self.source.shape[1:]), self.source.dtype)
+        slab = np.empty((stop - start, *self.source.shape[1:]), self.source.dtype) if into is None else into
         slab[~inside] = self.fillvalue
         wanted = index[inside]
         if wanted.size:

@@ -257,3 +257,28 @@ def test_rescore_takes_random_kernels_as_the_sweeps_timed():
     timed = {**point, "chosen": expected, "ratio": 1.0, "median_s": {expected: 0.001, outer: 0.002}}
     stats, changed = sweep.rescore({"device": "cpu", "points": [timed]})
     assert changed == [] and stats["within_1.2x"] == 1.0
+
+
+def test_tiled_gpu_bench_report(tmp_path):
+    from arrayconv.bench import tiled_gpu
+
+    row = {
+        "kernel": 7,
+        "budget": "slabs of 64 MiB",
+        "slab_rows": 1020,
+        "median_s": {"pinned": 0.5, "plain": 0.8, "whole": 0.3},
+        "plain_over_pinned": 1.6,
+        "error_vs_whole": {"pinned": 0.0, "plain": 1e-7, "whole": 0.0},
+    }
+    report = {"date": "2026-11-25", "command": "python -m arrayconv.bench.tiled_gpu", "versions": {"gpu": "H100"}, "size": 512, "repeats": 3, "rows": [row]}
+    tiled_gpu.write_markdown(report, tmp_path / "t.md")
+    assert "| 7x7 | slabs of 64 MiB | 1020 | 0.500 | 0.800 | 0.300 | **1.60** | 0.0e+00 | 1.0e-07 |" in (tmp_path / "t.md").read_text()
+
+
+@pytest.mark.gpu
+def test_tiled_gpu_bench_runs_and_its_three_ways_agree():
+    pytest.importorskip("cupy", reason="CuPy is not installed")
+    from arrayconv.bench import tiled_gpu
+
+    rows = tiled_gpu.run(size=1024, repeats=1)
+    assert len(rows) == 4 and all(max(r["error_vs_whole"].values()) < 1e-5 for r in rows), rows

@@ -163,6 +163,18 @@ def test_every_boundary_across_slabs(xp, boundary, mode, flip, rng):
     assert_matches(np.nan_to_num(out), np.nan_to_num(expected), dtype="float64")
 
 
+def test_big_endian_float32_image_across_slabs(xp, tmp_path, rng):
+    """A big-endian file (FITS data are): on the GPU its slabs are read into native-order
+    pinned buffers."""
+    data = random(rng, (90, 33), "float32")
+    image = np.memmap(tmp_path / "in.dat", ">f4", "w+", shape=data.shape)
+    image[:] = data
+    k = random(rng, (6, 5), "float32")
+    out = np.full(data.shape, np.nan, np.float32)
+    ac.correlate_into(image, xp.asarray(k), out, boundary="wrap", memory_limit=16_000, progress=False)
+    assert_matches(out, ac.correlate(data.astype(np.float64), k.astype(np.float64), "same", boundary="wrap"), dtype="float32")
+
+
 def test_zarr_in_and_out(rng):
     zarr = pytest.importorskip("zarr")
     data = random(rng, (300, 200), "float32")
@@ -267,3 +279,26 @@ def test_empty_or_boolean_inputs_are_refused_as_by_correlate(x_shape, x_dtype, k
     with pytest.raises(error, match=match):
         ac.correlate(x, k, "full")
     assert not out.any()
+
+
+@pytest.mark.parametrize("boundary", ["fill", "symm"])
+def test_gpu_slab_copies_wait_for_each_late_copy(monkeypatch, boundary, rng):
+    """The GPU's slab loop (pinned buffers, a copy stream, downloads that do not block) on a
+    stand-in for CuPy whose copies land 3 ms late and whose device buffers start as NaN:
+    the filter waits for its upload, and each write for its download (either wait left out
+    fails this test). The filter runs on the host here, so the waits that guard work still
+    queued on a device cannot fail it: the I/O thread's before it refills a pinned buffer
+    (the filter has waited for that upload already), and the first upload's for the
+    caller's stream. A GPU runs this loop in the `xp` tests above."""
+    import _fake_cupy
+    from arrayconv import _tiled
+    from arrayconv._slab_copies import PinnedCopies
+
+    monkeypatch.setattr(_tiled, "slab_copies", lambda backend, *shapes: PinnedCopies(_fake_cupy.cupy, *shapes))
+    _fake_cupy.calls.update(uploads=0, downloads=0, pinned=0)
+    x, k = random(rng, (120, 30), "float64"), random(rng, (5, 4), "float64")
+    out = np.full((120, 30), -1.0)
+    ac.correlate_into(x, k, out, boundary=boundary, memory_limit=20_000, progress=False)
+    assert _fake_cupy.calls["uploads"] > 4, _fake_cupy.calls
+    assert _fake_cupy.calls["downloads"] == _fake_cupy.calls["uploads"] and _fake_cupy.calls["pinned"] == 4
+    assert_matches(out, ac.correlate(x, k, "same", boundary=boundary), dtype="float64")
