@@ -132,9 +132,8 @@ def config(*, memory_limit: int | None = None, workers: int | None = None) -> It
     67108864
     """
     for name, value in (("memory_limit", memory_limit), ("workers", workers)):
-        if value is not None and (not isinstance(value, int) or value < 1):
-            msg = f"`{name}` must be a positive int, got {value!r}"
-            raise ValueError(msg)
+        if value is not None:
+            check_positive_int(name, value)
     old = (_settings.memory_limit, _settings.workers)
     if memory_limit is not None:
         _settings.memory_limit = memory_limit
@@ -144,3 +143,10 @@ def config(*, memory_limit: int | None = None, workers: int | None = None) -> It
         yield
     finally:
         _settings.memory_limit, _settings.workers = old
+
+
+def check_positive_int(name: str, value: object) -> None:
+    """Refuse a setting that is not a positive int (a bool, a float or a string included)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        msg = f"`{name}` must be a positive int, got {value!r}"
+        raise ValueError(msg)

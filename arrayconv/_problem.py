@@ -242,8 +242,9 @@ def normalize_axes(axes: int | Sequence[int] | None, ndim: int) -> tuple[int, ..
 def check_no_overlap(out: Array | None, backend: Backend, **arrays: Array | None) -> None:
     """Raise if `out` shares memory with one of the named `arrays` (checked before any work)."""
     for name, a in arrays.items():
-        # a wrong kind of `out` is reported by the plan's own check
-        if a is not None and type(a) is type(out) and backend.xp.may_share_memory(out, a):
+        # arrays of one library only (a memmap is an ndarray); a wrong kind of `out` is
+        # reported by the plan's own check
+        if a is not None and (isinstance(a, type(out)) or isinstance(out, type(a))) and backend.xp.may_share_memory(out, a):
             msg = f"`out` must not overlap the input `{name}`"
             raise ValueError(msg)
 

@@ -22,12 +22,12 @@ from typing import Any
 import numpy as np
 
 from . import _config
-from ._backend import Array, get_backend
+from ._backend import NUMPY, Array, get_backend
 from ._boundary import BOUNDARIES, extend
 from ._correlate import Boundary, MethodName, Mode, convolve, correlate
 from ._docstrings import fill
 from ._nan import NanPolicy
-from ._problem import check_choice, check_numeric, check_valid_sizes, result_dtype
+from ._problem import as_array, check_choice, check_no_overlap, check_numeric, check_valid_sizes, result_dtype
 from ._shapes import mode_padding
 from ._slab_copies import SLOTS, slab_copies
 
@@ -68,11 +68,12 @@ def correlate_into(
     in1 : array_like with slicing
         The image: anything ``in1[a:b]`` turns into an array (``numpy.memmap``, zarr,
         tifffile, h5py). Its first axis is cut into slabs.
-    in2 : ndarray
+    in2 : array_like
         The kernel, in memory (NumPy, or CuPy to filter on the GPU); same ndim as `in1`.
     out : array_like with slice assignment
         Where the result goes: shape of the result for `mode`, dtype
-        ``np.result_type(in1, in2)``.
+        ``np.result_type(in1, in2)``; not `in1` or a view of it (its slabs would be
+        written over rows still to be read). Two memmaps of one file are not detected.
     {mode}
     {method}
     {boundary}
@@ -89,8 +90,11 @@ def correlate_into(
     Raises
     ------
     ValueError
-        For an `out` of the wrong shape or dtype, different ndims, 'valid' with a kernel
-        larger than the image, or the errors of :func:`correlate`.
+        For an `out` of the wrong shape or dtype or overlapping an input, different ndims,
+        'valid' with a kernel larger than the image, an empty input, a `memory_limit` that
+        is not a positive int, or the errors of :func:`correlate`.
+    TypeError
+        For data that are not integer, float or complex numbers.
 
     Examples
     --------
@@ -136,14 +140,20 @@ def convolve_into(
 
 def _filter_into(in1, in2, out, mode, method, boundary, fillvalue, nan, memory_limit, progress, *, flip):  # type: ignore[no-untyped-def]
     backend = get_backend(in2=in2)
+    in2 = as_array(in2, "in2", backend)
+    if not all(hasattr(in1, attr) for attr in ("shape", "dtype", "__getitem__")):
+        in1 = np.asarray(in1)  # a nested list, say: in memory already
     check_choice("mode", mode, ("full", "same", "valid"))
     check_choice("boundary", boundary, BOUNDARIES)
+    if memory_limit is not None:
+        _config.check_positive_int("memory_limit", memory_limit)
+    check_no_overlap(out, NUMPY, in1=in1)  # a slab written over rows still to be read
+    check_no_overlap(out, backend, in2=in2)
     shape, kernel = tuple(in1.shape), tuple(in2.shape)
     if len(shape) != len(kernel) or not shape:
         msg = f"`in1` and `in2` must have the same ndim (>= 1), got shapes {shape} and {kernel}"
         raise ValueError(msg)
     check_numeric("in1", np.dtype(in1.dtype), shape)
-    check_numeric("in2", np.dtype(in2.dtype), kernel)
     if mode == "valid":
         check_valid_sizes(shape, kernel)
         if any(n < k for n, k in zip(shape, kernel)):

@@ -281,6 +281,29 @@ def test_empty_or_boolean_inputs_are_refused_as_by_correlate(x_shape, x_dtype, k
     assert not out.any()
 
 
+def test_out_over_the_image_or_kernel_and_bad_budgets_are_refused(tmp_path, rng):
+    """Filtering in place once wrote slabs over rows still to be read: with 'wrap' the last
+    slab read the first rows' results (errors of 1e7)."""
+    x, k = random(rng, (40, 30), "float64"), random(rng, (5, 5), "float64")
+    kept = x.copy()
+    for out in (x, x[:, :], x.view(np.memmap)):
+        with pytest.raises(ValueError, match="`out` must not overlap the input `in1`"):
+            ac.correlate_into(x, k, out, boundary="wrap", memory_limit=5000, progress=False)
+    with pytest.raises(ValueError, match="`out` must not overlap the input `in2`"):
+        ac.correlate_into(random(rng, (5, 5), "float64"), k, k, progress=False)
+    for limit in (0, -5, 1e6, True, "1GB"):
+        with pytest.raises(ValueError, match=f"`memory_limit` must be a positive int, got {limit!r}"):
+            ac.correlate_into(x, k, np.zeros_like(x), memory_limit=limit, progress=False)
+    np.testing.assert_array_equal(x, kept)
+
+
+def test_a_nested_list_image_or_kernel_is_taken_as_an_array(rng):
+    x, k = random(rng, (40, 30), "float64"), random(rng, (5, 4), "float64")
+    out = np.empty_like(x)
+    ac.correlate_into(x.tolist(), k.tolist(), out, memory_limit=5000, progress=False)
+    assert_matches(out, ac.correlate(x, k, "same"), dtype="float64")
+
+
 @pytest.mark.parametrize("boundary", ["fill", "symm"])
 def test_gpu_slab_copies_wait_for_each_late_copy(monkeypatch, boundary, rng):
     """The GPU's slab loop (pinned buffers, a copy stream, downloads that do not block) on a
