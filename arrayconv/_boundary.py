@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from types import ModuleType
 
+import numpy as np
+
 from ._backend import Array
 
 # correlate/convolve's `boundary` -> numpy.pad mode, as scipy.signal.correlate2d and
@@ -49,3 +51,21 @@ def extend(
     if pad_mode == "constant":
         return xp.pad(a, widths, mode="constant", constant_values=fillvalue)
     return xp.pad(a, widths, mode=pad_mode)
+
+
+def source_index(index: np.ndarray, n: int, pad_mode: str) -> np.ndarray:
+    """Where each index along an axis of `n` samples reads from under `pad_mode` (as
+    ``numpy.pad`` extends it, however far past the edges); -1 for a constant fill."""
+    if pad_mode == "constant":
+        return np.where((index >= 0) & (index < n), index, -1)
+    if pad_mode == "wrap":
+        return index % n
+    if pad_mode == "edge":
+        return np.clip(index, 0, n - 1)
+    if pad_mode == "symmetric":
+        folded = index % (2 * n)
+        return np.where(folded < n, folded, 2 * n - 1 - folded)
+    if n == 1:  # 'reflect' of one sample
+        return np.zeros_like(index)
+    folded = index % (2 * n - 2)
+    return np.where(folded < n, folded, 2 * n - 2 - folded)

@@ -23,7 +23,7 @@ import numpy as np
 
 from . import _config
 from ._backend import NUMPY, Array, get_backend
-from ._boundary import BOUNDARIES, extend
+from ._boundary import BOUNDARIES, extend, source_index
 from ._correlate import Boundary, MethodName, Mode, convolve, correlate
 from ._docstrings import fill
 from ._nan import NanPolicy
@@ -217,7 +217,7 @@ class _RowReader:
     def rows(self, start: int, stop: int, into: np.ndarray | None = None) -> np.ndarray:
         """Rows ``start:stop``, into `into` (of that shape) if given, else a new array;
         indices outside ``[0, n)`` follow the pad mode."""
-        index = _source_rows(np.arange(start, stop), self.source.shape[0], self.pad_mode)
+        index = source_index(np.arange(start, stop), self.source.shape[0], self.pad_mode)
         inside = index >= 0
         slab = np.empty((stop - start, *self.source.shape[1:]), self.source.dtype) if into is None else into
         slab[~inside] = self.fillvalue
@@ -231,23 +231,6 @@ class _RowReader:
                 else:
                     slab[at] = block[index[at] - lo]
         return slab
-
-
-def _source_rows(index: np.ndarray, n: int, pad_mode: str) -> np.ndarray:
-    """Where each row index reads from under `pad_mode`; -1 for a constant fill."""
-    if pad_mode == "constant":
-        return np.where((index >= 0) & (index < n), index, -1)
-    if pad_mode == "wrap":
-        return index % n
-    if pad_mode == "edge":
-        return np.clip(index, 0, n - 1)
-    if pad_mode == "symmetric":
-        folded = index % (2 * n)
-        return np.where(folded < n, folded, 2 * n - 1 - folded)
-    if n == 1:  # 'reflect' of one sample
-        return np.zeros_like(index)
-    folded = index % (2 * n - 2)
-    return np.where(folded < n, folded, 2 * n - 2 - folded)
 
 
 def _runs(sorted_rows: np.ndarray) -> list[tuple[int, int]]:

@@ -29,12 +29,12 @@ import numpy as np
 from dask.array.overlap import ensure_minimum_chunksize
 
 from ._backend import is_cupy_array
-from ._boundary import BOUNDARIES, PADDING_MODES, extend
+from ._boundary import BOUNDARIES, PADDING_MODES, extend, source_index
 from ._conv import conv_padding
 from ._conv import conv as _conv
 from ._correlate import convolve as _convolve
 from ._correlate import correlate as _correlate
-from ._problem import check_choice, int_tuple
+from ._problem import check_choice, check_numeric, int_tuple
 from ._shapes import mode_padding
 
 __all__ = ["conv", "convolve", "correlate"]
@@ -92,6 +92,8 @@ def conv(
     the work is split over the batch.
     """
     check_choice("padding_mode", padding_mode, PADDING_MODES)
+    w = _in_memory("w", w)
+    bias = None if bias is None else _in_memory("bias", bias)
     if not 3 <= x.ndim <= 5 or np.ndim(w) != x.ndim:
         msg = f"`x` must be (B, C, *spatial) and `w` (O, C // groups, *kernel) with 1 to 3 spatial dims, got shapes {x.shape} and {np.shape(w)}"
         raise ValueError(msg)
@@ -99,7 +101,7 @@ def conv(
     strides, dilations = int_tuple("stride", stride, nd, 1), int_tuple("dilation", dilation, nd, 1)
     lo, hi = conv_padding(padding, kernel, strides, dilations)
     spatial = range(2, x.ndim)
-    x = extend(da, x, spatial, list(zip(lo, hi)), PADDING_MODES[padding_mode])
+    x = _extend(x, spatial, list(zip(lo, hi)), PADDING_MODES[padding_mode])
     reach = [d * (k - 1) + 1 for d, k in zip(dilations, kernel)]
     if max(strides) > 1:
         x = x.rechunk({1: -1, **{ax: -1 for ax in spatial}})
@@ -117,6 +119,8 @@ def conv(
 def _filter(in1, in2, mode, method, boundary, fillvalue, nan, func):  # type: ignore[no-untyped-def]
     check_choice("mode", mode, ("full", "same", "valid"))
     check_choice("boundary", boundary, BOUNDARIES)
+    in2 = _in_memory("in2", in2)
+    check_numeric("in1", np.dtype(in1.dtype), in1.shape)
     if in1.ndim != np.ndim(in2):
         msg = f"`in1` and `in2` must have the same ndim, got shapes {in1.shape} and {np.shape(in2)}"
         raise ValueError(msg)
@@ -126,12 +130,27 @@ def _filter(in1, in2, mode, method, boundary, fillvalue, nan, func):  # type: ig
         raise ValueError(msg)
     axes = range(in1.ndim)
     pads = [mode_padding(n, k, mode) for n, k in zip(in1.shape, kernel)]
-    extended = extend(da, in1, axes, pads, BOUNDARIES[boundary], fillvalue)
+    extended = _extend(in1, axes, pads, BOUNDARIES[boundary], fillvalue)
 
     def block(a: Any, k: Any) -> Any:
         return func(a, k, "valid", method, nan=nan)
 
     return _valid_blocks(extended, axes, list(kernel), block, (in2,))
+
+
+def _extend(a: da.Array, axes: Sequence[int], pads: list[tuple[int, int]], pad_mode: str, fillvalue: complex = 0) -> da.Array:
+    """:func:`extend` on a dask array. ``dask.array.pad`` returns too few samples where a
+    'wrap', 'symmetric' or 'reflect' pad is longer than one copy of its axis (``n``
+    samples; ``n - 1`` for 'reflect', which skips the edge: a kernel larger than the
+    image), so those axes are extended by taking the samples that ``numpy.pad`` would
+    repeat instead."""
+    pads = list(pads)
+    for i, (ax, (lo, hi)) in enumerate(zip(axes, pads)):
+        one_copy = a.shape[ax] - (pad_mode == "reflect")
+        if pad_mode != "constant" and max(lo, hi) > one_copy:
+            a = da.take(a, source_index(np.arange(-lo, a.shape[ax] + hi), a.shape[ax], pad_mode), axis=ax)
+            pads[i] = (0, 0)
+    return extend(da, a, axes, pads, pad_mode, fillvalue)
 
 
 def _valid_blocks(a, axes, reach, block, operands, *, out_channels=None, strides=None, dilations=None, kernel=None):  # type: ignore[no-untyped-def]
@@ -154,6 +173,15 @@ def _valid_blocks(a, axes, reach, block, operands, *, out_channels=None, strides
 
     dtype = np.result_type(a.dtype, *(o.dtype for o in operands if o is not None))
     return overlapped.map_blocks(run, chunks=tuple(chunks), dtype=dtype, meta=a._meta)
+
+
+def _in_memory(name: str, operand: Any) -> Any:
+    """A kernel or bias as an array (a NumPy or CuPy one as given, a nested list as
+    NumPy's), refused now if it is empty or not numeric rather than in every block."""
+    if not (hasattr(operand, "shape") and hasattr(operand, "dtype")):
+        operand = np.asarray(operand)
+    check_numeric(name, np.dtype(operand.dtype), tuple(operand.shape))
+    return operand
 
 
 def _to_gpu(operand: Any) -> Any:

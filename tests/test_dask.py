@@ -27,6 +27,19 @@ def test_correlate_across_chunks(xp, boundary, mode, kernel, rng):
     assert_matches(np.nan_to_num(got), np.nan_to_num(expected), dtype="float64")
 
 
+@pytest.mark.parametrize("boundary", BOUNDARIES)
+@pytest.mark.parametrize("mode", ["full", "same"])
+@pytest.mark.parametrize("kernel", [(25, 3), (12, 19), (3, 40)])
+def test_kernels_larger_than_the_image(xp, boundary, mode, kernel, rng):
+    """Pads longer than the image: dask.array.pad returned too few samples for 'wrap',
+    'symm' and 'mirror' (a result of the wrong shape, or dask's overlap error)."""
+    x, k = random(rng, (12, 18), "float64"), random(rng, kernel, "float64")
+    lazy = acd.correlate(da.from_array(xp.asarray(x), chunks=(5, 7)), xp.asarray(k), mode, boundary=boundary, fillvalue=0.5)
+    expected = ac.correlate(x, k, mode, boundary=boundary, fillvalue=0.5)
+    assert lazy.shape == expected.shape
+    assert_matches(to_numpy(lazy.compute()), expected, dtype="float64")
+
+
 def test_convolve_3d_float32_fft_inside_blocks(rng):
     x, k = random(rng, (30, 28, 26), "float32"), random(rng, (9, 9, 9), "float32")
     lazy = acd.convolve(da.from_array(x, chunks=12), k, "same", "fft", boundary="wrap")
@@ -60,3 +73,18 @@ def test_errors(rng):
         acd.correlate(x, np.ones((30, 3)), "valid")
     with pytest.raises(ValueError, match="`boundary` must be one of"):
         acd.correlate(x, np.ones((3, 3)), boundary="periodic")
+    with pytest.raises(ValueError, match=r"`in2` must not be empty, got shape \(0, 3\)"):
+        acd.correlate(x, np.ones((0, 3)))
+    with pytest.raises(TypeError, match="`in1` must have an integer, float or complex dtype, got bool"):
+        acd.correlate(x > 0, np.ones((3, 3)))
+    with pytest.raises(ValueError, match=r"`w` must not be empty"):
+        acd.conv(x[None, None], np.ones((0, 1, 3, 3)))
+
+
+def test_nested_list_kernels_and_biases_are_taken_as_arrays(rng):
+    x, k = random(rng, (20, 21), "float64"), random(rng, (4, 5), "float64")
+    lazy = acd.correlate(da.from_array(x, chunks=7), k.tolist(), "same")
+    assert_matches(lazy.compute(), ac.correlate(x, k, "same"), dtype="float64")
+    images, w = random(rng, (1, 2, 20, 21), "float64"), random(rng, (3, 2, 3, 3), "float64")
+    lazy = acd.conv(da.from_array(images, chunks=(1, 2, 7, 7)), w.tolist(), [0.5, 1.0, 2.0])
+    assert_matches(lazy.compute(), ac.conv(images, w, np.array([0.5, 1.0, 2.0])), dtype="float64")
