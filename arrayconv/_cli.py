@@ -50,6 +50,8 @@ def run_filter(args: argparse.Namespace) -> int:
             raise UsageError(f"unsupported format {path.suffix or '(none)'!r} of {path}; use {', '.join(FORMATS)}")
     if not source.is_file():
         raise UsageError(f"input file not found: {source}")
+    if target.exists() and target.samefile(source):
+        raise UsageError(f"OUTPUT must be another file than INPUT ({target}): its rows would be overwritten while still being read")
     limit = None if args.memory_limit is None else parse_size(args.memory_limit)
     image = read_image(source)
     kernel = make_kernel(args.kernel, image.ndim)

@@ -87,6 +87,7 @@ def test_kernel_from_file(tmp_path, image, rng):
         (["filter", "{tmp}/in.npy", "{tmp}/o.npy"], "the following arguments are required: --kernel"),
         (["filter", "{tmp}/in.npy", "{tmp}/o.npy", "--kernel", "box:3", "--memory-limit", "lots"], "--memory-limit must be bytes"),
         (["filter", "{tmp}/in.npy", "{tmp}/o.npy", "--kernel", "box:300", "--mode", "valid"], "mode 'valid' needs the image"),
+        (["filter", "{tmp}/in.npy", "{tmp}/./in.npy", "--kernel", "box:3"], "OUTPUT must be another file than INPUT"),
         (["frobnicate"], "invalid choice: 'frobnicate'"),
     ],
 )
