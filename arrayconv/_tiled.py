@@ -147,7 +147,8 @@ def _filter_into(in1, in2, out, mode, method, boundary, fillvalue, nan, memory_l
     check_choice("boundary", boundary, BOUNDARIES)
     if memory_limit is not None:
         _config.check_positive_int("memory_limit", memory_limit)
-    check_no_overlap(out, NUMPY, in1=in1)  # a slab written over rows still to be read
+    if isinstance(in1, np.ndarray):  # a memmap, say; never a zarr array (NumPy would read it whole)
+        check_no_overlap(out, NUMPY, in1=in1)  # a slab written over rows still to be read
     check_no_overlap(out, backend, in2=in2)
     shape, kernel = tuple(in1.shape), tuple(in2.shape)
     if len(shape) != len(kernel) or not shape:

@@ -297,6 +297,32 @@ def test_out_over_the_image_or_kernel_and_bad_budgets_are_refused(tmp_path, rng)
     np.testing.assert_array_equal(x, kept)
 
 
+class _SlabsOnly:
+    """An array-like that reads and writes slabs, and refuses to be read whole (a zarr
+    array larger than memory)."""
+
+    def __init__(self, data):
+        self.data, self.shape, self.dtype = data, data.shape, data.dtype
+
+    def __getitem__(self, rows):
+        return self.data[rows]
+
+    def __setitem__(self, rows, value):
+        self.data[rows] = value
+
+    def __array__(self, *args, **kwargs):
+        raise AssertionError("read whole")
+
+
+def test_image_and_out_of_one_array_like_kind_are_never_read_whole(rng):
+    """The overlap check looks at NumPy arrays only: it once handed two zarr arrays to
+    numpy.may_share_memory, which reads both whole."""
+    x, k = random(rng, (40, 30), "float64"), random(rng, (5, 4), "float64")
+    out = _SlabsOnly(np.zeros_like(x))
+    ac.correlate_into(_SlabsOnly(x), k, out, memory_limit=5000, progress=False)
+    assert_matches(out.data, ac.correlate(x, k, "same"), dtype="float64")
+
+
 def test_a_nested_list_image_or_kernel_is_taken_as_an_array(rng):
     x, k = random(rng, (40, 30), "float64"), random(rng, (5, 4), "float64")
     out = np.empty_like(x)
