@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ._backend import Array, Backend
+from ._backend import Array, Backend, is_cupy_array
 from ._cache import LRUCache
 from ._shapes import Shape, conv_output_shape
 
@@ -240,13 +240,21 @@ def normalize_axes(axes: int | Sequence[int] | None, ndim: int) -> tuple[int, ..
 
 
 def check_no_overlap(out: Array | None, backend: Backend, **arrays: Array | None) -> None:
-    """Raise if `out` shares memory with one of the named `arrays` (checked before any work)."""
+    """Raise if `out` shares memory with one of the named `arrays` (checked before any work).
+
+    Only arrays of `backend` are compared (a memmap is a NumPy array): a wrong kind of
+    `out` is reported by the plan's own check, and an array-like such as a zarr array is
+    never handed to ``may_share_memory``, which would read it whole."""
+    if not _of_backend(out, backend):
+        return
     for name, a in arrays.items():
-        # arrays of one library only (a memmap is an ndarray); a wrong kind of `out` is
-        # reported by the plan's own check
-        if a is not None and (isinstance(a, type(out)) or isinstance(out, type(a))) and backend.xp.may_share_memory(out, a):
+        if _of_backend(a, backend) and backend.xp.may_share_memory(out, a):
             msg = f"`out` must not overlap the input `{name}`"
             raise ValueError(msg)
+
+
+def _of_backend(a: object, backend: Backend) -> bool:
+    return is_cupy_array(a) if backend.name == "cupy" else isinstance(a, np.ndarray)
 
 
 def check_same_ndim(in1: Array, in2: Array) -> None:

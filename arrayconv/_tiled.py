@@ -147,8 +147,7 @@ def _filter_into(in1, in2, out, mode, method, boundary, fillvalue, nan, memory_l
     check_choice("boundary", boundary, BOUNDARIES)
     if memory_limit is not None:
         _config.check_positive_int("memory_limit", memory_limit)
-    if isinstance(in1, np.ndarray):  # a memmap, say; never a zarr array (NumPy would read it whole)
-        check_no_overlap(out, NUMPY, in1=in1)  # a slab written over rows still to be read
+    check_no_overlap(out, NUMPY, in1=in1)  # a slab written over rows still to be read
     check_no_overlap(out, backend, in2=in2)
     shape, kernel = tuple(in1.shape), tuple(in2.shape)
     if len(shape) != len(kernel) or not shape:
@@ -173,7 +172,7 @@ def _filter_into(in1, in2, out, mode, method, boundary, fillvalue, nan, memory_l
     func = convolve if flip else correlate
     source = _RowReader(in1, BOUNDARIES[boundary], fillvalue)
     slabs = [(first, min(first + rows, y_shape[0])) for first in range(0, y_shape[0], rows)]
-    slab_rows = min(rows, y_shape[0]) + kernel[0] - 1
+    y_rows = min(rows, y_shape[0])  # of the largest slab
 
     def read(slot: int, first: int, last: int) -> np.ndarray:
         start = first - pads[0][0]
@@ -189,7 +188,7 @@ def _filter_into(in1, in2, out, mode, method, boundary, fillvalue, nan, memory_l
         _config.config(memory_limit=filter_limit),
         _bar(y_shape[0], progress) as bar,
         ThreadPoolExecutor(1) as io,
-        slab_copies(backend, (slab_rows, *shape[1:]), np.dtype(in1.dtype), (min(rows, y_shape[0]), *y_shape[1:]), dtype) as copies,
+        slab_copies(backend, (y_rows + kernel[0] - 1, *shape[1:]), np.dtype(in1.dtype), (y_rows, *y_shape[1:]), dtype) as copies,
     ):
         reading, writing = io.submit(read, 0, *slabs[0]), None
         for i, (first, last) in enumerate(slabs):

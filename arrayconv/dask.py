@@ -28,13 +28,13 @@ import dask.array as da
 import numpy as np
 from dask.array.overlap import ensure_minimum_chunksize
 
-from ._backend import is_cupy_array
+from ._backend import get_backend, is_cupy_array
 from ._boundary import BOUNDARIES, PADDING_MODES, extend, source_index
 from ._conv import conv_padding
 from ._conv import conv as _conv
 from ._correlate import convolve as _convolve
 from ._correlate import correlate as _correlate
-from ._problem import check_choice, check_numeric, int_tuple
+from ._problem import as_array, check_choice, check_numeric, int_tuple
 from ._shapes import mode_padding
 
 __all__ = ["conv", "convolve", "correlate"]
@@ -92,8 +92,8 @@ def conv(
     the work is split over the batch.
     """
     check_choice("padding_mode", padding_mode, PADDING_MODES)
-    w = _in_memory("w", w)
-    bias = None if bias is None else _in_memory("bias", bias)
+    w = as_array(w, "w", get_backend(w=w))
+    bias = None if bias is None else as_array(bias, "bias", get_backend(bias=bias))
     if not 3 <= x.ndim <= 5 or np.ndim(w) != x.ndim:
         msg = f"`x` must be (B, C, *spatial) and `w` (O, C // groups, *kernel) with 1 to 3 spatial dims, got shapes {x.shape} and {np.shape(w)}"
         raise ValueError(msg)
@@ -119,7 +119,7 @@ def conv(
 def _filter(in1, in2, mode, method, boundary, fillvalue, nan, func):  # type: ignore[no-untyped-def]
     check_choice("mode", mode, ("full", "same", "valid"))
     check_choice("boundary", boundary, BOUNDARIES)
-    in2 = _in_memory("in2", in2)
+    in2 = as_array(in2, "in2", get_backend(in2=in2))
     check_numeric("in1", np.dtype(in1.dtype), in1.shape)
     if in1.ndim != np.ndim(in2):
         msg = f"`in1` and `in2` must have the same ndim, got shapes {in1.shape} and {np.shape(in2)}"
@@ -173,15 +173,6 @@ def _valid_blocks(a, axes, reach, block, operands, *, out_channels=None, strides
 
     dtype = np.result_type(a.dtype, *(o.dtype for o in operands if o is not None))
     return overlapped.map_blocks(run, chunks=tuple(chunks), dtype=dtype, meta=a._meta)
-
-
-def _in_memory(name: str, operand: Any) -> Any:
-    """A kernel or bias as an array (a NumPy or CuPy one as given, a nested list as
-    NumPy's), refused now if it is empty or not numeric rather than in every block."""
-    if not (hasattr(operand, "shape") and hasattr(operand, "dtype")):
-        operand = np.asarray(operand)
-    check_numeric(name, np.dtype(operand.dtype), tuple(operand.shape))
-    return operand
 
 
 def _to_gpu(operand: Any) -> Any:
