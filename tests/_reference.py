@@ -82,6 +82,12 @@ def reference_conv(x, w, bias=None, *, stride=1, padding=0, dilation=1, groups=1
     return y
 
 
+def reference_conv_terms(x, w, **options):
+    """:func:`reference_terms` of a conv layer: ``sqrt(max(conv(|x|^2, |w|^2)))``."""
+    squares = reference_conv(np.abs(_wide(x)) ** 2, np.abs(_wide(w)) ** 2, **options)
+    return float(np.sqrt(np.max(squares, initial=0.0)))
+
+
 TOLERANCE = {np.dtype(np.float32): 1e-5, np.dtype(np.complex64): 1e-5, np.dtype(np.float16): 2e-3}
 
 

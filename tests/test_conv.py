@@ -5,11 +5,11 @@ import math
 import numpy as np
 import pytest
 import scipy.signal
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import arrayconv as ac
-from _reference import assert_matches, random, reference_conv, to_numpy
+from _reference import assert_matches, random, reference_conv, reference_conv_terms, to_numpy
 from _strategies import conv_cases, examples
 
 METHODS = ["auto", *ac.METHODS]
@@ -19,6 +19,12 @@ OPTIONS = ("stride", "padding", "dilation", "groups")
 @pytest.mark.parametrize("method", METHODS)
 @settings(max_examples=examples(30))
 @given(case=conv_cases(), dtype=st.sampled_from(["float32", "float64"]), seed=st.integers(0, 2**16), with_bias=st.booleans())
+@example(  # one output of 180 terms that cancel to 0.34 (terms' norm 12.6): FFT's error 1.6e-5 of it
+    case=dict(x_shape=(1, 3, 4, 5, 9), w_shape=(1, 3, 4, 3, 5), stride=(1, 1, 1), padding="valid", dilation=(1, 2, 2), groups=1),
+    dtype="float32",
+    seed=159,
+    with_bias=False,
+)
 def test_matches_reference(xp, method, case, dtype, seed, with_bias):
     rng = np.random.default_rng(seed)
     x, w = random(rng, case["x_shape"], dtype), random(rng, case["w_shape"], dtype)
@@ -26,7 +32,8 @@ def test_matches_reference(xp, method, case, dtype, seed, with_bias):
     options = {k: case[k] for k in OPTIONS}
     got = ac.conv(xp.asarray(x), xp.asarray(w), None if bias is None else xp.asarray(bias), method=method, **options)
     bound = np.max(np.abs(x)) * np.sum(np.abs(w))
-    assert_matches(got, reference_conv(x, w, bias, **options), dtype=dtype, backend=xp.__name__, bound=bound)
+    terms = reference_conv_terms(x, w, **options)  # one output of many terms may cancel far below them
+    assert_matches(got, reference_conv(x, w, bias, **options), dtype=dtype, backend=xp.__name__, bound=bound, terms=terms)
 
 
 @pytest.mark.parametrize("method", METHODS)
