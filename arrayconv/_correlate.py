@@ -13,7 +13,7 @@ from . import _kept
 from ._backend import Array, Backend, get_backend
 from ._choose import Calls
 from ._cache import LRUCache
-from ._boundary import BOUNDARIES, extend
+from ._boundary import BOUNDARIES, extend, fill_dtype, fill_number
 from ._docstrings import fill
 from ._methods import METHODS
 from ._methods._separable import rank_one
@@ -369,6 +369,9 @@ class Edges:
     fillvalue: complex = 0
     nan: str = "ignore"
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "fillvalue", fill_number(self.fillvalue))
+
 
 def correlate_spec(
     x: ArraySpec,
@@ -408,9 +411,11 @@ def correlate_spec(
     elif w.dtype.kind == "c":
         w = w.conj()
     if spec.y.dtype.kind in "iu":
+        if spec.extend and edges.boundary == "fill":  # the samples past the edges count too
+            x_bound = max(x_bound, abs(int(edges.fillvalue)))
         spec = replace(spec, excluded=int_guard(spec.y.dtype, x_bound, abs_bound(in2, in2.dtype), terms(spec.problem)))
     if edges.nan == "normalize" and not shaped.scalar:  # weighs by the kernel itself
-        spec = replace(spec, nan=_nan_rule(shaped.x, in2.shape, backend, shaped.mode, shaped.axes, edges, kernel=in2, flip=flip))
+        spec = replace(spec, nan=_nan_rule(shaped.x, in2, backend, shaped.mode, shaped.axes, edges, kernel=in2, flip=flip))
     if kernel_values and rank_one(w, spec.problem, backend):
         spec = replace(spec, problem=interned(replace(spec.problem, rank_one=True)))
     return spec, w
@@ -453,7 +458,7 @@ def _shaped(
     given, extension = x, None
     circular = edges.boundary == "wrap" and x.ndim > 0
     if mode != "valid" and x.ndim and not circular and (edges.boundary != "fill" or edges.fillvalue != 0 or edges.nan == "normalize"):
-        x, extension = _extended(x, w_shape, normalize_axes(axes, x.ndim), mode, edges, backend)
+        x, extension = _extended(x, w, normalize_axes(axes, x.ndim), mode, edges, backend)
         mode = "valid"
     scalar = x.ndim == 0  # SciPy accepts 0-d inputs: the product of two scalars
     if scalar:
@@ -477,24 +482,26 @@ def _shaped(
         excluded={},
         same_layout=x_order == tuple(range(len(x_order))),
         extend=extension,
-        nan=IGNORE if scalar else _nan_rule(x, w.shape, backend, mode, axes, edges),
+        nan=IGNORE if scalar else _nan_rule(x, w, backend, mode, axes, edges),
     )
     return _Shaped(spec, x, mode, axes, w_order, scalar)
 
 
-def _extended(x: ArraySpec, kernel: Shape, axes: tuple[int, ...], mode: str, edges: Edges, backend: Backend):  # type: ignore[no-untyped-def]
-    """The input extended past its edges for `mode`, and the function that extends it."""
-    pads = [mode_padding(x.shape[a], kernel[a], mode) for a in axes]
+def _extended(x: ArraySpec, w: ArraySpec, axes: tuple[int, ...], mode: str, edges: Edges, backend: Backend):  # type: ignore[no-untyped-def]
+    """The input extended past its edges for `mode` (in the result's dtype where its own
+    does not hold `fillvalue`: :func:`fill_dtype`), and the function that extends it."""
+    pads = [mode_padding(x.shape[a], w.shape[a], mode) for a in axes]
     shape = list(x.shape)
     for a, (lo, hi) in zip(axes, pads):
         shape[a] += lo + hi
     pad_mode = BOUNDARIES[edges.boundary]
-    return ArraySpec(tuple(shape), x.dtype), lambda a: extend(backend.xp, a, axes, pads, pad_mode, edges.fillvalue)
+    dtype = fill_dtype(edges.fillvalue, x.dtype, result_dtype(x, w)[1]) if pad_mode == "constant" else x.dtype
+    return ArraySpec(tuple(shape), dtype), lambda a: extend(backend.xp, a.astype(dtype, copy=False), axes, pads, pad_mode, edges.fillvalue)
 
 
 def _nan_rule(
     x: ArraySpec,
-    w_shape: Shape,
+    w: ArraySpec | Array,
     backend: Backend,
     mode: str,
     axes: tuple[int, ...],
@@ -504,8 +511,8 @@ def _nan_rule(
     flip: bool = False,
 ) -> NanRule:
     """The NaN policy with how to make plans for its masks, over the extended input (or
-    around the period of a circular one, for 'wrap'); only nan='normalize' needs
-    `kernel` (`in2`, flipped if `flip`), to weigh by."""
+    around the period of a circular one, for 'wrap'), for a kernel of `w`'s shape and
+    dtype; only nan='normalize' needs `kernel` (`in2`, flipped if `flip`), to weigh by."""
     if edges.nan == "ignore":
         return IGNORE
     mask_edges = Edges("wrap" if edges.boundary == "wrap" else "fill")
@@ -517,9 +524,10 @@ def _nan_rule(
     return NanRule(
         edges.nan,
         "in1",
-        reach=lambda: mask_plan(backend.xp.ones(w_shape, np.float32), np.dtype(np.float32), False),
+        reach=lambda: mask_plan(backend.xp.ones(w.shape, np.float32), np.dtype(np.float32), False),
         weigh=None if kernel is None else lambda: mask_plan(kernel, x.dtype, flip),
         fillvalue=edges.fillvalue,
+        fill_dtype=fill_dtype(edges.fillvalue, x.dtype, result_dtype(x, w)[1]) if edges.nan == "fill" else None,
     )
 
 

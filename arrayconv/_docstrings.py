@@ -38,7 +38,10 @@ PARAMETERS = {
         repeated, 'mirror' without repeating it, 'nearest' the edge sample. As
         ``scipy.signal.correlate2d(boundary=...)`` / ``scipy.ndimage.correlate(mode=...)``.
     fillvalue : scalar, optional
-        Value past the edges with boundary='fill', and of NaNs with nan='fill'. Default 0.""",
+        Value past the edges with boundary='fill', and of NaNs with nan='fill'. Default 0.
+        Taken in the result's dtype, as SciPy (0.5 on an int16 image under a float kernel
+        is 0.5); ValueError where the result cannot hold it (a fraction or a value out of
+        range for integer results, a complex value for real ones).""",
     "nan": """nan : {'propagate', 'raise', 'fill', 'normalize', 'ignore'}, optional
         What a NaN in the input does. 'propagate' (default): the outputs whose kernel
         footprint covers a NaN or inf are NaN, as SciPy's direct method, on every method

@@ -45,6 +45,9 @@ class NanRule:
         mask in the input's dtype (the normalization weights).
     fillvalue : scalar
         What a NaN becomes under 'fill'.
+    fill_dtype : numpy.dtype or None
+        The dtype that holds `fillvalue` under 'fill' (the result's where the input's does
+        not: :func:`~arrayconv._boundary.fill_dtype`); None: the input's.
     """
 
     policy: str
@@ -52,6 +55,7 @@ class NanRule:
     reach: Callable[[], Operator] | None
     weigh: Callable[[], Operator] | None = None
     fillvalue: complex = 0
+    fill_dtype: Any = None
 
 
 IGNORE = NanRule("ignore", "x", None)
@@ -70,7 +74,7 @@ def apply(rule: NanRule, x: Array, backend: Backend, sums_products: bool, run: O
         msg = f"`{rule.name}` contains NaN and nan='raise'; use nan='propagate', 'fill' or 'normalize'"
         raise ValueError(msg)
     if rule.policy == "fill":
-        x = xp.where(xp.isnan(x), xp.asarray(rule.fillvalue, x.dtype), x)
+        x = xp.where(xp.isnan(x), xp.asarray(rule.fillvalue, rule.fill_dtype or x.dtype), x)
     if rule.policy != "normalize":
         return _propagate(x, xp, sums_products, run, rule, made)
     missing = xp.isnan(x)

@@ -23,7 +23,7 @@ import numpy as np
 
 from . import _config
 from ._backend import NUMPY, Array, get_backend
-from ._boundary import BOUNDARIES, extend, source_index
+from ._boundary import BOUNDARIES, extend, fill_dtype, fill_number, source_index
 from ._correlate import Boundary, MethodName, Mode, convolve, correlate
 from ._docstrings import fill
 from ._nan import NanPolicy
@@ -165,12 +165,15 @@ def _filter_into(in1, in2, out, mode, method, boundary, fillvalue, nan, memory_l
     if tuple(out.shape) != y_shape or np.dtype(out.dtype) != dtype:
         msg = f"`out` must have shape {y_shape} and dtype {dtype}, got shape {tuple(out.shape)} and dtype {out.dtype}"
         raise ValueError(msg)
+    fillvalue = fill_number(fillvalue)
+    filled = BOUNDARIES[boundary] == "constant" and mode != "valid"
+    slab_dtype = fill_dtype(fillvalue, np.dtype(in1.dtype), dtype) if filled else np.dtype(in1.dtype)
     limit = _config.budget(backend.name) if memory_limit is None else memory_limit
     row_bytes = math.prod(n + lo + hi for n, (lo, hi) in zip(shape[1:], pads[1:])) * max(dtype.itemsize, 4)
     slab_bytes = limit // _SLAB_SHARE if backend.name == "numpy" else min(limit // _SLAB_SHARE, _PINNED_SLAB_BYTES)
     rows = max(1, slab_bytes // row_bytes - kernel[0] + 1)
     func = convolve if flip else correlate
-    source = _RowReader(in1, BOUNDARIES[boundary], fillvalue)
+    source = _RowReader(in1, BOUNDARIES[boundary], fillvalue, slab_dtype)
     slabs = [(first, min(first + rows, y_shape[0])) for first in range(0, y_shape[0], rows)]
     y_rows = min(rows, y_shape[0])  # of the largest slab
 
@@ -188,7 +191,7 @@ def _filter_into(in1, in2, out, mode, method, boundary, fillvalue, nan, memory_l
         _config.config(memory_limit=filter_limit),
         _bar(y_shape[0], progress) as bar,
         ThreadPoolExecutor(1) as io,
-        slab_copies(backend, (y_rows + kernel[0] - 1, *shape[1:]), np.dtype(in1.dtype), (y_rows, *y_shape[1:]), dtype) as copies,
+        slab_copies(backend, (y_rows + kernel[0] - 1, *shape[1:]), slab_dtype, (y_rows, *y_shape[1:]), dtype) as copies,
     ):
         reading, writing = io.submit(read, 0, *slabs[0]), None
         for i, (first, last) in enumerate(slabs):
@@ -197,7 +200,7 @@ def _filter_into(in1, in2, out, mode, method, boundary, fillvalue, nan, memory_l
             if i + 1 < len(slabs):
                 reading = io.submit(read, (i + 1) % SLOTS, *slabs[i + 1])
             slab = extend(backend.xp, slab, range(1, len(shape)), pads[1:], BOUNDARIES[boundary], fillvalue)
-            y = copies.to_host(slot, func(slab, in2, "valid", method, nan=nan))
+            y = copies.to_host(slot, func(slab, in2, "valid", method, nan=nan, fillvalue=fillvalue))
             del slab
             if writing is not None:
                 writing.result()  # one result waiting at a time, and its error raised here
@@ -209,17 +212,18 @@ def _filter_into(in1, in2, out, mode, method, boundary, fillvalue, nan, memory_l
 
 
 class _RowReader:
-    """Rows ``start:stop`` of an array-like, continued past its edges by a numpy.pad mode."""
+    """Rows ``start:stop`` of an array-like, continued past its edges by a numpy.pad mode,
+    as `dtype`."""
 
-    def __init__(self, source: Any, pad_mode: str, fillvalue: complex) -> None:
-        self.source, self.pad_mode, self.fillvalue = source, pad_mode, fillvalue
+    def __init__(self, source: Any, pad_mode: str, fillvalue: complex, dtype: np.dtype[Any]) -> None:
+        self.source, self.pad_mode, self.fillvalue, self.dtype = source, pad_mode, fillvalue, dtype
 
     def rows(self, start: int, stop: int, into: np.ndarray | None = None) -> np.ndarray:
         """Rows ``start:stop``, into `into` (of that shape) if given, else a new array;
         indices outside ``[0, n)`` follow the pad mode."""
         index = source_index(np.arange(start, stop), self.source.shape[0], self.pad_mode)
         inside = index >= 0
-        slab = np.empty((stop - start, *self.source.shape[1:]), self.source.dtype) if into is None else into
+        slab = np.empty((stop - start, *self.source.shape[1:]), self.dtype) if into is None else into
         slab[~inside] = self.fillvalue
         wanted = index[inside]
         if wanted.size:

@@ -29,12 +29,12 @@ import numpy as np
 from dask.array.overlap import ensure_minimum_chunksize
 
 from ._backend import get_backend, is_cupy_array
-from ._boundary import BOUNDARIES, PADDING_MODES, extend, source_index
+from ._boundary import BOUNDARIES, PADDING_MODES, extend, fill_dtype, fill_number, source_index
 from ._conv import conv_padding
 from ._conv import conv as _conv
 from ._correlate import convolve as _convolve
 from ._correlate import correlate as _correlate
-from ._problem import as_array, check_choice, check_numeric, int_tuple
+from ._problem import as_array, check_choice, check_numeric, int_tuple, result_dtype
 from ._shapes import mode_padding
 
 __all__ = ["conv", "convolve", "correlate"]
@@ -128,12 +128,15 @@ def _filter(in1, in2, mode, method, boundary, fillvalue, nan, func):  # type: ig
     if mode == "valid" and any(n < k for n, k in zip(in1.shape, kernel)):
         msg = f"mode 'valid' needs `in1` at least as large as `in2` on every axis, got {in1.shape} and {kernel}"
         raise ValueError(msg)
+    fillvalue = fill_number(fillvalue)
+    if BOUNDARIES[boundary] == "constant" and mode != "valid":
+        in1 = in1.astype(fill_dtype(fillvalue, np.dtype(in1.dtype), result_dtype(in1, in2)[1]))
     axes = range(in1.ndim)
     pads = [mode_padding(n, k, mode) for n, k in zip(in1.shape, kernel)]
     extended = _extend(in1, axes, pads, BOUNDARIES[boundary], fillvalue)
 
     def block(a: Any, k: Any) -> Any:
-        return func(a, k, "valid", method, nan=nan)
+        return func(a, k, "valid", method, nan=nan, fillvalue=fillvalue)
 
     return _valid_blocks(extended, axes, list(kernel), block, (in2,))
 

@@ -40,6 +40,22 @@ def test_kernels_larger_than_the_image(xp, boundary, mode, kernel, rng):
     assert_matches(to_numpy(lazy.compute()), expected, dtype="float64")
 
 
+@pytest.mark.parametrize(
+    "x_dtype, k_dtype, options",
+    [
+        ("float64", "float64", dict(nan="fill", fillvalue=2.5)),  # NaNs became 0, not 2.5
+        ("int16", "float64", dict(fillvalue=0.5)),  # the fill read 0 in int16 chunks
+        ("float32", "float64", dict(fillvalue=0.211, nan="fill")),  # rounded to float32
+    ],
+)
+def test_fillvalue_across_chunks_as_in_memory(xp, x_dtype, k_dtype, options, rng):
+    x, k = random(rng, (30, 21), x_dtype), random(rng, (5, 4), k_dtype)
+    if x.dtype.kind == "f":
+        x[[3, 15, 28], [0, 10, 20]] = np.nan
+    lazy = acd.correlate(da.from_array(xp.asarray(x), chunks=(8, 7)), xp.asarray(k), "same", **options)
+    assert_matches(to_numpy(lazy.compute()), ac.correlate(x, k, "same", "direct", **options), dtype="float64")
+
+
 def test_convolve_3d_float32_fft_inside_blocks(rng):
     x, k = random(rng, (30, 28, 26), "float32"), random(rng, (9, 9, 9), "float32")
     lazy = acd.convolve(da.from_array(x, chunks=12), k, "same", "fft", boundary="wrap")

@@ -295,6 +295,62 @@ def test_boundary_errors(rng):
 
 
 @pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize(
+    "x_dtype, k_dtype, fillvalue",
+    [
+        ("int16", "float64", 0.5),  # the int16 image's fill reads 0.5, not 0
+        ("float32", "float64", 0.211),  # not rounded to float32
+        ("float64", "complex128", 1.5j),  # a real image's fill holds the imaginary part
+        ("int64", "int64", 2**41 + 3),  # too large for FFT to sum exactly
+    ],
+)
+def test_fillvalue_is_cast_to_the_results_dtype(xp, method, x_dtype, k_dtype, fillvalue, rng):
+    """As SciPy: `fillvalue` is taken in the result's dtype, not the image's."""
+    x, k = random(rng, (9, 12), x_dtype), random(rng, (5, 3), k_dtype)  # odd: correlate2d's 'same' is off by one for even kernels
+    if x_dtype == "int64":
+        k *= 2**5  # outputs up to 2**41 * 2**11 * 15: past float64's exact integers, inside int64
+    if method in ("fft", "oa") and x_dtype == "int64":
+        with pytest.raises(ValueError, match="not exact in float64"):
+            ac.correlate(xp.asarray(x), xp.asarray(k), "full", method, fillvalue=fillvalue)
+        return
+    for mode in ("full", "same"):
+        ref = scipy.signal.correlate2d(x, k, mode, boundary="fill", fillvalue=fillvalue)
+        got = ac.correlate(xp.asarray(x), xp.asarray(k), mode, method, fillvalue=fillvalue)
+        assert_matches(got, ref, dtype=ref.dtype, backend=xp.__name__)
+        plan = ac.plan_correlate(xp.asarray(k), x.shape, mode, method, fillvalue=fillvalue, dtype=x.dtype)
+        assert_matches(plan(xp.asarray(x)), ref, dtype=ref.dtype, backend=xp.__name__)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_nan_fill_takes_fillvalue_in_the_results_dtype(xp, method, rng):
+    x, k = with_nans(rng, (20, 17), "float32"), random(rng, (3, 4), "float64")
+    got = ac.correlate(xp.asarray(x), xp.asarray(k), "valid", method, nan="fill", fillvalue=0.211)
+    ref = scipy.signal.correlate(np.where(np.isnan(x), 0.211, x.astype(np.float64)), k, "valid", method="direct")
+    assert_matches(got, ref, dtype="float64", backend=xp.__name__)
+
+
+@pytest.mark.parametrize(
+    "x_dtype, k_dtype, fillvalue, error, match",
+    [
+        ("uint8", "uint8", -1, ValueError, r"`fillvalue` must be a whole number in \[0, 255\] for a result of dtype uint8, got -1"),
+        ("int16", "int16", 300.5, ValueError, "must be a whole number .* got 300.5"),
+        ("int32", "int32", np.nan, ValueError, "must be a whole number .* got nan"),
+        ("float32", "float64", 1j, ValueError, "must be a real number for a result of dtype float64, got 1j"),
+        ("float64", "float64", None, TypeError, "`fillvalue` must be a number .* got None"),
+        ("float64", "float64", "0", TypeError, "`fillvalue` must be a number .* got '0'"),
+        ("float64", "float64", [1, 2], TypeError, r"`fillvalue` must be a number .* got \[1, 2\]"),
+    ],
+)
+def test_fillvalue_the_result_cannot_hold_is_refused(x_dtype, k_dtype, fillvalue, error, match, rng):
+    """Not wrapped, truncated or dropped (NumPy would make -1 into 255 and None into NaN)."""
+    x, k = random(rng, (6, 7), x_dtype), random(rng, (3, 3), k_dtype)
+    with pytest.raises(error, match=match):
+        ac.correlate(x, k, "same", fillvalue=fillvalue)
+    with pytest.raises(error, match=match):
+        ac.plan_correlate(k, x.shape, "full", boundary="fill", fillvalue=fillvalue, dtype=x.dtype)
+
+
+@pytest.mark.parametrize("method", METHODS)
 def test_plans_take_boundary_and_nan(xp, method, rng):
     frames = [with_nans(rng, (30, 26), "float64") for _ in range(3)]
     k = rng.random((5, 4)) + 0.1

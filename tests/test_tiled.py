@@ -163,6 +163,24 @@ def test_every_boundary_across_slabs(xp, boundary, mode, flip, rng):
     assert_matches(np.nan_to_num(out), np.nan_to_num(expected), dtype="float64")
 
 
+@pytest.mark.parametrize(
+    "x_dtype, k_dtype, options",
+    [
+        ("float64", "float64", dict(nan="fill", fillvalue=2.5)),  # NaNs became 0, not 2.5
+        ("int16", "float64", dict(fillvalue=0.5)),  # the fill read 0 in the int16 slabs
+        ("float32", "float64", dict(fillvalue=0.211, nan="fill")),  # rounded to float32
+    ],
+)
+def test_fillvalue_across_slabs_as_in_memory(xp, x_dtype, k_dtype, options, rng):
+    x, k = random(rng, (40, 9), x_dtype), random(rng, (5, 3), k_dtype)
+    if x.dtype.kind == "f":
+        x[[3, 20, 38], [0, 4, 8]] = np.nan
+    expected = ac.correlate(x, k, "full", "direct", **options)
+    out = np.full(expected.shape, -1.0)
+    ac.correlate_into(x, xp.asarray(k), out, "full", **options, memory_limit=4_000, progress=False)
+    assert_matches(out, expected, dtype="float64")
+
+
 def test_big_endian_float32_image_across_slabs(xp, tmp_path, rng):
     """A big-endian file (FITS data are): on the GPU its slabs are read into native-order
     pinned buffers."""
