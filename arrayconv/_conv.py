@@ -16,7 +16,7 @@ from ._boundary import PADDING_MODES, extend
 from ._cache import LRUCache
 from ._docstrings import fill
 from ._methods import METHODS
-from ._nan import IGNORE, NAN_POLICIES, NanPolicy, NanRule, check_kernel
+from ._nan import IGNORE, NAN_POLICIES, NanPolicy, NanRule, check_kernel, check_result
 from ._plan import Plan, Spec, abs_bound, int_guard, terms
 from ._problem import (
     ArraySpec,
@@ -297,6 +297,7 @@ def _shaped(
         extension = lambda a: extend(backend.xp, a, range(2, 2 + nd), pads, pad_mode)  # noqa: E731
         pad_lo = pad_hi = (0,) * nd
     compute, result = result_dtype(*(a for a in (given, w, bias) if a is not None))
+    check_result(nan, result)
     problem = interned(Problem(
         batch=x.shape[0],
         groups=groups,

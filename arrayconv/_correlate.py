@@ -17,7 +17,7 @@ from ._boundary import BOUNDARIES, extend, fill_dtype, fill_number
 from ._docstrings import fill
 from ._methods import METHODS
 from ._methods._separable import rank_one
-from ._nan import IGNORE, NAN_POLICIES, NanPolicy, NanRule, check_kernel
+from ._nan import IGNORE, NAN_POLICIES, NanPolicy, NanRule, check_kernel, check_result
 from ._plan import Plan, Spec, abs_bound, int_guard, terms
 from ._problem import (
     ArraySpec,
@@ -468,6 +468,7 @@ def _shaped(
     if mode == "valid":
         check_valid_sizes(tuple(x.shape[a] for a in axes), tuple(w.shape[a] for a in axes))
     compute, result = result_dtype(x, w)
+    check_result(edges.nan, result)
     axes = _correlated_axes(x.shape, w.shape, axes, mode, compute, circular)
     problem, x_order, w_order, inverse, lead = _as_problem(x.shape, w.shape, mode, axes, compute, circular)
     ordered = (*lead, *problem.out_spatial)

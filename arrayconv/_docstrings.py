@@ -49,7 +49,8 @@ PARAMETERS = {
         'fill': NaNs are taken as `fillvalue`. 'normalize': normalized convolution, each
         output divided by the kernel weight over the non-NaN samples it covers (NaN where
         it covers none); samples past the edges count as data, as astropy's
-        ``convolve(nan_treatment='interpolate', normalize_kernel=True)``. 'ignore': no check; NaN and inf follow the method's arithmetic
+        ``convolve(nan_treatment='interpolate', normalize_kernel=True)``; integer data
+        too, but not an integer result (ValueError). 'ignore': no check; NaN and inf follow the method's arithmetic
         (FFT spreads them over the whole result).""",
     "axes": """axes : int or sequence of int, optional
         Axes to correlate along (default: all). The other axes are batched: each must be

@@ -68,8 +68,8 @@ def apply(rule: NanRule, x: Array, backend: Backend, sums_products: bool, run: O
     :class:`~arrayconv._methods.Method`); `made`: the rule's operators made so far, kept
     by the calling plan."""
     xp = backend.xp
-    if rule.policy == "ignore" or x.dtype.kind not in "fc":
-        return run(x)
+    if rule.policy == "ignore" or (x.dtype.kind not in "fc" and rule.policy != "normalize"):
+        return run(x)  # integers hold no NaN, but 'normalize' still divides by the weights
     if rule.policy == "raise" and bool(xp.isnan(x).any()):
         msg = f"`{rule.name}` contains NaN and nan='raise'; use nan='propagate', 'fill' or 'normalize'"
         raise ValueError(msg)
@@ -77,7 +77,7 @@ def apply(rule: NanRule, x: Array, backend: Backend, sums_products: bool, run: O
         x = xp.where(xp.isnan(x), xp.asarray(rule.fillvalue, rule.fill_dtype or x.dtype), x)
     if rule.policy != "normalize":
         return _propagate(x, xp, sums_products, run, rule, made)
-    missing = xp.isnan(x)
+    missing = xp.isnan(x) if x.dtype.kind in "fc" else xp.zeros(x.shape, bool)
     y = _propagate(xp.where(missing, xp.zeros((), x.dtype), x), xp, sums_products, run, rule, made)
     weight = _operator(rule, "weigh", made)((~missing).astype(x.dtype))
     empty = weight == 0
@@ -94,6 +94,17 @@ def _operator(rule: NanRule, name: str, made: dict[str, Operator]) -> Operator:
             if name not in made:
                 made[name] = getattr(rule, name)()
     return made[name]
+
+
+def check_result(policy: str, result: Any) -> None:
+    """Refuse nan='normalize' for a result of integer dtype `result`, which cannot hold the
+    weighted averages it makes."""
+    if policy == "normalize" and result.kind in "iu":
+        msg = (
+            f"nan='normalize' divides each output by its kernel weight, which a result of "
+            f"dtype {result} cannot hold; cast the input or the kernel to a float dtype"
+        )
+        raise ValueError(msg)
 
 
 def check_kernel(policy: str, kernel: Array, name: str, backend: Backend) -> None:

@@ -26,7 +26,7 @@ from ._backend import NUMPY, Array, get_backend
 from ._boundary import BOUNDARIES, extend, fill_dtype, fill_number, source_index
 from ._correlate import Boundary, MethodName, Mode, convolve, correlate
 from ._docstrings import fill
-from ._nan import NanPolicy
+from ._nan import NAN_POLICIES, NanPolicy, check_result
 from ._problem import as_array, check_choice, check_no_overlap, check_numeric, check_valid_sizes, result_dtype
 from ._shapes import mode_padding
 from ._slab_copies import SLOTS, slab_copies
@@ -145,6 +145,7 @@ def _filter_into(in1, in2, out, mode, method, boundary, fillvalue, nan, memory_l
         in1 = np.asarray(in1)  # a nested list, say: in memory already
     check_choice("mode", mode, ("full", "same", "valid"))
     check_choice("boundary", boundary, BOUNDARIES)
+    check_choice("nan", nan, NAN_POLICIES)
     if memory_limit is not None:
         _config.check_positive_int("memory_limit", memory_limit)
     check_no_overlap(out, NUMPY, in1=in1)  # a slab written over rows still to be read
@@ -162,6 +163,7 @@ def _filter_into(in1, in2, out, mode, method, boundary, fillvalue, nan, memory_l
     pads = [mode_padding(n, k, mode) for n, k in zip(shape, kernel)]
     y_shape = tuple(n + lo + hi - k + 1 for n, k, (lo, hi) in zip(shape, kernel, pads))
     _, dtype = result_dtype(np.empty(0, in1.dtype), in2)
+    check_result(nan, dtype)
     if tuple(out.shape) != y_shape or np.dtype(out.dtype) != dtype:
         msg = f"`out` must have shape {y_shape} and dtype {dtype}, got shape {tuple(out.shape)} and dtype {out.dtype}"
         raise ValueError(msg)

@@ -34,6 +34,7 @@ from ._conv import conv_padding
 from ._conv import conv as _conv
 from ._correlate import convolve as _convolve
 from ._correlate import correlate as _correlate
+from ._nan import NAN_POLICIES, check_result
 from ._problem import as_array, check_choice, check_numeric, int_tuple, result_dtype
 from ._shapes import mode_padding
 
@@ -92,8 +93,10 @@ def conv(
     the work is split over the batch.
     """
     check_choice("padding_mode", padding_mode, PADDING_MODES)
+    check_choice("nan", nan, NAN_POLICIES)
     w = as_array(w, "w", get_backend(w=w))
     bias = None if bias is None else as_array(bias, "bias", get_backend(bias=bias))
+    check_result(nan, result_dtype(x, w, *(() if bias is None else (bias,)))[1])
     if not 3 <= x.ndim <= 5 or np.ndim(w) != x.ndim:
         msg = f"`x` must be (B, C, *spatial) and `w` (O, C // groups, *kernel) with 1 to 3 spatial dims, got shapes {x.shape} and {np.shape(w)}"
         raise ValueError(msg)
@@ -119,8 +122,10 @@ def conv(
 def _filter(in1, in2, mode, method, boundary, fillvalue, nan, func):  # type: ignore[no-untyped-def]
     check_choice("mode", mode, ("full", "same", "valid"))
     check_choice("boundary", boundary, BOUNDARIES)
+    check_choice("nan", nan, NAN_POLICIES)
     in2 = as_array(in2, "in2", get_backend(in2=in2))
     check_numeric("in1", np.dtype(in1.dtype), in1.shape)
+    check_result(nan, result_dtype(in1, in2)[1])
     if in1.ndim != np.ndim(in2):
         msg = f"`in1` and `in2` must have the same ndim, got shapes {in1.shape} and {np.shape(in2)}"
         raise ValueError(msg)

@@ -56,6 +56,12 @@ def test_fillvalue_across_chunks_as_in_memory(xp, x_dtype, k_dtype, options, rng
     assert_matches(to_numpy(lazy.compute()), ac.correlate(x, k, "same", "direct", **options), dtype="float64")
 
 
+def test_nan_normalize_divides_integer_chunks_too(rng):
+    x, k = random(rng, (30, 21), "uint16"), rng.random((5, 4)) + 0.1
+    lazy = acd.correlate(da.from_array(x, chunks=(8, 7)), k, "same", nan="normalize")
+    assert_matches(lazy.compute(), ac.correlate(x.astype(np.float64), k, "same", "direct", nan="normalize"), dtype="float64")
+
+
 def test_convolve_3d_float32_fft_inside_blocks(rng):
     x, k = random(rng, (30, 28, 26), "float32"), random(rng, (9, 9, 9), "float32")
     lazy = acd.convolve(da.from_array(x, chunks=12), k, "same", "fft", boundary="wrap")
@@ -95,6 +101,13 @@ def test_errors(rng):
         acd.correlate(x > 0, np.ones((3, 3)))
     with pytest.raises(ValueError, match=r"`w` must not be empty"):
         acd.conv(x[None, None], np.ones((0, 1, 3, 3)))
+    with pytest.raises(ValueError, match="`nan` must be one of"):
+        acd.correlate(x, np.ones((3, 3)), nan="omit")
+    integers = da.from_array(random(rng, (20, 20), "int16"), chunks=5)
+    with pytest.raises(ValueError, match="nan='normalize' divides each output by its kernel weight"):
+        acd.correlate(integers, np.ones((3, 3), np.int16), nan="normalize")
+    with pytest.raises(ValueError, match="nan='normalize' divides each output by its kernel weight"):
+        acd.conv(integers[None, None], np.ones((1, 1, 3, 3), np.int16), nan="normalize")
 
 
 def test_nested_list_kernels_and_biases_are_taken_as_arrays(rng):

@@ -262,6 +262,34 @@ def test_nan_normalize(xp, method, mode, rng):
     assert_nan_matches(got, normalized_reference(x, k, mode), "float64", xp.__name__)
 
 
+@pytest.mark.parametrize("method", METHODS)
+def test_nan_normalize_divides_integer_data_too(xp, method, rng):
+    """Integers hold no NaN, but the outputs are still divided by the kernel weight (they
+    were returned undivided: 10x too large for a kernel summing to 10)."""
+    x, k = random(rng, (17, 20), "uint16"), rng.random((5, 4)) + 0.1
+    for mode in ("full", "same"):
+        ref = normalized_reference(x.astype(np.float64), k, mode)
+        assert_matches(ac.correlate(xp.asarray(x), xp.asarray(k), mode, method, nan="normalize"), ref, dtype="float64", backend=xp.__name__)
+        plan = ac.plan_correlate(xp.asarray(k), x.shape, mode, method, nan="normalize", dtype=x.dtype)
+        assert_matches(plan(xp.asarray(x)), ref, dtype="float64", backend=xp.__name__)
+    got = ac.conv(xp.asarray(x[None, None]), xp.asarray(k[None, None]), padding=2, method=method, nan="normalize")
+    ref = ac.conv(x[None, None].astype(np.float64), k[None, None], padding=2, method="direct", nan="normalize")
+    assert_matches(got, ref, dtype="float64", backend=xp.__name__)
+
+
+def test_nan_normalize_refuses_integer_results(rng):
+    x, k = random(rng, (10, 12), "int32"), random(rng, (3, 3), "int32")
+    match = "nan='normalize' divides each output by its kernel weight, which a result of dtype int32 cannot hold"
+    with pytest.raises(ValueError, match=match):
+        ac.correlate(x, k, nan="normalize")
+    with pytest.raises(ValueError, match=match):
+        ac.plan_correlate(k, x.shape, nan="normalize", dtype=x.dtype)
+    with pytest.raises(ValueError, match=match):
+        ac.conv(x[None, None], k[None, None], nan="normalize")
+    with pytest.raises(ValueError, match=match):
+        ac.correlate_into(x, k, np.zeros((12, 14), np.int32), "full", nan="normalize")
+
+
 def test_nan_normalize_weighs_by_each_calls_kernel(rng):
     """Calls of one shape share their cached layout; the weights come from each call's kernel."""
     x = with_nans(rng, (20, 24), "float64", count=30)
