@@ -81,6 +81,8 @@ def apply(rule: NanRule, x: Array, backend: Backend, sums_products: bool, run: O
     y = _propagate(xp.where(missing, xp.zeros((), x.dtype), x), xp, sums_products, run, rule, made)
     weight = _operator(rule, "weigh", made)((~missing).astype(x.dtype))
     empty = weight == 0
+    if bool(missing.any()):  # FFT's weights are rounded, not 0, where every sample is missing
+        empty |= _operator(rule, "reach", made)((~missing).astype(xp.float32)) < 0.5
     y = y / xp.where(empty, xp.ones((), weight.dtype), weight)
     y[empty] = xp.nan
     return y

@@ -263,6 +263,23 @@ def test_nan_normalize(xp, method, mode, rng):
 
 
 @pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("dtype", ["float64", "complex128"])
+def test_nan_normalize_gives_nan_where_every_sample_is_missing(xp, method, dtype, rng):
+    """Where an output covers only NaN, FFT's weight is rounded, not 0: the output was its
+    rounding divided by rounding (323-243j), not NaN."""
+    x, k = random(rng, (5, 7, 6), dtype), rng.random((4, 4, 3)) + 0.2
+    x[2:, :3, :3] = np.nan  # a corner hole that 'nearest' carries past the edges
+    got = ac.correlate(xp.asarray(x), xp.asarray(k), "full", method, boundary="nearest", nan="normalize")
+    extended = np.pad(x, [(3, 3), (3, 3), (2, 2)], mode="edge")
+    missing = np.isnan(extended)
+    top = scipy.signal.correlate(np.where(missing, 0, extended), k, "valid", method="direct")
+    weight = scipy.signal.correlate((~missing).astype(float), k, "valid", method="direct")  # exactly 0 where all are missing
+    with np.errstate(invalid="ignore"):
+        assert_nan_matches(got, top / weight, dtype, xp.__name__)
+    assert np.isnan(to_numpy(got)[5:, :3, :3]).all()  # the outputs that cover only the hole
+
+
+@pytest.mark.parametrize("method", METHODS)
 def test_nan_normalize_divides_integer_data_too(xp, method, rng):
     """Integers hold no NaN, but the outputs are still divided by the kernel weight (they
     were returned undivided: 10x too large for a kernel summing to 10)."""
