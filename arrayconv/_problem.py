@@ -229,7 +229,7 @@ def normalize_axes(axes: int | Sequence[int] | None, ndim: int) -> tuple[int, ..
         normal = [operator.index(a) for a in items]  # type: ignore[union-attr]
     except TypeError:
         normal = None
-    if not normal or any(not -ndim <= a < ndim for a in normal):
+    if not normal or any(not -ndim <= a < ndim or isinstance(a, (bool, np.bool_)) for a in items):
         msg = f"`axes` must be ints in [{-ndim}, {ndim - 1}] for {ndim}-D inputs, got {axes!r}"
         raise ValueError(msg)
     normal = [a % ndim for a in normal]

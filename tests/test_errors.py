@@ -25,6 +25,7 @@ W = np.random.default_rng(2).standard_normal((6, 4, 3, 3))
         ((A, A[:3, :3]), {"axes": 2}, ValueError, r"`axes` must be ints in \[-2, 1\] for 2-D inputs, got 2"),
         ((A, A[:3, :3]), {"axes": (0, -2)}, ValueError, r"`axes` must not repeat an axis, got \(0, -2\)"),
         ((A, A[:3, :3]), {"axes": []}, ValueError, r"`axes` must be ints"),
+        ((A, A[:3, :3]), {"axes": [True]}, ValueError, r"`axes` must be ints .* got \[True\]"),  # was axis 1
         ((A, A[:3, :3]), {"axes": 1}, ValueError, r"must agree \(or be 1\) on axis 0, which is not in `axes`; got shapes \(8, 9\) and \(3, 3\)"),
         ((np.matrix(A), A), {}, TypeError, r"`in1` must not be a numpy.matrix"),
         ((np.ma.masked_array(A), A), {}, TypeError, r"`in1` must not be a masked array"),
