@@ -289,12 +289,13 @@ def _correlate(
     *,
     flip: bool,
 ) -> Array:
-    # A plain call whose plan runs direct on one line or map in one piece skips the plan (_Unplanned).
-    defaults = boundary == "fill" and isinstance(fillvalue, (int, float)) and fillvalue == 0
-    defaults = defaults and nan == "propagate" and not measure and out is None
-    call = _unplanned_call(in1, in2, mode, method, axes, flip) if defaults else None
+    # A plain call whose plan runs direct on one line or map in one piece skips the plan
+    # (_Unplanned), with any boundary rule but the circular 'wrap' and a real, non-NaN fill.
+    plain = boundary != "wrap" and type(fillvalue) in (int, float) and fillvalue == fillvalue
+    plain = plain and nan == "propagate" and not measure and out is None
+    call = _unplanned_call(in1, in2, mode, method, axes, flip) if plain else None
     settings = None if call is None else _kept.settings()  # asked once: both keys hold it
-    key = None if call is None else (*call, *settings)
+    key = None if call is None else (*call, boundary, fillvalue, *settings)
     unplanned = None if key is None else _unplanned_calls.get(key)
     if unplanned:
         return unplanned(in1, in2)
@@ -344,11 +345,11 @@ _unplanned_calls = LRUCache("unplanned_calls", maxsize=256)
 
 
 def _unplanned_call(in1: Array, in2: Array, mode: str, method: str, axes: object, flip: bool) -> tuple[object, ...] | None:
-    """For a call with the default edges and NaN policy on two NumPy arrays of one ndim (at
-    least 1) and one float dtype, with `axes` None, an int or a tuple or list of ints, what
-    its plan's choice depends on besides :func:`._kept.settings` (shapes, dtype, mode,
-    method, axes, flip): with them, the key of its :class:`_Unplanned`. None for any other
-    call."""
+    """For a call with the default NaN policy (and edges that :func:`_correlate` checks) on
+    two NumPy arrays of one ndim (at least 1) and one float dtype, with `axes` None, an int
+    or a tuple or list of ints, what its plan's choice depends on besides the edges and
+    :func:`._kept.settings` (shapes, dtype, mode, method, axes, flip): with them, the key
+    of its :class:`_Unplanned`. None for any other call."""
     if type(in1) is not np.ndarray or type(in2) is not np.ndarray or in1.ndim != in2.ndim or not in1.ndim:
         return None
     if type(axes) in (tuple, list) and all(type(a) is int for a in axes):  # type: ignore[attr-defined]
@@ -497,7 +498,7 @@ def _extended(x: ArraySpec, w: ArraySpec, axes: tuple[int, ...], mode: str, edge
         shape[a] += lo + hi
     pad_mode = BOUNDARIES[edges.boundary]
     dtype = fill_dtype(edges.fillvalue, x.dtype, result_dtype(x, w)[1]) if pad_mode == "constant" else x.dtype
-    return ArraySpec(tuple(shape), dtype), lambda a: extend(backend.xp, a.astype(dtype, copy=False), axes, pads, pad_mode, edges.fillvalue)
+    return ArraySpec(tuple(shape), dtype), lambda a: extend(backend.xp, a, axes, pads, pad_mode, edges.fillvalue, dtype)
 
 
 def _nan_rule(

@@ -208,12 +208,15 @@ class Plan:
         direct as one ``numpy.correlate`` of a 1-D signal or of a batch of lines laid end
         to end, or on one map in one chunk (:func:`._methods.direct.unplanned`): the same
         calls on the same samples, so the same bits, for an input whose samples are in its
-        problem's order (`same_layout`: no batch axis after a correlated one). Its result
-        holds the output's samples in order, to be reshaped to `y_shape`. None for other
-        plans."""
+        problem's order (`same_layout`: no batch axis after a correlated one), extended by the
+        plan's boundary rule first if it has one. Its result holds the output's samples in
+        order, to be reshaped to `y_shape`. None for other plans."""
         if self.method != "direct" or not self._spec.same_layout:
             return None
-        return direct.unplanned(self._kernel, self._spec.problem)
+        run, extend = direct.unplanned(self._kernel, self._spec.problem), self._spec.extend
+        if run is None or extend is None:
+            return run
+        return lambda x, w: run(extend(x), w)  # a boundary rule: direct on the extended input
 
     def _single_call(self) -> Callable[[Array], Array] | None:
         """A call without `out` as direct's single call (:func:`._methods.direct.single_call`)

@@ -29,7 +29,7 @@ import numpy as np
 from dask.array.overlap import ensure_minimum_chunksize
 
 from ._backend import get_backend, is_cupy_array
-from ._boundary import BOUNDARIES, PADDING_MODES, extend, fill_dtype, fill_number, source_index
+from ._boundary import BOUNDARIES, PADDING_MODES, fill_dtype, fill_number, pad_widths, source_index
 from ._conv import conv_padding
 from ._conv import conv as _conv
 from ._correlate import convolve as _convolve
@@ -158,7 +158,8 @@ def _extend(a: da.Array, axes: Sequence[int], pads: list[tuple[int, int]], pad_m
         if pad_mode != "constant" and max(lo, hi) > one_copy:
             a = da.take(a, source_index(np.arange(-lo, a.shape[ax] + hi), a.shape[ax], pad_mode), axis=ax)
             pads[i] = (0, 0)
-    return extend(da, a, axes, pads, pad_mode, fillvalue)
+    widths = pad_widths(a.ndim, axes, pads)
+    return da.pad(a, widths, mode="constant", constant_values=fillvalue) if pad_mode == "constant" else da.pad(a, widths, mode=pad_mode)
 
 
 def _valid_blocks(a, axes, reach, block, operands, *, out_channels=None, strides=None, dilations=None, kernel=None):  # type: ignore[no-untyped-def]

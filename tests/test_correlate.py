@@ -239,34 +239,52 @@ def test_plain_calls_on_batches_of_lines_laid_end_to_end_skip_the_plan(method, l
         assert all(ac.plan_correlate(random(rng, s2, dtype), s1, mode, method="direct", axes=axes).unplanned() is None for mode in MODES)
 
 
-def _check_unplanned_calls(in1, in2, modes, method, axes=None):
+@pytest.mark.parametrize(("boundary", "fillvalue"), [("fill", 0.5), ("symm", 0), ("mirror", 0), ("nearest", 0)])
+@settings(max_examples=examples(15), deadline=None)
+@given(case=correlate_shapes(), dtype=st.sampled_from(["float32", "float64"]), seed=st.integers(0, 2**16))
+def test_plain_calls_with_a_boundary_rule_skip_the_plan(boundary, fillvalue, case, dtype, seed):
+    """The same with a boundary rule: the input extended, then direct as above."""
+    s1, s2, mode = case
+    rng = np.random.default_rng(seed)
+    _check_unplanned_calls(random(rng, s1, dtype), random(rng, s2, dtype), [mode], "direct", boundary=boundary, fillvalue=fillvalue)
+
+
+def _check_unplanned_calls(in1, in2, modes, method, axes=None, **edges):
     with ac.config(memory_limit=1 << 30):  # the default follows free RAM, which other processes change
-        _check_unplanned_calls_steadily(in1, in2, modes, method, axes)
+        _check_unplanned_calls_steadily(in1, in2, modes, method, axes, edges)
 
 
-def _check_unplanned_calls_steadily(in1, in2, modes, method, axes):
+NUMPY_PAD = {"fill": "constant", "symm": "symmetric", "mirror": "reflect", "nearest": "edge"}
+
+
+def _check_unplanned_calls_steadily(in1, in2, modes, method, axes, edges):
     calls = [(mode, flip) for mode in modes for flip in (False, True)]
     plans, results = {}, {}
     for mode, flip in calls:
         op = "convolve" if flip else "correlate"
         one_call = ac.choose_method(in1, in2, op=op, mode=mode, axes=axes).method if method == "auto" else method
-        plans[mode, flip] = (ac.plan_convolve if flip else ac.plan_correlate)(in2, in1.shape, mode, method=one_call, axes=axes)
+        plans[mode, flip] = (ac.plan_convolve if flip else ac.plan_correlate)(in2, in1.shape, mode, method=one_call, axes=axes, **edges)
         results[mode, flip] = plans[mode, flip](in1)
         through_layers = plans[mode, flip](in1, out=np.empty_like(results[mode, flip]))  # out: every step of the plan
         np.testing.assert_array_equal(results[mode, flip], through_layers)
-        assert (plans[mode, flip]._single is None) == (plans[mode, flip].unplanned() is None)
-        terms = reference_terms(in1, in2, mode, axes=axes, flip=flip)  # a single output of n = k taps may cancel far below its terms
-        assert_matches(results[mode, flip], reference_correlate(in1, in2, mode, axes=axes, flip=flip), dtype=in1.dtype, terms=terms)
-        np.testing.assert_array_equal((ac.convolve if flip else ac.correlate)(in1, in2, mode, method, axes=axes), results[mode, flip])
+        assert (plans[mode, flip]._single is None) == (plans[mode, flip].unplanned() is None) or edges
+        x, ref_mode = in1, mode
+        if edges and mode != "valid":  # extended as numpy.pad does, then 'valid'
+            pads = [mode_padding(n, k, mode) if axes is None or a in np.atleast_1d(axes) % in1.ndim else (0, 0) for a, (n, k) in enumerate(zip(in1.shape, in2.shape))]
+            fill = {"constant_values": edges["fillvalue"]} if edges["boundary"] == "fill" else {}
+            x, ref_mode = np.pad(in1, pads, mode=NUMPY_PAD[edges["boundary"]], **fill), "valid"
+        terms = reference_terms(x, in2, ref_mode, axes=axes, flip=flip)  # a single output of n = k taps may cancel far below its terms
+        assert_matches(results[mode, flip], reference_correlate(x, in2, ref_mode, axes=axes, flip=flip), dtype=in1.dtype, terms=terms)
+        np.testing.assert_array_equal((ac.convolve if flip else ac.correlate)(in1, in2, mode, method, axes=axes, **edges), results[mode, flip])
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(Plan, "__call__", _refuse_call)
         for mode, flip in calls:
             fn = ac.convolve if flip else ac.correlate
             if plans[mode, flip].unplanned() is None:
                 with pytest.raises(AssertionError, match="a plan ran"):
-                    fn(in1, in2, mode, method, axes=axes)
+                    fn(in1, in2, mode, method, axes=axes, **edges)
             else:
-                got = fn(in1, in2, mode, method, axes=axes)
+                got = fn(in1, in2, mode, method, axes=axes, **edges)
                 np.testing.assert_array_equal(got, results[mode, flip])
                 assert got.dtype == in1.dtype and got.shape == results[mode, flip].shape and got.flags.c_contiguous
 

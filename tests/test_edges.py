@@ -331,6 +331,27 @@ def test_conv_nan_normalize_adds_bias_after(rng):
     assert_nan_matches(got[0, 0], ref, "float64")
 
 
+@pytest.mark.parametrize("pad_mode", ["constant", "wrap", "edge", "symmetric", "reflect"])
+def test_extend_is_numpy_pad(xp, pad_mode, rng):
+    """The boundary extension (its edges copied from its own middle by slices, or numpy.pad
+    for pads longer than the axis) gives numpy.pad's samples, corners included."""
+    from arrayconv._boundary import extend
+
+    for _ in range(150):
+        ndim = int(rng.integers(1, 4))
+        shape = tuple(int(n) for n in rng.integers(1 + (pad_mode == "reflect"), 6, ndim))
+        axes = sorted(rng.choice(ndim, int(rng.integers(1, ndim + 1)), replace=False).tolist())
+        pads = [(int(rng.integers(0, 9)), int(rng.integers(0, 9))) for _ in axes]
+        a = random(rng, shape, "float64")
+        widths = [(0, 0)] * ndim
+        for ax, pad in zip(axes, pads):
+            widths[ax] = pad
+        fill = {"constant_values": 2.5} if pad_mode == "constant" else {}
+        got = extend(xp, xp.asarray(a), axes, pads, pad_mode, 2.5)
+        np.testing.assert_array_equal(to_numpy(got), np.pad(a, widths, mode=pad_mode, **fill))
+    assert extend(xp, xp.asarray(np.arange(3, dtype=np.int16)), [0], [(1, 1)], "constant", 0.5, np.dtype(np.float64)).dtype == np.float64
+
+
 def test_boundary_errors(rng):
     x, k = random(rng, (8, 8), "float64"), random(rng, (3, 3), "float64")
     with pytest.raises(ValueError, match="`boundary` must be one of"):
