@@ -107,8 +107,7 @@ def extend(
     array([3, 2, 1, 2, 3, 2])
     """
     dtype = a.dtype if dtype is None else dtype
-    one_copy = min((a.shape[ax] - (pad_mode == "reflect") for ax in axes), default=0)
-    if pad_mode != "constant" and any(max(pad) > one_copy for pad in pads):
+    if pad_mode != "constant" and any(max(pad) > a.shape[ax] - (pad_mode == "reflect") for ax, pad in zip(axes, pads)):
         return xp.pad(a.astype(dtype, copy=False), pad_widths(a.ndim, axes, pads), mode=pad_mode)
     shape, middle, copies = _layout(tuple(a.shape), tuple(axes), tuple(map(tuple, pads)), pad_mode)  # type: ignore[arg-type]
     out = xp.empty(shape, dtype)
