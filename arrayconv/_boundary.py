@@ -107,7 +107,7 @@ def extend(
     array([3, 2, 1, 2, 3, 2])
     """
     dtype = a.dtype if dtype is None else dtype
-    if pad_mode != "constant" and any(max(pad) > a.shape[ax] - (pad_mode == "reflect") for ax, pad in zip(axes, pads)):
+    if any(past_one_copy(a.shape[ax], pad, pad_mode) for ax, pad in zip(axes, pads)):
         return xp.pad(a.astype(dtype, copy=False), pad_widths(a.ndim, axes, pads), mode=pad_mode)
     shape, middle, copies = _layout(tuple(a.shape), tuple(axes), tuple(map(tuple, pads)), pad_mode)  # type: ignore[arg-type]
     out = xp.empty(shape, dtype)
@@ -115,6 +115,13 @@ def extend(
     for edge, source in copies:
         out[edge] = fillvalue if source is None else out[source]
     return out
+
+
+def past_one_copy(n: int, pad: tuple[int, int], pad_mode: str) -> bool:
+    """Whether `pad` reaches past one copy of an axis of `n` samples under `pad_mode` (``n``
+    samples; ``n - 1`` for 'reflect', which skips the edge): a kernel larger than the
+    image. A constant fill never does."""
+    return pad_mode != "constant" and max(pad) > n - (pad_mode == "reflect")
 
 
 def pad_widths(ndim: int, axes: Sequence[int], pads: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -29,7 +29,7 @@ import numpy as np
 from dask.array.overlap import ensure_minimum_chunksize
 
 from ._backend import get_backend, is_cupy_array
-from ._boundary import BOUNDARIES, PADDING_MODES, fill_dtype, fill_number, pad_widths, source_index
+from ._boundary import BOUNDARIES, PADDING_MODES, fill_dtype, fill_number, pad_widths, past_one_copy, source_index
 from ._conv import conv_padding
 from ._conv import conv as _conv
 from ._correlate import convolve as _convolve
@@ -125,7 +125,8 @@ def _filter(in1, in2, mode, method, boundary, fillvalue, nan, func):  # type: ig
     check_choice("nan", nan, NAN_POLICIES)
     in2 = as_array(in2, "in2", get_backend(in2=in2))
     check_numeric("in1", np.dtype(in1.dtype), in1.shape)
-    check_result(nan, result_dtype(in1, in2)[1])
+    _, result = result_dtype(in1, in2)
+    check_result(nan, result)
     if in1.ndim != np.ndim(in2):
         msg = f"`in1` and `in2` must have the same ndim, got shapes {in1.shape} and {np.shape(in2)}"
         raise ValueError(msg)
@@ -135,7 +136,7 @@ def _filter(in1, in2, mode, method, boundary, fillvalue, nan, func):  # type: ig
         raise ValueError(msg)
     fillvalue = fill_number(fillvalue)
     if BOUNDARIES[boundary] == "constant" and mode != "valid":
-        in1 = in1.astype(fill_dtype(fillvalue, np.dtype(in1.dtype), result_dtype(in1, in2)[1]))
+        in1 = in1.astype(fill_dtype(fillvalue, np.dtype(in1.dtype), result))
     axes = range(in1.ndim)
     pads = [mode_padding(n, k, mode) for n, k in zip(in1.shape, kernel)]
     extended = _extend(in1, axes, pads, BOUNDARIES[boundary], fillvalue)
@@ -147,15 +148,13 @@ def _filter(in1, in2, mode, method, boundary, fillvalue, nan, func):  # type: ig
 
 
 def _extend(a: da.Array, axes: Sequence[int], pads: list[tuple[int, int]], pad_mode: str, fillvalue: complex = 0) -> da.Array:
-    """:func:`extend` on a dask array. ``dask.array.pad`` returns too few samples where a
-    'wrap', 'symmetric' or 'reflect' pad is longer than one copy of its axis (``n``
-    samples; ``n - 1`` for 'reflect', which skips the edge: a kernel larger than the
-    image), so those axes are extended by taking the samples that ``numpy.pad`` would
-    repeat instead."""
+    """`a` extended as ``numpy.pad`` would, lazily. ``dask.array.pad`` returns too few
+    samples where a 'wrap', 'symmetric' or 'reflect' pad reaches past one copy of its
+    axis (:func:`past_one_copy`), so those axes are extended by taking the samples that
+    ``numpy.pad`` would repeat instead."""
     pads = list(pads)
     for i, (ax, (lo, hi)) in enumerate(zip(axes, pads)):
-        one_copy = a.shape[ax] - (pad_mode == "reflect")
-        if pad_mode != "constant" and max(lo, hi) > one_copy:
+        if past_one_copy(a.shape[ax], (lo, hi), pad_mode):
             a = da.take(a, source_index(np.arange(-lo, a.shape[ax] + hi), a.shape[ax], pad_mode), axis=ax)
             pads[i] = (0, 0)
     widths = pad_widths(a.ndim, axes, pads)
