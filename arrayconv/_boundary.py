@@ -135,6 +135,13 @@ def pad_widths(ndim: int, axes: Sequence[int], pads: Sequence[tuple[int, int]]) 
 Index = tuple[slice, ...]
 
 
+def halo_copies(shape: tuple[int, ...], axes: tuple[int, ...], pads: tuple[tuple[int, int], ...], pad_mode: str) -> list[tuple[Index, Index | None]]:
+    """:func:`extend`'s edge copies in order, ``(edge, source)`` in the extended array of
+    an array of `shape` (source None: the fill value), for pads within one copy of their
+    axis (not :func:`past_one_copy`)."""
+    return _layout(shape, axes, pads, pad_mode)[2]
+
+
 @functools.lru_cache(maxsize=256)
 def _layout(shape: tuple[int, ...], axes: tuple[int, ...], pads: tuple[tuple[int, int], ...], pad_mode: str) -> tuple[tuple[int, ...], Index, list[tuple[Index, Index | None]]]:
     """:func:`extend`'s extended shape, where the input goes in it, and its edge copies in

@@ -290,8 +290,8 @@ def _correlate(
     flip: bool,
 ) -> Array:
     # A plain call whose plan runs direct on one line or map in one piece skips the plan
-    # (_Unplanned), with any boundary rule but the circular 'wrap' and a real, non-NaN fill.
-    plain = boundary != "wrap" and type(fillvalue) in (int, float) and fillvalue == fillvalue
+    # (_Unplanned), with any boundary rule and a real, non-NaN fill.
+    plain = type(fillvalue) in (int, float) and fillvalue == fillvalue
     plain = plain and nan == "propagate" and not measure and out is None
     call = _unplanned_call(in1, in2, mode, method, axes, flip) if plain else None
     settings = None if call is None else _kept.settings()  # asked once: both keys hold it

@@ -318,14 +318,15 @@ def _expected(plan, x, w, options, circular):
 def test_direct_row_form(x_shape, w_shape, options, chunk_bytes, dtype, circular, monkeypatch, rng):
     # With one input channel per group, kernel rows of up to 11 taps may run as one
     # numpy.correlate each; force that form, in one chunk and in many (run on worker
-    # threads), and check it on every layout it reads.
-    from arrayconv._methods import _rows, direct
+    # threads), and check it on every layout it reads (one map in one chunk included).
+    from arrayconv._methods import _one_map, _rows, direct
 
     monkeypatch.setattr(direct, "_form", lambda problem, backend, rates: ("rows", 0))
     monkeypatch.setattr(direct, "_ROWS_CHUNK_BYTES", chunk_bytes)
     x, w = random(rng, x_shape, dtype), random(rng, w_shape, dtype)
     plan = ac.plan_conv(w, x.shape, method="direct", padding_mode="circular" if circular else "zeros", **options)
-    assert isinstance(plan._kernel, _rows.RowKernels)
+    kernel = plan._kernel
+    assert isinstance(kernel, _rows.RowKernels) or (isinstance(kernel, _one_map.MapKernel) and kernel.runner.width)
     assert_matches(plan(x), _expected(plan, x, w, options, circular), dtype=dtype)
 
 

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from .._backend import NUMPY, Array
+from .._boundary import Index, halo_copies, past_one_copy
 from .._cache import LRUCache
 from .._problem import Problem
 from .._scratch import scratch
@@ -40,6 +41,10 @@ class OneMap:
         The input's shape and its padded grid's.
     interior : tuple of slice
         Where the input sits in the padded grid.
+    halo : tuple of (tuple of slice, tuple of slice)
+        A circular problem's halo copies, in order: ``grid[edge] = grid[source]``, each
+        edge from the grid one period away (:func:`arrayconv._boundary.extend`'s 'wrap'
+        slices); none for zero padding.
     flat_length : int
         Samples of the padded buffer: the grid and one zero row after it.
     wide : tuple of int
@@ -55,6 +60,7 @@ class OneMap:
     spatial: tuple[int, ...]
     padded: tuple[int, ...]
     interior: tuple[slice, ...]
+    halo: tuple[tuple[Index, Index], ...]
     flat_length: int
     wide: tuple[int, ...]
     keep: tuple[slice, ...]
@@ -67,7 +73,10 @@ class OneMap:
         output shape, any shape with its samples in order); a new array otherwise."""
         dtype = x.dtype
         flat = zeros((self.flat_length,), dtype, NUMPY)
-        flat[: math.prod(self.padded)].reshape(self.padded)[self.interior] = x.reshape(self.spatial)
+        grid = flat[: math.prod(self.padded)].reshape(self.padded)
+        grid[self.interior] = x.reshape(self.spatial)
+        for edge, source in self.halo:
+            grid[edge] = grid[source]
         length = math.prod(self.wide)
         total = scratch("direct.sum", (length,), dtype, NUMPY)
         if self.width:
@@ -93,11 +102,11 @@ class MapKernel:
 
 def one_map(problem: Problem, rows: bool, chunk_bytes: int, bytes_per_sample: int) -> OneMap | None:
     """The :class:`OneMap` of `problem` summed by taps or by `rows`, when it is one map (on
-    the CPU: float32 or float64, unit stride, not circular) whose output fits one chunk of
-    `chunk_bytes` at `bytes_per_sample`; else None."""
+    the CPU: float32 or float64, unit stride, circular only where no halo is longer than its
+    axis) whose output fits one chunk of `chunk_bytes` at `bytes_per_sample`; else None."""
     p = problem
     single = p.batch * p.groups * p.in_per_group * p.out_per_group == 1
-    if not single or not p.unit_stride or p.circular or p.dtype.char not in "fd":
+    if not single or not p.unit_stride or p.dtype.char not in "fd" or _past_one_period(p):
         return None
     lay = layout(p)
     if len(lay.chunks(bytes_per_sample, chunk_bytes)) > 1:
@@ -105,12 +114,21 @@ def one_map(problem: Problem, rows: bool, chunk_bytes: int, bytes_per_sample: in
     return _maps.get_or_make((p, rows), lambda: _one_map(p, rows))
 
 
+def _past_one_period(problem: Problem) -> bool:
+    """Whether `problem` is circular with a halo longer than its axis (a kernel larger than
+    the image), which slices of one period cannot fill."""
+    p = problem
+    return p.circular and any(past_one_copy(n, (lo, hi), "wrap") for n, lo, hi in zip(p.spatial, p.pad_lo, p.pad_hi))
+
+
 def _one_map(problem: Problem, rows: bool) -> OneMap:
     p, lay = problem, layout(problem)
+    pads = tuple(zip(p.pad_lo, p.pad_hi))
     return OneMap(
         spatial=p.spatial,
         padded=p.padded,
         interior=tuple(slice(lo, lo + n) for lo, n in zip(p.pad_lo, p.spatial)),
+        halo=tuple(halo_copies(p.spatial, tuple(range(len(p.spatial))), pads, "wrap")) if p.circular else (),
         flat_length=flat_length(p),
         wide=(p.out_spatial[0], *lay.row_shape),
         keep=(slice(None), *(slice(0, n) for n in p.out_spatial[1:])),

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from .._backend import Array, Backend
-from .._boundary import extend
+from .._boundary import extend, halo_copies, past_one_copy
 from .._cache import LRUCache
 from .._problem import Problem
 from .._scratch import scratch
@@ -177,17 +177,14 @@ def pad_input(x: Array, problem: Problem, backend: Backend, tail: int = 0) -> Ar
     grid = padded_grid(flat, p)
     padded = flat if p.unit_stride else grid
     x = x.reshape(*lead, *p.spatial)
-    if p.circular and any(max(lo, hi) > n for n, lo, hi in zip(p.spatial, p.pad_lo, p.pad_hi)):
-        grid[...] = extend(backend.xp, x, range(3, 3 + len(p.spatial)), list(zip(p.pad_lo, p.pad_hi)), "wrap")
+    axes, pads = tuple(range(3, 3 + len(p.spatial))), tuple(zip(p.pad_lo, p.pad_hi))
+    if p.circular and any(past_one_copy(n, pad, "wrap") for n, pad in zip(p.spatial, pads)):
+        grid[...] = extend(backend.xp, x, axes, pads, "wrap")
         return padded
     grid[(..., *(slice(lo, lo + n) for lo, n in zip(p.pad_lo, p.spatial)))] = x
     if p.circular:  # each halo is a copy of the grid one period away, axis after axis
-        for ax, (n, lo, hi) in enumerate(zip(p.spatial, p.pad_lo, p.pad_hi), start=3):
-            before, after = [slice(None)] * grid.ndim, [slice(None)] * grid.ndim
-            before[ax], after[ax] = slice(0, lo), slice(n, n + lo)
-            grid[tuple(before)] = grid[tuple(after)]
-            before[ax], after[ax] = slice(lo + n, lo + n + hi), slice(lo, lo + hi)
-            grid[tuple(before)] = grid[tuple(after)]
+        for edge, source in halo_copies((*lead, *p.spatial), axes, pads, "wrap"):
+            grid[edge] = grid[source]
     return padded
 
 
