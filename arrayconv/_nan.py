@@ -79,9 +79,12 @@ def apply(rule: NanRule, x: Array, backend: Backend, sums_products: bool, run: O
         return _propagate(x, xp, sums_products, run, rule, made)
     missing = xp.isnan(x) if x.dtype.kind in "fc" else xp.zeros(x.shape, bool)
     y = _propagate(xp.where(missing, xp.zeros((), x.dtype), x), xp, sums_products, run, rule, made)
-    weight = _operator(rule, "weigh", made)((~missing).astype(x.dtype))
+    weigh = _operator(rule, "weigh", made)
+    weight = weigh((~missing).astype(x.dtype))
     empty = weight == 0
-    if bool(missing.any()):  # FFT's weights are rounded, not 0, where every sample is missing
+    # A weight that sums the footprint's products is 0 exactly where every sample is
+    # missing; an FFT's is rounded, not 0: there the samples present are counted.
+    if not getattr(weigh, "sums_products", False) and bool(missing.any()):
         empty |= _operator(rule, "reach", made)((~missing).astype(xp.float32)) < 0.5
     y = y / xp.where(empty, xp.ones((), weight.dtype), weight)
     y[empty] = xp.nan

@@ -157,6 +157,10 @@ class Plan:
     x_dtype = property(lambda self: self._spec.x.dtype, doc="Dtype of the input.")
     y_shape = property(lambda self: self._spec.y.shape, doc="Shape of the result.")
     y_dtype = property(lambda self: self._spec.y.dtype, doc="Dtype of the result.")
+    sums_products = property(
+        lambda self: self._sums_products,
+        doc="Whether the method sums exactly the products of each output's footprint (no samples outside it, by zeros or by a transform).",
+    )
 
     def __repr__(self) -> str:
         backend = self._spec.backend
