@@ -457,7 +457,9 @@ def _shaped(
     w = ArraySpec(w_shape, w_dtype)
     check_same_ndim(x, w)
     given, extension = x, None
-    circular = edges.boundary == "wrap" and x.ndim > 0
+    # 'valid' reads no sample past the edges: its padding (where `in2` is the larger, as SciPy
+    # swaps them) is zeros whatever the boundary rule.
+    circular = edges.boundary == "wrap" and x.ndim > 0 and mode != "valid"
     if mode != "valid" and x.ndim and not circular and (edges.boundary != "fill" or edges.fillvalue != 0 or edges.nan == "normalize"):
         x, extension = _extended(x, w, normalize_axes(axes, x.ndim), mode, edges, backend)
         mode = "valid"
@@ -517,7 +519,7 @@ def _nan_rule(
     dtype; only nan='normalize' needs `kernel` (`in2`, flipped if `flip`), to weigh by."""
     if edges.nan == "ignore":
         return IGNORE
-    mask_edges = Edges("wrap" if edges.boundary == "wrap" else "fill")
+    mask_edges = Edges("wrap" if edges.boundary == "wrap" and mode != "valid" else "fill")
 
     def mask_plan(kernel: Array, dtype: np.dtype, flipped: bool) -> Plan:
         spec, w = correlate_spec(ArraySpec(x.shape, dtype), kernel, backend, mode, "auto", axes, flip=flipped, x_bound=1, edges=mask_edges)

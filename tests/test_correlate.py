@@ -113,7 +113,7 @@ def test_one_map_runs_as_its_chunk(form, case, dtype, flip, boundary, seed):
     p = plan._spec.problem
     single = p.batch * p.groups * p.out_per_group == 1
     past_one_period = p.circular and any(max(lo, hi) > n for n, lo, hi in zip(p.spatial, p.pad_lo, p.pad_hi))
-    assert p.circular == (boundary == "wrap")
+    assert p.circular == (boundary == "wrap" and mode != "valid")  # "valid" reads nothing past the edges
     assert one == (single and not (form == "rows" and _rows.reads_lines(p)) and not past_one_period)
     got = plan(in1)
     x, ref_mode = in1, mode

@@ -120,18 +120,38 @@ def wrapped(x, axes, pads):
 )
 def test_wrap_every_mode_matches_periodic_extension(xp, method, shape, kernel, mode, dtype, flip, seed):
     """boundary='wrap' is the input extended periodically, then 'valid': also for kernels
-    longer than a period (wrapping more than once) and 'full' outputs longer than one."""
+    longer than a period (wrapping more than once) and 'full' outputs longer than one.
+    'valid' reads nothing past the edges: SciPy's result, also where `in2` is the larger
+    (SciPy swaps them; their zero padding was taken as periodic: [16, 16] for [10, 6])."""
     rng = np.random.default_rng(seed)
     x, k = random(rng, shape, dtype), random(rng, kernel[: len(shape)], dtype)
-    if mode == "valid" and any(m > n for n, m in zip(x.shape, k.shape)):
-        return
+    if mode == "valid" and any(m > n for n, m in zip(x.shape, k.shape)) and any(m < n for n, m in zip(x.shape, k.shape)):
+        return  # neither input covers the other: SciPy refuses it (test_errors)
     lo = [{"full": m - 1, "same": m // 2, "valid": 0}[mode] for m in k.shape]
     hi = [{"full": m - 1, "same": m - 1 - low, "valid": 0}[mode] for m, low in zip(k.shape, lo)]
-    extended = wrapped(x, range(x.ndim), list(zip(lo, hi)))
+    extended = x if mode == "valid" else wrapped(x, range(x.ndim), list(zip(lo, hi)))
     func = ac.convolve if flip else ac.correlate
     got = func(xp.asarray(x), xp.asarray(k), mode, method, boundary="wrap")
     terms = np.sqrt(np.max(reference_correlate(np.abs(extended) ** 2, np.abs(k) ** 2, "valid", flip=flip)))
     assert_matches(got, reference_correlate(extended, k, "valid", flip=flip), dtype=dtype, backend=xp.__name__, terms=terms)
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("boundary", NDIMAGE_MODES)
+@pytest.mark.parametrize("nan", ["propagate", "normalize"])
+def test_valid_with_the_larger_kernel_reads_nothing_past_the_edges(xp, method, boundary, nan, rng):
+    """'valid' with `in2` larger than `in1` on every axis is SciPy's swapped correlation, whatever
+    the boundary rule (as scipy.signal.correlate2d): 'wrap' once took its zero padding as
+    periodic ([16, 16] for [2] with [3, 5], where SciPy gives [10, 6]), and so did the NaN masks."""
+    x, k = random(rng, (4, 5), "float64"), rng.random((7, 6)) + 0.1
+    if nan == "normalize":
+        x[1, 2] = np.nan  # (under 'propagate' every output would cover it)
+    for func, flip in ((ac.correlate, False), (ac.convolve, True)):
+        got = func(xp.asarray(x), xp.asarray(k), "valid", method, boundary=boundary, fillvalue=2.5, nan=nan)
+        reference = normalized_reference(x, k[::-1, ::-1] if flip else k, "valid") if nan == "normalize" else reference_correlate(x, k, "valid", flip=flip)
+        assert_nan_matches(got, reference, "float64", xp.__name__)
+    one = np.array([2.0])
+    assert ac.correlate(xp.asarray(one), xp.asarray(np.array([3.0, 5.0])), "valid", method, boundary=boundary).tolist() == [10.0, 6.0]
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -246,11 +266,13 @@ def test_nan_raise_fill_ignore(rng):
 
 
 def normalized_reference(x, k, mode):
-    """Normalized convolution from SciPy direct correlations; samples past the edges are data (zeros)."""
+    """Normalized convolution from SciPy direct correlations; samples past the edges are data
+    (zeros), except in 'valid', which reads none (where `k` is the larger, SciPy's swapped
+    correlation: only the image's samples weigh)."""
     missing = np.isnan(x)
     top = scipy.signal.correlate(np.where(missing, 0, x), k, mode, method="direct")
     pads = [mode_padding(n, m, mode) for n, m in zip(x.shape, k.shape)]
-    present = np.pad((~missing).astype(float), pads, constant_values=1)  # the samples past the edges too
+    present = np.pad((~missing).astype(float), pads, constant_values=mode != "valid")
     weight = scipy.signal.correlate(present, k, "valid", method="direct")  # exactly 0 where every sample is missing
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(weight == 0, np.nan, top / np.where(weight == 0, 1, weight))
