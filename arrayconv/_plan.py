@@ -276,7 +276,7 @@ class Plan:
         if method != "auto":
             reason = spec.excluded.get(method) or METHODS[method].unsupported(spec.problem, spec.backend, limit)
             if reason:
-                msg = f"method {method!r} cannot run this problem: {reason}"
+                msg = f"method {method!r} cannot run this problem: {reason}; method='auto' picks one that can"
                 raise ValueError(msg)
             return Choice(method, {}, {}, "chosen by the caller")
         estimated = choose(spec.problem, spec.backend, limit, spec.excluded, calls=self._calls)

@@ -14,7 +14,7 @@ the GPU and come back (pinned buffers, a copy stream) is :mod:`arrayconv._slab_c
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
@@ -24,6 +24,7 @@ import numpy as np
 from . import _config
 from ._backend import NUMPY, Array, get_backend
 from ._boundary import BOUNDARIES, extend, fill_dtype, fill_number, source_index
+from ._choose_method import choose_method
 from ._correlate import Boundary, MethodName, Mode, convolve, correlate
 from ._docstrings import fill
 from ._nan import NAN_POLICIES, NanPolicy, check_result
@@ -173,8 +174,19 @@ def _filter_into(in1, in2, out, mode, method, boundary, fillvalue, nan, memory_l
     limit = _config.budget(backend.name) if memory_limit is None else memory_limit
     row_bytes = math.prod(n + lo + hi for n, (lo, hi) in zip(shape[1:], pads[1:])) * max(dtype.itemsize, 4)
     slab_bytes = limit // _SLAB_SHARE if backend.name == "numpy" else min(limit // _SLAB_SHARE, _PINNED_SLAB_BYTES)
-    rows = max(1, slab_bytes // row_bytes - kernel[0] + 1)
     func = convolve if flip else correlate
+    extended = tuple(n + lo + hi for n, (lo, hi) in zip(shape[1:], pads[1:]))
+    options = dict(op="convolve" if flip else "correlate", dtype=slab_dtype, mode="valid")
+
+    def left(rows: int) -> int:  # of the budget, to filter one slab: what its slabs in flight leave
+        return max(1, limit - _IN_FLIGHT_SLABS * (min(rows, y_shape[0]) + kernel[0] - 1) * row_bytes)
+
+    def rejected(rows: int) -> str | None:  # why `method` cannot filter slabs of `rows` output rows
+        slab_shape = (min(rows, y_shape[0]) + kernel[0] - 1, *extended)
+        return choose_method(slab_shape, in2, memory_limit=left(rows), **options).rejected.get(method)
+
+    _check_room(limit, _IN_FLIGHT_SLABS * kernel[0] * row_bytes)
+    rows = _slab_rows(max(1, slab_bytes // row_bytes - kernel[0] + 1), method, rejected, limit, left)
     source = _RowReader(in1, BOUNDARIES[boundary], fillvalue, slab_dtype)
     slabs = [(first, min(first + rows, y_shape[0])) for first in range(0, y_shape[0], rows)]
     y_rows = min(rows, y_shape[0])  # of the largest slab
@@ -188,9 +200,8 @@ def _filter_into(in1, in2, out, mode, method, boundary, fillvalue, nan, memory_l
         copies.wait_for_host(slot)
         out[first:last] = y
 
-    filter_limit = max(1, limit - _IN_FLIGHT_SLABS * (rows + kernel[0] - 1) * row_bytes)
     with (
-        _config.config(memory_limit=filter_limit),
+        _config.config(memory_limit=left(rows)),
         _bar(y_shape[0], progress) as bar,
         ThreadPoolExecutor(1) as io,
         slab_copies(backend, (y_rows + kernel[0] - 1, *shape[1:]), slab_dtype, (y_rows, *y_shape[1:]), dtype) as copies,
@@ -211,6 +222,38 @@ def _filter_into(in1, in2, out, mode, method, boundary, fillvalue, nan, memory_l
             bar.update(last - first)
         writing.result()
     return out
+
+
+def _check_room(limit: int, need: int) -> None:
+    """Refuse a budget of `limit` bytes that cannot hold the slabs in flight even with one
+    output row each (`need` bytes), rather than go over it."""
+    if limit < need:
+        msg = (
+            f"`memory_limit`={limit} cannot hold the slabs in flight: with one output row each they "
+            f"need {need} bytes; raise `memory_limit` (default: arrayconv.config's budget)"
+        )
+        raise ValueError(msg)
+
+
+def _slab_rows(most: int, method: str, rejected: Callable[[int], str | None], limit: int, left: Callable[[int], int]) -> int:
+    """Output rows per slab: `most` (the slabs' share of the budget), or for a `method`
+    named, the most up to it that `method` can filter within what their slabs in flight
+    leave of the budget (``left(rows)`` bytes; ``rejected(rows)``: why it cannot, or None).
+    FFT's spectra outgrow the slab: at the slabs' share, it could never run."""
+    if method == "auto" or not rejected(most):
+        return most
+    if reason := rejected(1):
+        msg = (
+            f"method {method!r} cannot filter the slabs within `memory_limit`={limit}, even slabs of one "
+            f"output row: their slabs in flight leave {left(1)} bytes to filter each one, and {reason}. "
+            "Raise `memory_limit` or use method='auto'"
+        )
+        raise ValueError(msg)
+    fits, fails = 1, most
+    while fails - fits > 1:
+        middle = (fits + fails) // 2
+        fits, fails = (fits, middle) if rejected(middle) else (middle, fails)
+    return fits
 
 
 class _RowReader:

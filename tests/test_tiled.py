@@ -158,7 +158,7 @@ def test_every_boundary_across_slabs(xp, boundary, mode, flip, rng):
     func, into = (ac.convolve, ac.convolve_into) if flip else (ac.correlate, ac.correlate_into)
     expected = func(x, k, mode, "direct", boundary=boundary, fillvalue=0.5)
     out = np.full(expected.shape, -1.0)
-    into(x, xp.asarray(k), out, mode, boundary=boundary, fillvalue=0.5, memory_limit=20_000, progress=False)
+    into(x, xp.asarray(k), out, mode, boundary=boundary, fillvalue=0.5, memory_limit=64_000, progress=False)  # slabs of 2 rows
     np.testing.assert_array_equal(np.isnan(out), np.isnan(expected))
     assert_matches(np.nan_to_num(out), np.nan_to_num(expected), dtype="float64")
 
@@ -315,6 +315,50 @@ def test_out_over_the_image_or_kernel_and_bad_budgets_are_refused(tmp_path, rng)
     np.testing.assert_array_equal(x, kept)
 
 
+@pytest.mark.parametrize("method", ["fft", "im2col", "oa", "direct"])
+def test_a_method_named_gets_slabs_it_can_filter(method, rng):
+    """Slabs were sized by their share of the budget alone, and the filter got what they
+    left: FFT's spectra outgrow a slab, so method='fft' failed on the first slab at any
+    budget smaller than the whole problem ("over memory_limit=75040" at 200 KB for a
+    200x60 image), and im2col below 400 KB. A method named now gets slabs as large as it
+    can filter within the budget."""
+    x, k = random(rng, (200, 60), "float64"), random(rng, (12, 12), "float64")
+    out = np.full(x.shape, np.nan)
+    ac.correlate_into(x, k, out, method=method, memory_limit=200_000, progress=False)
+    assert_matches(out, ac.correlate(x, k, "same"), dtype="float64")
+
+
+def test_budgets_too_small_for_the_slabs_or_the_method_are_refused_before_any_read(rng):
+    """A budget that cannot hold the slabs in flight with one output row each once ran over
+    it silently (memory_limit=100 filtered 40x40 with 12x12 in slabs of 9 KB); a method
+    named that cannot filter even one-row slabs within what they leave once failed on the
+    first slab with "over memory_limit=1" (the share left to the filter) and advice to use
+    arrayconv.config."""
+    x, k = random(rng, (40, 40), "float64"), random(rng, (12, 12), "float64")
+    out = np.full((40, 40), -1.0)
+    for limit in (100, 24_479):  # the slabs in flight need 5 x 12 rows of 51 float64 samples
+        with pytest.raises(ValueError, match=rf"`memory_limit`={limit} cannot hold the slabs in flight: with one output row each they need 24480 bytes"):
+            ac.correlate_into(_Unread(x), k, out, memory_limit=limit, progress=False)
+    for method, reason in (("fft", "its spectra need"), ("oa", "even a one-row slab needs")):
+        match = (
+            rf"method '{method}' cannot filter the slabs within `memory_limit`=30000, even slabs of one output row: "
+            rf"their slabs in flight leave 5520 bytes to filter each one, and {reason}"
+        )
+        with pytest.raises(ValueError, match=match):
+            ac.correlate_into(_Unread(x), k, out, method=method, memory_limit=30_000, progress=False)
+    assert (out == -1).all()
+
+
+class _Unread:
+    """An array-like whose slabs must not be read."""
+
+    def __init__(self, data):
+        self.shape, self.dtype = data.shape, data.dtype
+
+    def __getitem__(self, rows):
+        raise AssertionError("a slab was read")
+
+
 class _SlabsOnly:
     """An array-like that reads and writes slabs, and refuses to be read whole (a zarr
     array larger than memory)."""
@@ -337,14 +381,14 @@ def test_image_and_out_of_one_array_like_kind_are_never_read_whole(rng):
     numpy.may_share_memory, which reads both whole."""
     x, k = random(rng, (40, 30), "float64"), random(rng, (5, 4), "float64")
     out = _SlabsOnly(np.zeros_like(x))
-    ac.correlate_into(_SlabsOnly(x), k, out, memory_limit=5000, progress=False)
+    ac.correlate_into(_SlabsOnly(x), k, out, memory_limit=20_000, progress=False)
     assert_matches(out.data, ac.correlate(x, k, "same"), dtype="float64")
 
 
 def test_a_nested_list_image_or_kernel_is_taken_as_an_array(rng):
     x, k = random(rng, (40, 30), "float64"), random(rng, (5, 4), "float64")
     out = np.empty_like(x)
-    ac.correlate_into(x.tolist(), k.tolist(), out, memory_limit=5000, progress=False)
+    ac.correlate_into(x.tolist(), k.tolist(), out, memory_limit=20_000, progress=False)
     assert_matches(out, ac.correlate(x, k, "same"), dtype="float64")
 
 

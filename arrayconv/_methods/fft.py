@@ -406,10 +406,7 @@ def unsupported(problem: Problem, backend: Backend, memory_limit: int) -> str | 
     """FFT needs room for the kernel spectra and the spectra of one batch item."""
     kernels, per_item = _spectrum_bytes(problem, backend)
     if kernels + per_item > memory_limit:
-        return (
-            f"its spectra need {kernels + per_item} bytes, over memory_limit={memory_limit}; "
-            "raise it with arrayconv.config(memory_limit=...) or use method='direct'"
-        )
+        return f"its spectra need {kernels + per_item} bytes, over memory_limit={memory_limit}"
     return None
 
 
