@@ -78,6 +78,9 @@ def patch_conv(
         msg = f"`w` must be (D, C, kh, kw) with C={x.shape[2]} like `x`, got shape {w.shape} for x.shape={x.shape}"
         raise ValueError(msg)
     pad, step = int_tuple("padding", padding, 2, 0), int_tuple("stride", stride, 2, 1)
+    if any(k > n + 2 * p for n, k, p in zip(x.shape[3:], w.shape[2:], pad)):
+        msg = f"`w`'s kernel {w.shape[2:]} must fit in the padded patches, got x.shape={x.shape}, w.shape={w.shape}, padding={pad}"
+        raise ValueError(msg)
     stack, patches = x.shape[:2], x.reshape(-1, *x.shape[2:])
     if method in ("auto", "patch"):
         dtype, result = result_dtype(patches, w)

@@ -63,7 +63,9 @@ def test_wide_patches_and_other_dtypes_take_the_conv_path(xp):
         ((1, 3, 2, 4, 4), (4, 2, 3, 3), {"padding": -1}, r"`padding` must be an int or a tuple of 2 ints, each >= 0; got -1"),
         ((1, 3, 2, 4, 4), (4, 2, 3, 3), {"stride": 0}, r"`stride` must be an int or a tuple of 2 ints, each >= 1; got 0"),
         ((1, 3, 2, 4, 4), (4, 2, 3, 3), {"method": "fast"}, r"`method` must be one of"),
-        ((1, 3, 2, 2, 2), (4, 2, 3, 3), {}, r"kernel larger than the padded input"),
+        # the user's shapes, not the patches' as one batch ("x.shape=(3, 2, 2, 2)")
+        ((1, 3, 2, 2, 2), (4, 2, 3, 3), {}, r"`w`'s kernel \(3, 3\) must fit in the padded patches, got x.shape=\(1, 3, 2, 2, 2\), w.shape=\(4, 2, 3, 3\), padding=\(0, 0\)"),
+        ((1, 3, 2, 4, 2), (4, 2, 3, 5), {"padding": (0, 1)}, r"`w`'s kernel \(3, 5\) must fit in the padded patches"),
     ],
 )
 def test_bad_input(xp, x_shape, w_shape, kwargs, match):
