@@ -16,7 +16,7 @@ from ._adjoint import (
     correlate_weight_grad,
 )
 from ._cache import cache_info, clear_caches
-from ._choose import Choice
+from ._choose import Choice, MemoryLimitWarning
 from ._choose_method import choose_method
 from ._config import config, memory_limit
 from ._conv import conv, plan_conv
@@ -32,6 +32,7 @@ __version__ = "0.2.0.dev0"
 __all__ = [
     "METHODS",
     "Choice",
+    "MemoryLimitWarning",
     "Plan",
     "Rates",
     "cache_dir",

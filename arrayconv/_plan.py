@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import math
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +21,7 @@ from . import _config
 from ._allocator import keep_freed_memory
 from ._backend import Array, Backend, is_cupy_array
 from ._cache import approximate_size
-from ._choose import Calls, Choice, choose, measured_choice
+from ._choose import Calls, Choice, MemoryLimitWarning, choose, measured_choice
 from ._methods import METHODS, direct
 from ._nan import IGNORE, NanRule
 from ._nan import apply as apply_nan_rule
@@ -280,6 +281,14 @@ class Plan:
                 raise ValueError(msg)
             return Choice(method, {}, {}, "chosen by the caller")
         estimated = choose(spec.problem, spec.backend, limit, spec.excluded, calls=self._calls)
+        if estimated.method in estimated.rejected:  # no method fits the budget
+            temp = estimated.estimates[estimated.method].temp_bytes
+            msg = (
+                f"no method fits memory_limit={limit} bytes for this problem: running {estimated.method!r}, "
+                f"the one with the smallest temporaries (about {temp} bytes); raise memory_limit "
+                "(arrayconv.config), or stream the input with arrayconv.correlate_into"
+            )
+            warnings.warn(msg, MemoryLimitWarning, stacklevel=4)
         if not measure:
             return estimated
         if sample is None:

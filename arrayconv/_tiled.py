@@ -181,9 +181,13 @@ def _filter_into(in1, in2, out, mode, method, boundary, fillvalue, nan, memory_l
     def left(rows: int) -> int:  # of the budget, to filter one slab: what its slabs in flight leave
         return max(1, limit - _IN_FLIGHT_SLABS * (min(rows, y_shape[0]) + kernel[0] - 1) * row_bytes)
 
-    def rejected(rows: int) -> str | None:  # why `method` cannot filter slabs of `rows` output rows
+    def rejected(rows: int) -> str | None:  # why `method` ('auto': every method) cannot filter slabs of `rows` output rows
         slab_shape = (min(rows, y_shape[0]) + kernel[0] - 1, *extended)
-        return choose_method(slab_shape, in2, memory_limit=left(rows), **options).rejected.get(method)
+        choice = choose_method(slab_shape, in2, memory_limit=left(rows), **options)
+        if method != "auto":
+            return choice.rejected.get(method)
+        reason = choice.rejected.get(choice.method)  # where none fits, 'auto' takes the one with the smallest temporaries
+        return reason and f"{choice.method!r}, the method with the smallest temporaries: {reason}"
 
     _check_room(limit, _IN_FLIGHT_SLABS * kernel[0] * row_bytes)
     rows = _slab_rows(max(1, slab_bytes // row_bytes - kernel[0] + 1), method, rejected, limit, left)
@@ -236,17 +240,18 @@ def _check_room(limit: int, need: int) -> None:
 
 
 def _slab_rows(most: int, method: str, rejected: Callable[[int], str | None], limit: int, left: Callable[[int], int]) -> int:
-    """Output rows per slab: `most` (the slabs' share of the budget), or for a `method`
-    named, the most up to it that `method` can filter within what their slabs in flight
+    """Output rows per slab: `most` (the slabs' share of the budget), or the most up to it
+    that `method` (for 'auto', some method) can filter within what their slabs in flight
     leave of the budget (``left(rows)`` bytes; ``rejected(rows)``: why it cannot, or None).
-    FFT's spectra outgrow the slab: at the slabs' share, it could never run."""
-    if method == "auto" or not rejected(most):
+    FFT's spectra outgrow the slab: at the slabs' share, method='fft' could never run."""
+    if not rejected(most):
         return most
     if reason := rejected(1):
+        which = "no method can" if method == "auto" else f"method {method!r} cannot"
         msg = (
-            f"method {method!r} cannot filter the slabs within `memory_limit`={limit}, even slabs of one "
-            f"output row: their slabs in flight leave {left(1)} bytes to filter each one, and {reason}. "
-            "Raise `memory_limit` or use method='auto'"
+            f"{which} filter the slabs within `memory_limit`={limit}, even slabs of one output row: "
+            f"their slabs in flight leave {left(1)} bytes to filter each one, and {reason}. Raise `memory_limit`"
+            f"{'' if method == 'auto' else ' or use method=' + repr('auto')}"
         )
         raise ValueError(msg)
     fits, fails = 1, most

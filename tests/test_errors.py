@@ -80,12 +80,21 @@ def test_explicit_method_over_memory_budget_says_so():
         ac.conv(x, w, method="fft")
 
 
-def test_auto_never_raises_under_a_tiny_budget():
+def test_auto_never_raises_under_a_tiny_budget_but_says_it_goes_over():
+    """Where no method fits the budget, 'auto' runs the one with the smallest temporaries
+    and says so (a MemoryLimitWarning, once per plan: a plain call's plan is kept)."""
     x = np.random.default_rng(0).standard_normal((1, 1, 60, 60))
     w = np.random.default_rng(1).standard_normal((1, 1, 9, 9))
     with ac.config(memory_limit=1):
-        y = ac.conv(x, w)
-    assert y.shape == (1, 1, 52, 52)
+        with pytest.warns(ac.MemoryLimitWarning, match=r"no method fits memory_limit=1 bytes for this problem: running '\w+', the one with the smallest temporaries"):
+            y = ac.conv(x, w)
+        assert y.shape == (1, 1, 52, 52)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            ac.conv(x, w)  # the kept plan: no second warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ac.conv(x, w)  # within the default budget
 
 
 @pytest.mark.parametrize("kwargs", [{"memory_limit": 0}, {"workers": -1}, {"memory_limit": 1.5}])

@@ -158,7 +158,7 @@ def test_every_boundary_across_slabs(xp, boundary, mode, flip, rng):
     func, into = (ac.convolve, ac.convolve_into) if flip else (ac.correlate, ac.correlate_into)
     expected = func(x, k, mode, "direct", boundary=boundary, fillvalue=0.5)
     out = np.full(expected.shape, -1.0)
-    into(x, xp.asarray(k), out, mode, boundary=boundary, fillvalue=0.5, memory_limit=64_000, progress=False)  # slabs of 2 rows
+    into(x, xp.asarray(k), out, mode, boundary=boundary, fillvalue=0.5, memory_limit=100_000, progress=False)  # slabs of 2-3 rows
     np.testing.assert_array_equal(np.isnan(out), np.isnan(expected))
     assert_matches(np.nan_to_num(out), np.nan_to_num(expected), dtype="float64")
 
@@ -333,20 +333,23 @@ def test_budgets_too_small_for_the_slabs_or_the_method_are_refused_before_any_re
     it silently (memory_limit=100 filtered 40x40 with 12x12 in slabs of 9 KB); a method
     named that cannot filter even one-row slabs within what they leave once failed on the
     first slab with "over memory_limit=1" (the share left to the filter) and advice to use
-    arrayconv.config."""
+    arrayconv.config; with 'auto', where no method could, it ran over the budget."""
     x, k = random(rng, (40, 40), "float64"), random(rng, (12, 12), "float64")
     out = np.full((40, 40), -1.0)
     for limit in (100, 24_479):  # the slabs in flight need 5 x 12 rows of 51 float64 samples
         with pytest.raises(ValueError, match=rf"`memory_limit`={limit} cannot hold the slabs in flight: with one output row each they need 24480 bytes"):
             ac.correlate_into(_Unread(x), k, out, memory_limit=limit, progress=False)
-    for method, reason in (("fft", "its spectra need"), ("oa", "even a one-row slab needs")):
+    for method, limit, reason in (("fft", 30_000, "its spectra need"), ("oa", 30_000, "even a one-row slab needs"), ("auto", 28_000, "'fft', the method with the smallest temporaries: its spectra need")):
+        which = "no method can" if method == "auto" else f"method '{method}' cannot"
         match = (
-            rf"method '{method}' cannot filter the slabs within `memory_limit`=30000, even slabs of one output row: "
-            rf"their slabs in flight leave 5520 bytes to filter each one, and {reason}"
+            rf"{which} filter the slabs within `memory_limit`={limit}, even slabs of one output row: "
+            rf"their slabs in flight leave {limit - 24480} bytes to filter each one, and {reason}"
         )
         with pytest.raises(ValueError, match=match):
-            ac.correlate_into(_Unread(x), k, out, method=method, memory_limit=30_000, progress=False)
+            ac.correlate_into(_Unread(x), k, out, method=method, memory_limit=limit, progress=False)
     assert (out == -1).all()
+    ac.correlate_into(x, k, out, memory_limit=30_000, progress=False)  # direct fits in what one-row slabs leave
+    assert_matches(out, ac.correlate(x, k, "same"), dtype="float64")
 
 
 class _Unread:
