@@ -34,6 +34,7 @@ KEPT_EXTRA = 2e-4
 # What a choice is for: one plain call; a plain call that keeps its plan; a plan's calls.
 Calls = Literal["one", "kept", "plan"]
 
+
 class MemoryLimitWarning(UserWarning):
     """No method fits the memory budget: ``method='auto'`` runs the one with the smallest
     temporaries, over the budget (raise ``memory_limit``, or stream the input with

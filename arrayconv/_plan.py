@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
+import sys
 import time
 import warnings
 from collections.abc import Callable
@@ -288,7 +290,7 @@ class Plan:
                 f"the one with the smallest temporaries (about {temp} bytes); raise memory_limit "
                 "(arrayconv.config), or stream the input with arrayconv.correlate_into"
             )
-            warnings.warn(msg, MemoryLimitWarning, stacklevel=4)
+            warnings.warn(msg, MemoryLimitWarning, stacklevel=_caller_level())
         if not measure:
             return estimated
         if sample is None:
@@ -346,6 +348,17 @@ class Plan:
         if xp.may_share_memory(out, x):
             msg = "`out` must not overlap the input `x`"
             raise ValueError(msg)
+
+
+def _caller_level() -> int:
+    """The `stacklevel` of the first frame outside arrayconv, seen from the caller of this
+    function: a warning points at the user's call (and the default filter shows it once
+    per call site, not once for all of arrayconv)."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _check_result_fits(spec: Spec) -> None:

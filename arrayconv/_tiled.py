@@ -247,11 +247,10 @@ def _slab_rows(most: int, method: str, rejected: Callable[[int], str | None], li
     if not rejected(most):
         return most
     if reason := rejected(1):
-        which = "no method can" if method == "auto" else f"method {method!r} cannot"
+        which, advice = ("no method can", "") if method == "auto" else (f"method {method!r} cannot", " or use method='auto'")
         msg = (
             f"{which} filter the slabs within `memory_limit`={limit}, even slabs of one output row: "
-            f"their slabs in flight leave {left(1)} bytes to filter each one, and {reason}. Raise `memory_limit`"
-            f"{'' if method == 'auto' else ' or use method=' + repr('auto')}"
+            f"their slabs in flight leave {left(1)} bytes to filter each one, and {reason}. Raise `memory_limit`{advice}"
         )
         raise ValueError(msg)
     fits, fails = 1, most

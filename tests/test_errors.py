@@ -86,8 +86,9 @@ def test_auto_never_raises_under_a_tiny_budget_but_says_it_goes_over():
     x = np.random.default_rng(0).standard_normal((1, 1, 60, 60))
     w = np.random.default_rng(1).standard_normal((1, 1, 9, 9))
     with ac.config(memory_limit=1):
-        with pytest.warns(ac.MemoryLimitWarning, match=r"no method fits memory_limit=1 bytes for this problem: running '\w+', the one with the smallest temporaries"):
+        with pytest.warns(ac.MemoryLimitWarning, match=r"no method fits memory_limit=1 bytes for this problem: running '\w+', the one with the smallest temporaries") as record:
             y = ac.conv(x, w)
+        assert record[0].filename == __file__  # the caller's line, not arrayconv's
         assert y.shape == (1, 1, 52, 52)
         with warnings.catch_warnings():
             warnings.simplefilter("error")
