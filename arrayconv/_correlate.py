@@ -416,7 +416,7 @@ def correlate_spec(
             x_bound = max(x_bound, abs(int(edges.fillvalue)))
         spec = replace(spec, excluded=int_guard(spec.y.dtype, x_bound, abs_bound(in2, in2.dtype), terms(spec.problem)))
     if edges.nan == "normalize" and not shaped.scalar:  # weighs by the kernel itself
-        spec = replace(spec, nan=_nan_rule(shaped.x, in2, backend, shaped.mode, shaped.axes, edges, kernel=in2, flip=flip))
+        spec = replace(spec, nan=_nan_rule(shaped.x, in2, backend, shaped.mode, shaped.axes, edges, spec.problem.circular, kernel=in2, flip=flip))
     if kernel_values and rank_one(w, spec.problem, backend):
         spec = replace(spec, problem=interned(replace(spec.problem, rank_one=True)))
     return spec, w
@@ -486,7 +486,7 @@ def _shaped(
         excluded={},
         same_layout=x_order == tuple(range(len(x_order))),
         extend=extension,
-        nan=IGNORE if scalar else _nan_rule(x, w, backend, mode, axes, edges),
+        nan=IGNORE if scalar else _nan_rule(x, w, backend, mode, axes, edges, circular),
     )
     return _Shaped(spec, x, mode, axes, w_order, scalar)
 
@@ -510,16 +510,17 @@ def _nan_rule(
     mode: str,
     axes: tuple[int, ...],
     edges: Edges,
+    circular: bool,
     *,
     kernel: Array | None = None,
     flip: bool = False,
 ) -> NanRule:
     """The NaN policy with how to make plans for its masks, over the extended input (or
-    around the period of a circular one, for 'wrap'), for a kernel of `w`'s shape and
-    dtype; only nan='normalize' needs `kernel` (`in2`, flipped if `flip`), to weigh by."""
+    around the period of a `circular` one), for a kernel of `w`'s shape and dtype; only
+    nan='normalize' needs `kernel` (`in2`, flipped if `flip`), to weigh by."""
     if edges.nan == "ignore":
         return IGNORE
-    mask_edges = Edges("wrap" if edges.boundary == "wrap" and mode != "valid" else "fill")
+    mask_edges = Edges("wrap" if circular else "fill")
 
     def mask_plan(kernel: Array, dtype: np.dtype, flipped: bool) -> Plan:
         spec, w = correlate_spec(ArraySpec(x.shape, dtype), kernel, backend, mode, "auto", axes, flip=flipped, x_bound=1, edges=mask_edges)

@@ -172,10 +172,10 @@ def _filter_into(in1, in2, out, mode, method, boundary, fillvalue, nan, memory_l
     filled = BOUNDARIES[boundary] == "constant" and mode != "valid"
     slab_dtype = fill_dtype(fillvalue, np.dtype(in1.dtype), dtype) if filled else np.dtype(in1.dtype)
     limit = _config.budget(backend.name) if memory_limit is None else memory_limit
-    row_bytes = math.prod(n + lo + hi for n, (lo, hi) in zip(shape[1:], pads[1:])) * max(dtype.itemsize, 4)
+    extended = tuple(n + lo + hi for n, (lo, hi) in zip(shape[1:], pads[1:]))  # a slab's row, past its edges
+    row_bytes = math.prod(extended) * max(dtype.itemsize, 4)
     slab_bytes = limit // _SLAB_SHARE if backend.name == "numpy" else min(limit // _SLAB_SHARE, _PINNED_SLAB_BYTES)
     func = convolve if flip else correlate
-    extended = tuple(n + lo + hi for n, (lo, hi) in zip(shape[1:], pads[1:]))
     options = dict(op="convolve" if flip else "correlate", dtype=slab_dtype, mode="valid")
 
     def left(rows: int) -> int:  # of the budget, to filter one slab: what its slabs in flight leave
