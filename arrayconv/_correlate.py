@@ -302,7 +302,7 @@ def _correlate(
     edges = Edges(boundary, fillvalue, nan)
     backend = get_backend(in1=in1, in2=in2)
     in1, in2 = as_array(in1, "in1", backend), as_array(in2, "in2", backend)
-    check_no_overlap(out, backend, in2=in2)
+    check_no_overlap(out, backend, in1=in1, in2=in2)
 
     def make(kernel: Array, *, calls: Calls) -> Plan:
         x = ArraySpec(tuple(in1.shape), in1.dtype)

@@ -27,7 +27,7 @@ from ._choose import Calls, Choice, MemoryLimitWarning, choose, measured_choice
 from ._methods import METHODS, direct
 from ._nan import IGNORE, NanRule
 from ._nan import apply as apply_nan_rule
-from ._problem import ArraySpec, Problem
+from ._problem import ArraySpec, Problem, overlaps
 
 # Integer results up to this bound are exact in float64 arithmetic, so FFT may compute them.
 _EXACT_FLOAT64 = 2 ** np.finfo(np.float64).nmant - 1
@@ -332,7 +332,7 @@ class Plan:
             raise ValueError(msg)
 
     def _check_out(self, out: Array, x: Array) -> None:
-        spec, xp = self._spec, self._spec.backend.xp
+        spec = self._spec
         if _kind_of(out) != _kind(spec.backend):
             msg = f"`out` must be a {_kind(spec.backend)} array like the input, got {type(out).__module__}.{type(out).__name__}"
             raise TypeError(msg)
@@ -345,7 +345,7 @@ class Plan:
         if spec.backend.name == "numpy" and not out.flags.writeable:
             msg = "`out` must be writeable, got a read-only array"
             raise ValueError(msg)
-        if xp.may_share_memory(out, x):
+        if overlaps(out, x, spec.backend):
             msg = "`out` must not overlap the input `x`"
             raise ValueError(msg)
 

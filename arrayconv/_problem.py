@@ -7,7 +7,9 @@ before allocating memory, launching work or writing to ``out``.
 from __future__ import annotations
 
 import math
+import mmap
 import operator
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
 from functools import cached_property
@@ -248,9 +250,50 @@ def check_no_overlap(out: Array | None, backend: Backend, **arrays: Array | None
     if not _of_backend(out, backend):
         return
     for name, a in arrays.items():
-        if _of_backend(a, backend) and backend.xp.may_share_memory(out, a):
+        if _of_backend(a, backend) and overlaps(out, a, backend):
             msg = f"`out` must not overlap the input `{name}`"
             raise ValueError(msg)
+
+
+def overlaps(a: Array, b: Array, backend: Backend) -> bool:
+    """Whether arrays `a` and `b` of `backend` may share memory, or bytes of one file.
+
+    Two memmaps of one file (``np.load(path, mmap_mode=...)`` twice) are two mappings at
+    different addresses, which ``may_share_memory`` takes to be apart; a write through one
+    changes what the other reads."""
+    if backend.xp.may_share_memory(a, b):
+        return True
+    if backend.name != "numpy":
+        return False
+    bytes_a, bytes_b = _file_bytes(a), _file_bytes(b)
+    return (
+        bytes_a is not None
+        and bytes_b is not None
+        and bytes_a[0] == bytes_b[0]
+        and bytes_a[1] < bytes_b[2]
+        and bytes_b[1] < bytes_a[2]
+    )
+
+
+def _file_bytes(a: np.ndarray) -> tuple[tuple[int, int], int, int] | None:
+    """The file (device, inode) that NumPy array `a` maps and the span of its bytes in it
+    (first, one past the last), or None for memory that maps no file."""
+    memmap, owner = None, a
+    while isinstance(owner, np.ndarray):  # a view's base, up to the mmap that holds the bytes
+        if isinstance(owner, np.memmap) and owner.filename is not None:
+            memmap = memmap if memmap is not None else owner
+        owner = owner.base
+    if memmap is None or not isinstance(owner, mmap.mmap) or a.size == 0:
+        return None
+    try:
+        stat = os.stat(memmap.filename)
+    except OSError:
+        return None
+    mapped_from = memmap.offset - memmap.offset % mmap.ALLOCATIONGRANULARITY  # as np.memmap maps
+    address = np.frombuffer(owner, np.uint8).ctypes.data  # where the mapping starts
+    first = a.ctypes.data + sum(min(0, (n - 1) * s) for n, s in zip(a.shape, a.strides))
+    last = a.ctypes.data + sum(max(0, (n - 1) * s) for n, s in zip(a.shape, a.strides)) + a.itemsize
+    return (stat.st_dev, stat.st_ino), first - address + mapped_from, last - address + mapped_from
 
 
 def _of_backend(a: object, backend: Backend) -> bool:

@@ -110,7 +110,7 @@ def test_non_numeric_and_empty_inputs_are_refused(value, error, match):
         (lambda x: np.zeros((9, 9)), ValueError, r"`out` must have shape \(8, 8\) and dtype float64"),
         (lambda x: np.zeros((8, 8), np.float32), ValueError, r"`out` must have shape \(8, 8\) and dtype float64"),
         (lambda x: [[0.0] * 8] * 8, TypeError, "`out` must be a NumPy array"),
-        (lambda x: x, ValueError, "`out` must not overlap the input `x`"),
+        (lambda x: x, ValueError, "`out` must not overlap the input `in1`"),
     ],
 )
 def test_bad_out_is_refused_and_left_untouched(make_out, error, match, rng):
