@@ -242,6 +242,22 @@ def test_conv_nan_propagates_over_the_footprint_only(xp, method, x_shape, w_shap
     assert_nan_matches(ac.conv(xp.asarray(x), xp.asarray(w), method=method, **options), reference_conv(x, w, **options), "float64", xp.__name__)
 
 
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("func", [ac.correlate, ac.convolve])
+def test_nan_stays_in_its_footprint_where_scipy_swaps_the_inputs(xp, method, func, rng):
+    """In mode 'full' with `in2` the larger, SciPy's direct method swaps the inputs and
+    slides the image over the zero-padded kernel, so a NaN times those zeros makes every
+    output NaN. arrayconv keeps the NaN in its footprint, as in every other case."""
+    x, k = random(rng, (5, 2, 3), "float64"), random(rng, (4, 6, 2), "float64")
+    x[3, 1, 0] = np.nan
+    scipy_func = scipy.signal.correlate if func is ac.correlate else scipy.signal.convolve
+    assert np.isnan(scipy_func(x, k, "full", method="direct")).all()
+    footprint = scipy_func(np.isnan(x).astype(float), np.ones(k.shape), "full", method="direct") > 0.5
+    got = to_numpy(func(xp.asarray(x), xp.asarray(k), "full", method))
+    np.testing.assert_array_equal(np.isnan(got), footprint)
+    assert_matches(np.where(footprint, 0, got), np.where(footprint, 0, scipy_func(np.nan_to_num(x), k, "full")), dtype="float64")
+
+
 @pytest.mark.parametrize("method", ["fft", "direct"])
 def test_inf_reaches_only_its_footprint(method, rng):
     x, k = random(rng, (30, 30), "float64"), random(rng, (5, 5), "float64")
