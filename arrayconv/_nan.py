@@ -70,9 +70,8 @@ def apply(rule: NanRule, x: Array, backend: Backend, sums_products: bool, run: O
     xp = backend.xp
     if rule.policy == "ignore" or (x.dtype.kind not in "fc" and rule.policy != "normalize"):
         return run(x)  # integers hold no NaN, but 'normalize' still divides by the weights
-    if rule.policy == "raise" and bool(xp.isnan(x).any()):
-        msg = f"`{rule.name}` contains NaN and nan='raise'; use nan='propagate', 'fill' or 'normalize'"
-        raise ValueError(msg)
+    if rule.policy == "raise":
+        refuse_nan(rule.name, x, xp)
     if rule.policy == "fill":
         x = xp.where(xp.isnan(x), xp.asarray(rule.fillvalue, rule.fill_dtype or x.dtype), x)
     if rule.policy != "normalize":
@@ -114,7 +113,13 @@ def check_result(policy: str, result: Any) -> None:
 
 def check_kernel(policy: str, kernel: Array, name: str, backend: Backend) -> None:
     """Under nan='raise', refuse a kernel holding NaN (checked once, when it is given)."""
-    if policy == "raise" and kernel.dtype.kind in "fc" and bool(backend.xp.isnan(kernel).any()):
+    if policy == "raise":
+        refuse_nan(name, kernel, backend.xp)
+
+
+def refuse_nan(name: str, a: Array, xp: Any) -> None:
+    """The error of nan='raise' where `a`, named `name`, holds a NaN."""
+    if a.dtype.kind in "fc" and bool(xp.isnan(a).any()):
         msg = f"`{name}` contains NaN and nan='raise'; use nan='propagate', 'fill' or 'normalize'"
         raise ValueError(msg)
 

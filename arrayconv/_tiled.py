@@ -27,7 +27,7 @@ from ._boundary import BOUNDARIES, extend, fill_dtype, fill_number, source_index
 from ._choose_method import choose_method
 from ._correlate import Boundary, MethodName, Mode, convolve, correlate
 from ._docstrings import fill
-from ._nan import NAN_POLICIES, NanPolicy, check_result
+from ._nan import NAN_POLICIES, NanPolicy, check_kernel, check_result, refuse_nan
 from ._problem import as_array, check_choice, check_no_overlap, check_numeric, check_valid_sizes, result_dtype
 from ._shapes import mode_padding
 from ._slab_copies import SLOTS, slab_copies
@@ -74,7 +74,7 @@ def correlate_into(
     out : array_like with slice assignment
         Where the result goes: shape of the result for `mode`, dtype
         ``np.result_type(in1, in2)``; not `in1` or a view of it (its slabs would be
-        written over rows still to be read). Two memmaps of one file are not detected.
+        written over rows still to be read; nor a memmap of the same bytes of its file).
     {mode}
     {method}
     {boundary}
@@ -194,6 +194,10 @@ def _filter_into(in1, in2, out, mode, method, boundary, fillvalue, nan, memory_l
     source = _RowReader(in1, BOUNDARIES[boundary], fillvalue, slab_dtype)
     slabs = [(first, min(first + rows, y_shape[0])) for first in range(0, y_shape[0], rows)]
     y_rows = min(rows, y_shape[0])  # of the largest slab
+    if nan == "raise":  # every row read before one is written: the error leaves `out` untouched
+        check_kernel(nan, in2, "in2", backend)
+        for first in range(0, shape[0], y_rows + kernel[0] - 1):
+            refuse_nan("in1", np.asarray(in1[first : first + y_rows + kernel[0] - 1]), np)
 
     def read(slot: int, first: int, last: int) -> np.ndarray:
         start = first - pads[0][0]
