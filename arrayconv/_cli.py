@@ -17,6 +17,7 @@ from ._boundary import BOUNDARIES
 from ._backend import NUMPY
 from ._cache import cache_info
 from ._machine import blas, cores, cpu_name
+from ._nan import NAN_POLICIES
 from ._rates import DEFAULT_RATES, cache_dir, rates_for
 from ._tiled import correlate_into
 
@@ -36,6 +37,8 @@ def add_commands(commands: Any) -> None:
     cmd.add_argument("--kernel", required=True, help="gaussian:SIGMA, box:K, or a .npy file")
     cmd.add_argument("--mode", default="same", choices=("same", "full", "valid"))
     cmd.add_argument("--boundary", default="fill", choices=tuple(BOUNDARIES))
+    cmd.add_argument("--fillvalue", default=0.0, type=float, help="the value past the edges with --boundary fill, and of NaNs with --nan fill (default 0)")
+    cmd.add_argument("--nan", default="propagate", choices=NAN_POLICIES, help="what a NaN pixel does (default propagate: NaN over its footprint)")
     cmd.add_argument("--device", default="cpu", choices=("cpu", "gpu"))
     cmd.add_argument("--memory-limit", default=None, help="bytes for temporaries, e.g. 512M or 2G")
     cmd.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -63,7 +66,14 @@ def run_filter(args: argparse.Namespace) -> int:
     dtype = np.result_type(image.dtype, kernel.dtype)
     in_memory = target.suffix.lower() == ".png"
     out = np.empty(shape, dtype) if in_memory else create_output(target, shape, dtype)
-    correlate_into(image, kernel, out, args.mode, boundary=args.boundary, memory_limit=limit, progress=not args.no_progress)
+    options = dict(boundary=args.boundary, fillvalue=args.fillvalue, nan=args.nan, memory_limit=limit)
+    try:
+        correlate_into(image, kernel, out, args.mode, **options, progress=not args.no_progress)
+    except BaseException:  # an error, or Ctrl-C: no half-written file left behind
+        if not in_memory:
+            del out
+            target.unlink(missing_ok=True)
+        raise
     if in_memory:
         write_png(target, out, image.dtype)
     elif hasattr(out, "flush"):

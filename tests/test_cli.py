@@ -76,6 +76,26 @@ def test_kernel_from_file(tmp_path, image, rng):
     assert_matches(np.load(tmp_path / "out.npy"), ac.correlate(image.astype(np.float64), k, "full"), dtype="float64")
 
 
+def test_filter_with_a_nan_policy_and_a_fill_value(tmp_path, image):
+    image[10:13, 40] = np.nan
+    np.save(tmp_path / "in.npy", image)
+    args = ["filter", str(tmp_path / "in.npy"), str(tmp_path / "out.npy"), "--kernel", "box:5", "--no-progress"]
+    assert main([*args, "--nan", "normalize", "--memory-limit", "64K"]) == 0
+    assert_matches(np.load(tmp_path / "out.npy"), ac.correlate(image.astype(np.float64), np.full((5, 5), 1 / 25), "same", nan="normalize"), dtype="float32")
+    assert main([*args, "--nan", "fill", "--fillvalue", "0.25"]) == 0
+    filled = np.where(np.isnan(image), 0.25, image).astype(np.float64)
+    assert_matches(np.load(tmp_path / "out.npy"), scipy.ndimage.uniform_filter(filled, 5, mode="constant", cval=0.25), dtype="float32")
+
+
+def test_a_library_error_leaves_no_output_file(tmp_path, image, capsys):
+    image[100, 3] = np.nan
+    np.save(tmp_path / "in.npy", image)
+    args = ["filter", str(tmp_path / "in.npy"), str(tmp_path / "out.npy"), "--kernel", "box:3", "--nan", "raise", "--no-progress"]
+    assert main(args) == 2
+    assert "`in1` contains NaN and nan='raise'" in capsys.readouterr().err
+    assert not (tmp_path / "out.npy").exists()
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
