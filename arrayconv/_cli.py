@@ -19,22 +19,18 @@ from ._cache import cache_info
 from ._machine import blas, cores, cpu_name
 from ._nan import NAN_POLICIES
 from ._rates import DEFAULT_RATES, cache_dir, rates_for
+from ._image_files import FITS_SUFFIXES, FORMATS, UsageError, create_output, read_image, write_png
 from ._tiled import correlate_into
 
-FORMATS = (".npy", ".tif", ".tiff", ".png")
 _SIZE = re.compile(r"^(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?$", re.IGNORECASE)
-
-
-class UsageError(Exception):
-    """A problem with the command line or its files: one line, exit code 2."""
 
 
 def add_commands(commands: Any) -> None:
     """Add the `filter` and `info` subcommands to an argparse subparsers object."""
-    cmd = commands.add_parser("filter", help="filter an image file (.npy, .tif, .png) into another")
-    cmd.add_argument("input", help="image file: .npy, .tif/.tiff or .png")
-    cmd.add_argument("output", help="result file: .npy, .tif/.tiff or .png")
-    cmd.add_argument("--kernel", required=True, help="gaussian:SIGMA, box:K, or a .npy file")
+    cmd = commands.add_parser("filter", help="filter an image file (.npy, .tif, .png, .fits) into another")
+    cmd.add_argument("input", help="image file: .npy, .tif/.tiff, .png or .fits/.fit/.fts")
+    cmd.add_argument("output", help="result file: .npy, .tif/.tiff, .png or .fits/.fit/.fts")
+    cmd.add_argument("--kernel", required=True, help="gaussian:SIGMA, box:K, or a .npy or FITS file (a PSF)")
     cmd.add_argument("--mode", default="same", choices=("same", "full", "valid"))
     cmd.add_argument("--boundary", default="fill", choices=tuple(BOUNDARIES))
     cmd.add_argument("--fillvalue", default=0.0, type=float, help="the value past the edges with --boundary fill, and of NaNs with --nan fill (default 0)")
@@ -57,7 +53,7 @@ def run_filter(args: argparse.Namespace) -> int:
         raise UsageError(f"OUTPUT must be another file than INPUT ({target}): its rows would be overwritten while still being read")
     limit = None if args.memory_limit is None else parse_size(args.memory_limit)
     image = read_image(source)
-    kernel = make_kernel(args.kernel, image.ndim)
+    kernel = make_kernel(args.kernel, tuple(image.shape))
     if args.device == "gpu":
         kernel = _on_gpu(kernel)
     shape = tuple(n + {"same": 0, "full": k - 1, "valid": 1 - k}[args.mode] for n, k in zip(image.shape, kernel.shape))
@@ -128,18 +124,22 @@ def parse_size(text: str) -> int:
     return size
 
 
-def make_kernel(spec: str, ndim: int) -> np.ndarray:
-    """The kernel of ``gaussian:SIGMA``, ``box:K`` or ``file.npy``, as a float32 array of `ndim` dims.
+def make_kernel(spec: str, shape: tuple[int, ...]) -> np.ndarray:
+    """The kernel of ``gaussian:SIGMA``, ``box:K``, or a .npy or FITS file, as an array of
+    ``len(shape)`` dims for an image of `shape` (float32 for the named kernels).
 
-    Named kernels are 2-D over the first two axes (1-D for 1-D images); further axes
-    (colour channels, planes) are filtered independently.
+    Named kernels, and kernel files of 1 or 2 dims, span the image's plane
+    (:func:`plane_axes`); its other axes (colour channels, the planes of a stack) are
+    filtered independently.
     """
     name, _, value = spec.partition(":")
-    if spec.lower().endswith(".npy"):
+    ndim = len(shape)
+    if spec.lower().endswith((".npy", *FITS_SUFFIXES)):
         path = Path(spec)
         if not path.is_file():
             raise UsageError(f"kernel file not found: {path}")
-        kernel = np.load(path)
+        kernel = np.array(read_image(path))  # in memory
+        kernel = kernel.astype(kernel.dtype.newbyteorder("="), copy=False)  # FITS data are big-endian
         if kernel.dtype.kind not in "iuf" or kernel.ndim > ndim:
             raise UsageError(f"kernel file {path} must hold a real array of at most {ndim} dims, got {kernel.dtype} {kernel.shape}")
     elif name == "gaussian" and _positive(value):
@@ -152,8 +152,22 @@ def make_kernel(spec: str, ndim: int) -> np.ndarray:
         k = int(value)
         kernel = np.full((k, k) if ndim >= 2 else (k,), 1 / k ** min(ndim, 2), np.float32)
     else:
-        raise UsageError(f"unknown kernel {spec!r}; use gaussian:SIGMA, box:K or a .npy file")
-    return kernel.reshape(kernel.shape + (1,) * (ndim - kernel.ndim))
+        raise UsageError(f"unknown kernel {spec!r}; use gaussian:SIGMA, box:K, or a .npy or FITS file")
+    axes = plane_axes(shape)[: kernel.ndim] if kernel.ndim <= 2 else range(kernel.ndim)
+    placed = [1] * ndim
+    for axis, n in zip(axes, kernel.shape):
+        placed[axis] = n
+    return kernel.reshape(placed)
+
+
+def plane_axes(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The axes of an image of `shape` that a 2-D kernel spans: both of a 2-D image, the two
+    before a last axis of at most 4 samples (colour: RGB, RGBA), else the last two (a stack
+    of planes, a FITS cube)."""
+    ndim = len(shape)
+    if ndim <= 2:
+        return tuple(range(ndim))
+    return (ndim - 3, ndim - 2) if shape[-1] <= 4 else (ndim - 2, ndim - 1)
 
 
 def _positive(text: str) -> bool:
@@ -161,50 +175,6 @@ def _positive(text: str) -> bool:
         return float(text) > 0
     except ValueError:
         return False
-
-
-def read_image(path: Path) -> Any:
-    """The image of a .npy (memory-mapped), .tif (memory-mapped when uncompressed) or .png file."""
-    suffix = path.suffix.lower()
-    try:
-        if suffix == ".npy":
-            return np.load(path, mmap_mode="r")
-        if suffix in (".tif", ".tiff"):
-            tifffile = _optional("tifffile", "TIFF files")
-            try:
-                return tifffile.memmap(path, mode="r")
-            except ValueError:  # compressed or tiled: read it whole
-                return tifffile.imread(path)
-        imageio = _optional("imageio.v3", "PNG files")
-        return imageio.imread(path)
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"cannot read {path}: {exc}") from None
-
-
-def create_output(path: Path, shape: tuple[int, ...], dtype: np.dtype[Any]) -> Any:
-    """A writable memory-mapped .npy or .tif file of `shape` and `dtype`."""
-    if path.suffix.lower() == ".npy":
-        return np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=shape)
-    tifffile = _optional("tifffile", "TIFF files")
-    return tifffile.memmap(path, shape=shape, dtype=dtype)
-
-
-def write_png(path: Path, result: np.ndarray, like: np.dtype[Any]) -> None:
-    """`result` rounded and clipped to the input's integer type (uint8 unless it was uint16)."""
-    imageio = _optional("imageio.v3", "PNG files")
-    dtype = np.dtype(like) if np.dtype(like) in (np.uint8, np.uint16) else np.dtype(np.uint8)
-    info = np.iinfo(dtype)
-    imageio.imwrite(path, np.clip(np.rint(result), info.min, info.max).astype(dtype))
-
-
-def _optional(module: str, what: str) -> Any:
-    import importlib
-
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        package = module.split(".")[0]
-        raise UsageError(f"{what} need {package}: pip install 'arrayconv[io]'") from None
 
 
 def _on_gpu(kernel: np.ndarray) -> Any:

@@ -73,7 +73,8 @@ def correlate_into(
         The kernel, in memory (NumPy, or CuPy to filter on the GPU); same ndim as `in1`.
     out : array_like with slice assignment
         Where the result goes: shape of the result for `mode`, dtype
-        ``np.result_type(in1, in2)``; not `in1` or a view of it (its slabs would be
+        ``np.result_type(in1, in2)`` in either byte order (a FITS file's big-endian data,
+        opened for update, may take it); not `in1` or a view of it (its slabs would be
         written over rows still to be read; nor a memmap of the same bytes of its file).
     {mode}
     {method}
@@ -155,7 +156,8 @@ def _filter_into(in1, in2, out, mode, method, boundary, fillvalue, nan, memory_l
     if len(shape) != len(kernel) or not shape:
         msg = f"`in1` and `in2` must have the same ndim (>= 1), got shapes {shape} and {kernel}"
         raise ValueError(msg)
-    check_numeric("in1", np.dtype(in1.dtype), shape)
+    in1_dtype = np.dtype(in1.dtype).newbyteorder("=")  # a FITS file's big-endian data, say: slabs in native order
+    check_numeric("in1", in1_dtype, shape)
     if mode == "valid":
         check_valid_sizes(shape, kernel)
         if any(n < k for n, k in zip(shape, kernel)):
@@ -163,14 +165,14 @@ def _filter_into(in1, in2, out, mode, method, boundary, fillvalue, nan, memory_l
             raise ValueError(msg)
     pads = [mode_padding(n, k, mode) for n, k in zip(shape, kernel)]
     y_shape = tuple(n + lo + hi - k + 1 for n, k, (lo, hi) in zip(shape, kernel, pads))
-    _, dtype = result_dtype(np.empty(0, in1.dtype), in2)
+    _, dtype = result_dtype(np.empty(0, in1_dtype), in2)
     check_result(nan, dtype)
-    if tuple(out.shape) != y_shape or np.dtype(out.dtype) != dtype:
+    if tuple(out.shape) != y_shape or np.dtype(out.dtype).newbyteorder("=") != dtype:  # either byte order
         msg = f"`out` must have shape {y_shape} and dtype {dtype}, got shape {tuple(out.shape)} and dtype {out.dtype}"
         raise ValueError(msg)
     fillvalue = fill_number(fillvalue)
     filled = BOUNDARIES[boundary] == "constant" and mode != "valid"
-    slab_dtype = fill_dtype(fillvalue, np.dtype(in1.dtype), dtype) if filled else np.dtype(in1.dtype)
+    slab_dtype = fill_dtype(fillvalue, in1_dtype, dtype) if filled else in1_dtype
     limit = _config.budget(backend.name) if memory_limit is None else memory_limit
     extended = tuple(n + lo + hi for n, (lo, hi) in zip(shape[1:], pads[1:]))  # a slab's row, past its edges
     row_bytes = math.prod(extended) * max(dtype.itemsize, 4)

@@ -69,6 +69,52 @@ def test_filter_png_rgb_channels_independently(tmp_path, rng):
     assert np.abs(got.astype(float) - expected).max() <= 0.5 + 1e-6
 
 
+def test_filter_fits_with_a_fits_psf_out_of_core(tmp_path, rng):
+    """The astronomer's files: big-endian data in an image extension after an empty primary
+    HDU, a PSF in a FITS file of its own; the result is a FITS file of one image HDU."""
+    fits = pytest.importorskip("astropy.io.fits")
+    sky, psf = rng.random((130, 90)).astype(">f4"), rng.random((9, 7)).astype(">f4")
+    fits.HDUList([fits.PrimaryHDU(), fits.ImageHDU(sky, name="SCI")]).writeto(tmp_path / "sky.fits")
+    fits.PrimaryHDU(psf).writeto(tmp_path / "psf.fits")
+    args = ["filter", str(tmp_path / "sky.fits"), str(tmp_path / "out.fits"), "--kernel", str(tmp_path / "psf.fits")]
+    assert main([*args, "--boundary", "wrap", "--memory-limit", "100K", "--no-progress"]) == 0
+    with fits.open(tmp_path / "out.fits") as result:
+        result.verify("exception")
+        assert len(result) == 1 and result[0].header["BITPIX"] == -32
+        got = np.array(result[0].data)
+    expected = scipy.ndimage.correlate(sky.astype(np.float64), psf.astype(np.float64), mode="wrap")
+    assert_matches(got.astype(np.float32), expected, dtype="float32")
+    counts = rng.integers(0, 60000, (50, 40)).astype(np.uint16)  # stored as int16 with BZERO=32768
+    fits.PrimaryHDU(counts).writeto(tmp_path / "counts.fits")
+    assert main(["filter", str(tmp_path / "counts.fits"), str(tmp_path / "out.fits"), "--kernel", "box:3", "--no-progress"]) == 0
+    expected = scipy.ndimage.uniform_filter(counts.astype(np.float64), 3, mode="constant")
+    assert_matches(fits.getdata(tmp_path / "out.fits").astype(np.float32), expected, dtype="float32")
+
+
+def test_stacks_and_cubes_are_filtered_plane_by_plane(tmp_path, rng):
+    """Named kernels spanned the first two axes: a (planes, y, x) stack was filtered across
+    its planes and its rows."""
+    tifffile = pytest.importorskip("tifffile")
+    fits = pytest.importorskip("astropy.io.fits")
+    stack = rng.random((6, 70, 50), dtype=np.float32)
+    expected = scipy.ndimage.gaussian_filter(stack.astype(np.float64), (0, 1.5, 1.5), mode="constant", truncate=4.0)
+    tifffile.imwrite(tmp_path / "stack.tif", stack)
+    fits.PrimaryHDU(stack).writeto(tmp_path / "cube.fits")
+    for source, target in [("stack.tif", "out.tif"), ("cube.fits", "out.fits"), ("stack.tif", "out.fits")]:
+        assert main(["filter", str(tmp_path / source), str(tmp_path / target), "--kernel", "gaussian:1.5", "--no-progress"]) == 0
+        got = tifffile.imread(tmp_path / target) if target.endswith(".tif") else fits.getdata(tmp_path / target)
+        assert_matches(np.asarray(got, np.float32), expected, dtype="float32")
+
+
+def test_a_result_fits_cannot_hold_is_one_line(tmp_path, rng, capsys):
+    pytest.importorskip("astropy.io.fits")
+    np.save(tmp_path / "counts.npy", rng.integers(0, 1000, (20, 30), dtype=np.uint32))
+    np.save(tmp_path / "k.npy", np.ones((3, 3), np.uint8))
+    assert main(["filter", str(tmp_path / "counts.npy"), str(tmp_path / "o.fits"), "--kernel", str(tmp_path / "k.npy")]) == 2
+    assert "FITS holds images of uint8, int16, int32, int64, float32, float64; the result here is uint32" in capsys.readouterr().err
+    assert not (tmp_path / "o.fits").exists()
+
+
 def test_kernel_from_file(tmp_path, image, rng):
     k = rng.random((4, 3))
     np.save(tmp_path / "k.npy", k)
@@ -130,9 +176,11 @@ def test_info_and_exit_code_from_a_real_process(tmp_path):
 
 def test_helpers():
     assert parse_size("512M") == 512 << 20 and parse_size("2GiB") == 2 << 30 and parse_size("1000") == 1000
-    assert make_kernel("box:3", 3).shape == (3, 3, 1)
-    assert make_kernel("gaussian:1", 1).shape == (9,)
-    assert abs(float(make_kernel("gaussian:2", 2).sum()) - 1) < 1e-6
+    assert make_kernel("box:3", (40, 50, 3)).shape == (3, 3, 1)  # colour last
+    assert make_kernel("box:3", (8, 40, 50)).shape == (1, 3, 3)  # a stack of planes
+    assert make_kernel("box:3", (2, 40, 50, 4)).shape == (1, 3, 3, 1)
+    assert make_kernel("gaussian:1", (100,)).shape == (9,)
+    assert abs(float(make_kernel("gaussian:2", (40, 50)).sum()) - 1) < 1e-6
 
 
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity on this OS")

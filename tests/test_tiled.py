@@ -5,6 +5,7 @@ import tracemalloc
 
 import numpy as np
 import pytest
+import scipy.ndimage
 import scipy.signal
 
 import arrayconv as ac
@@ -313,6 +314,17 @@ def test_out_over_the_image_or_kernel_and_bad_budgets_are_refused(tmp_path, rng)
         with pytest.raises(ValueError, match=f"`memory_limit` must be a positive int, got {limit!r}"):
             ac.correlate_into(x, k, np.zeros_like(x), memory_limit=limit, progress=False)
     np.testing.assert_array_equal(x, kept)
+
+
+def test_big_endian_image_and_out_as_in_a_fits_file(rng):
+    """FITS stores big-endian data: `out` of dtype >f4 was refused for a float32 result."""
+    x, k = random(rng, (90, 60), "float32").astype(">f4"), random(rng, (6, 5), "float32")
+    out = np.zeros((90, 60), ">f4")
+    ac.correlate_into(x, k, out, "same", boundary="symm", memory_limit=30_000, progress=False)
+    ref = scipy.ndimage.correlate(x.astype(np.float64), k.astype(np.float64), mode="reflect")
+    assert_matches(out.astype(np.float32), ref, dtype="float32")
+    with pytest.raises(ValueError, match=r"`out` must have shape \(90, 60\) and dtype float32, got shape \(90, 60\) and dtype >f8"):
+        ac.correlate_into(x, k, np.zeros((90, 60), ">f8"), "same", progress=False)
 
 
 def test_nan_raise_reads_every_row_before_writing_one(rng):

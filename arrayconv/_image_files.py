@@ -1,0 +1,98 @@
+"""The image files of ``arrayconv filter``: .npy, .tif/.tiff, .png and FITS, read and
+written out of core where the format allows."""
+
+from __future__ import annotations
+
+import importlib
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+FITS_SUFFIXES = (".fits", ".fit", ".fts")
+FORMATS = (".npy", ".tif", ".tiff", ".png", *FITS_SUFFIXES)
+
+_FITS_BLOCK = 2880  # bytes: a FITS file is a whole number of these blocks
+_BITPIX = {np.dtype(t): b for t, b in [(np.uint8, 8), (np.int16, 16), (np.int32, 32), (np.int64, 64), (np.float32, -32), (np.float64, -64)]}
+
+
+class UsageError(Exception):
+    """A problem with the command line or its files: one line, exit code 2."""
+
+
+def read_image(path: Path) -> Any:
+    """The image of a .npy (memory-mapped), .tif (memory-mapped when uncompressed), .png,
+    or FITS file (its first HDU with image data; memory-mapped unless scaled by BSCALE/BZERO)."""
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".npy":
+            return np.load(path, mmap_mode="r")
+        if suffix in (".tif", ".tiff"):
+            tifffile = _optional("tifffile", "TIFF files")
+            try:
+                return tifffile.memmap(path, mode="r")
+            except ValueError:  # compressed or tiled: read it whole
+                return tifffile.imread(path)
+        if suffix in FITS_SUFFIXES:
+            return _read_fits(path)
+        imageio = _optional("imageio.v3", "PNG files")
+        return imageio.imread(path)
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot read {path}: {exc}") from None
+
+
+def _read_fits(path: Path) -> Any:
+    fits = _optional("astropy.io.fits", "FITS files")
+    with fits.open(path, memmap=True) as hdus:  # the data keep their memory map open
+        images = [i for i, hdu in enumerate(hdus) if hdu.is_image and hdu.header.get("NAXIS", 0) > 0]
+        if not images:
+            raise UsageError(f"{path} holds no image data")
+        hdu = hdus[images[0]]
+        if not any(key in hdu.header for key in ("BSCALE", "BZERO", "BLANK")):
+            return hdu.data
+    return fits.getdata(path, ext=images[0], memmap=False)  # scaled: astropy maps no such data
+
+
+def create_output(path: Path, shape: tuple[int, ...], dtype: np.dtype[Any]) -> Any:
+    """A writable memory-mapped .npy, .tif or FITS file of `shape` and `dtype`."""
+    suffix = path.suffix.lower()
+    if suffix == ".npy":
+        return np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=shape)
+    if suffix in FITS_SUFFIXES:
+        return _create_fits(path, shape, dtype)
+    tifffile = _optional("tifffile", "TIFF files")
+    return tifffile.memmap(path, shape=shape, dtype=dtype)
+
+
+def _create_fits(path: Path, shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.memmap:
+    """A FITS file of one image HDU, its data zeros sized on disk (a sparse file) and mapped
+    big-endian, as FITS stores them."""
+    if dtype not in _BITPIX:
+        kinds = ", ".join(str(t) for t in _BITPIX)
+        raise UsageError(f"FITS holds images of {kinds}; the result here is {dtype} (use a float kernel)")
+    fits = _optional("astropy.io.fits", "FITS files")
+    axes = [(f"NAXIS{i}", n) for i, n in enumerate(reversed(shape), 1)]  # FITS lists the fastest axis first
+    header = fits.Header([("SIMPLE", True), ("BITPIX", _BITPIX[dtype]), ("NAXIS", len(shape)), *axes])
+    head = header.tostring().encode("ascii")  # padded to whole blocks
+    data_bytes = math.prod(shape) * dtype.itemsize
+    with open(path, "wb") as file:
+        file.write(head)
+        file.truncate(len(head) + -(-data_bytes // _FITS_BLOCK) * _FITS_BLOCK)
+    return np.memmap(path, dtype.newbyteorder(">"), "r+", offset=len(head), shape=shape)
+
+
+def write_png(path: Path, result: np.ndarray, like: np.dtype[Any]) -> None:
+    """`result` rounded and clipped to the input's integer type (uint8 unless it was uint16)."""
+    imageio = _optional("imageio.v3", "PNG files")
+    dtype = np.dtype(like) if np.dtype(like) in (np.uint8, np.uint16) else np.dtype(np.uint8)
+    info = np.iinfo(dtype)
+    imageio.imwrite(path, np.clip(np.rint(result), info.min, info.max).astype(dtype))
+
+
+def _optional(module: str, what: str) -> Any:
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        package = module.split(".")[0]
+        raise UsageError(f"{what} need {package}: pip install 'arrayconv[io]'") from None
