@@ -16,10 +16,10 @@ from ._allocator import keep_freed_memory
 from ._boundary import BOUNDARIES
 from ._backend import NUMPY
 from ._cache import cache_info
+from ._image_files import FITS_SUFFIXES, FORMATS, UsageError, create_output, read_image, write_png
 from ._machine import blas, cores, cpu_name
 from ._nan import NAN_POLICIES
 from ._rates import DEFAULT_RATES, cache_dir, rates_for
-from ._image_files import FITS_SUFFIXES, FORMATS, UsageError, create_output, read_image, write_png
 from ._tiled import correlate_into
 
 _SIZE = re.compile(r"^(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?$", re.IGNORECASE)
