@@ -16,7 +16,7 @@ from ._allocator import keep_freed_memory
 from ._boundary import BOUNDARIES
 from ._backend import NUMPY
 from ._cache import cache_info
-from ._image_files import FITS_SUFFIXES, FORMATS, UsageError, create_output, read_image, write_png
+from ._image_files import FITS_SUFFIXES, FORMATS, UsageError, create_output, fits_header, read_image, write_png
 from ._machine import blas, cores, cpu_name
 from ._nan import NAN_POLICIES
 from ._rates import DEFAULT_RATES, cache_dir, rates_for
@@ -61,7 +61,10 @@ def run_filter(args: argparse.Namespace) -> int:
         raise UsageError(f"mode 'valid' needs the image {image.shape} at least as large as the kernel {kernel.shape}")
     dtype = np.result_type(image.dtype, kernel.dtype)
     in_memory = target.suffix.lower() == ".png"
-    out = np.empty(shape, dtype) if in_memory else create_output(target, shape, dtype)
+    header = None
+    if source.suffix.lower() in FITS_SUFFIXES and target.suffix.lower() in FITS_SUFFIXES:
+        header = fits_header(source, tuple({"same": 0, "full": (k - 1) // 2, "valid": -(k // 2)}[args.mode] for k in kernel.shape))
+    out = np.empty(shape, dtype) if in_memory else create_output(target, shape, dtype, header)
     options = dict(boundary=args.boundary, fillvalue=args.fillvalue, nan=args.nan, memory_limit=limit)
     try:
         correlate_into(image, kernel, out, args.mode, **options, progress=not args.no_progress)

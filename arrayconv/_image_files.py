@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,8 @@ FITS_SUFFIXES = (".fits", ".fit", ".fts")
 FORMATS = (".npy", ".tif", ".tiff", ".png", *FITS_SUFFIXES)
 
 _FITS_BLOCK = 2880  # bytes: a FITS file is a whole number of these blocks
+_SCALING = ("BSCALE", "BZERO", "BLANK")  # stored values to data: read in memory, not carried over
+_CRPIX = re.compile(r"CRPIX(\d+)[A-Z]?")
 _BITPIX = {np.dtype(t): b for t, b in [(np.uint8, 8), (np.int16, 16), (np.int32, 32), (np.int64, 64), (np.float32, -32), (np.float64, -64)]}
 
 
@@ -45,27 +48,50 @@ def read_image(path: Path) -> Any:
 def _read_fits(path: Path) -> Any:
     fits = _optional("astropy.io.fits", "FITS files")
     with fits.open(path, memmap=True) as hdus:  # the data keep their memory map open
-        images = [i for i, hdu in enumerate(hdus) if hdu.is_image and hdu.header.get("NAXIS", 0) > 0]
-        if not images:
-            raise UsageError(f"{path} holds no image data")
-        hdu = hdus[images[0]]
-        if not any(key in hdu.header for key in ("BSCALE", "BZERO", "BLANK")):
-            return hdu.data
-    return fits.getdata(path, ext=images[0], memmap=False)  # scaled: astropy maps no such data
+        index = _first_image(hdus, path)
+        if not any(key in hdus[index].header for key in _SCALING):
+            return hdus[index].data
+    return fits.getdata(path, ext=index, memmap=False)  # scaled: astropy maps no such data
 
 
-def create_output(path: Path, shape: tuple[int, ...], dtype: np.dtype[Any]) -> Any:
-    """A writable memory-mapped .npy, .tif or FITS file of `shape` and `dtype`."""
+def _first_image(hdus: Any, path: Path) -> int:
+    for index, hdu in enumerate(hdus):
+        if hdu.is_image and hdu.header.get("NAXIS", 0) > 0:
+            return index
+    raise UsageError(f"{path} holds no image data")
+
+
+def fits_header(path: Path, shifts: tuple[int, ...]) -> Any:
+    """The header of the image :func:`read_image` reads from FITS file `path`, for a result
+    whose sample ``i + shifts[a]`` along each axis ``a`` lies over the input's sample ``i``:
+    its cards less those of its layout, scaling and checksums, each reference pixel
+    (``CRPIXn``, and those of alternate coordinate systems) moved by its axis's shift, so
+    the result keeps the image's world coordinates."""
+    fits = _optional("astropy.io.fits", "FITS files")
+    with fits.open(path) as hdus:
+        header = hdus[_first_image(hdus, path)].header.copy(strip=True)
+    for key in (*_SCALING, "CHECKSUM", "DATASUM"):
+        header.remove(key, ignore_missing=True, remove_all=True)
+    for key in list(header):
+        match = _CRPIX.fullmatch(key)
+        if match and 1 <= int(match.group(1)) <= len(shifts):
+            header[key] += shifts[-int(match.group(1))]  # FITS numbers the fastest axis 1
+    return header
+
+
+def create_output(path: Path, shape: tuple[int, ...], dtype: np.dtype[Any], header: Any = None) -> Any:
+    """A writable memory-mapped .npy, .tif or FITS file of `shape` and `dtype` (FITS: with
+    the cards of `header`, an astropy header, after its own)."""
     suffix = path.suffix.lower()
     if suffix == ".npy":
         return np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=shape)
     if suffix in FITS_SUFFIXES:
-        return _create_fits(path, shape, dtype)
+        return _create_fits(path, shape, dtype, header)
     tifffile = _optional("tifffile", "TIFF files")
     return tifffile.memmap(path, shape=shape, dtype=dtype)
 
 
-def _create_fits(path: Path, shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.memmap:
+def _create_fits(path: Path, shape: tuple[int, ...], dtype: np.dtype[Any], cards: Any) -> np.memmap:
     """A FITS file of one image HDU, its data zeros sized on disk (a sparse file) and mapped
     big-endian, as FITS stores them."""
     if dtype not in _BITPIX:
@@ -74,6 +100,8 @@ def _create_fits(path: Path, shape: tuple[int, ...], dtype: np.dtype[Any]) -> np
     fits = _optional("astropy.io.fits", "FITS files")
     axes = [(f"NAXIS{i}", n) for i, n in enumerate(reversed(shape), 1)]  # FITS lists the fastest axis first
     header = fits.Header([("SIMPLE", True), ("BITPIX", _BITPIX[dtype]), ("NAXIS", len(shape)), *axes])
+    if cards is not None:
+        header.extend(cards)
     head = header.tostring().encode("ascii")  # padded to whole blocks
     data_bytes = math.prod(shape) * dtype.itemsize
     with open(path, "wb") as file:

@@ -91,6 +91,28 @@ def test_filter_fits_with_a_fits_psf_out_of_core(tmp_path, rng):
     assert_matches(fits.getdata(tmp_path / "out.fits").astype(np.float32), expected, dtype="float32")
 
 
+@pytest.mark.parametrize("mode", ["same", "full", "valid"])
+def test_fits_to_fits_keeps_the_header_and_world_coordinates(tmp_path, rng, mode):
+    """The result's pixel over a sky position has that position's coordinates, in every
+    mode (the reference pixel moves with the result's first sample)."""
+    fits = pytest.importorskip("astropy.io.fits")
+    wcs = pytest.importorskip("astropy.wcs")
+    sky = wcs.WCS(naxis=2)
+    sky.wcs.ctype, sky.wcs.crval, sky.wcs.crpix, sky.wcs.cdelt = ["RA---TAN", "DEC--TAN"], [10.5, -30.0], [40.5, 25.0], [-1e-4, 1e-4]
+    header = sky.to_header()
+    header["OBJECT"], header["CRPIX1A"], header["CTYPE1A"] = "NGC 300", 7.0, "LINEAR"
+    fits.PrimaryHDU(rng.random((60, 80), dtype=np.float32), header=header).writeto(tmp_path / "in.fits")
+    args = ["filter", str(tmp_path / "in.fits"), str(tmp_path / "out.fits"), "--kernel", "box:4", "--mode", mode]
+    assert main([*args, "--no-progress"]) == 0
+    got = fits.getheader(tmp_path / "out.fits")
+    shift = {"same": 0, "full": 1, "valid": -2}[mode]  # output minus input index, box:4
+    assert got["OBJECT"] == "NGC 300" and got["CTYPE1"] == "RA---TAN" and got["CRPIX1A"] == 7.0 + shift
+    assert got["NAXIS1"] == {"same": 80, "full": 83, "valid": 77}[mode]
+    result = wcs.WCS(got)
+    pixels = np.array([[3.0, 4.0], [50.0, 30.0]])  # (x, y), 0-based, of the input
+    np.testing.assert_allclose(result.wcs_pix2world(pixels + shift, 0), sky.wcs_pix2world(pixels, 0), rtol=0, atol=1e-12)
+
+
 def test_stacks_and_cubes_are_filtered_plane_by_plane(tmp_path, rng):
     """Named kernels spanned the first two axes: a (planes, y, x) stack was filtered across
     its planes and its rows."""
