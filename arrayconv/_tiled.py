@@ -68,7 +68,9 @@ def correlate_into(
     ----------
     in1 : array_like with slicing
         The image: anything ``in1[a:b]`` turns into an array (``numpy.memmap``, zarr,
-        tifffile, h5py). Its first axis is cut into slabs.
+        tifffile, h5py). Its first axis is cut into slabs; where the budget cannot hold
+        whole planes ``in1[i]`` in flight and `in2` has length 1 along that axis (a stack
+        of planes, bands), each plane is cut along its own first axis (``in1[i, a:b]``).
     in2 : array_like
         The kernel, in memory (NumPy, or CuPy to filter on the GPU); same ndim as `in1`.
     out : array_like with slice assignment
@@ -191,15 +193,17 @@ def _filter_into(in1, in2, out, mode, method, boundary, fillvalue, nan, memory_l
         reason = choice.rejected.get(choice.method)  # where none fits, 'auto' takes the one with the smallest temporaries
         return reason and f"{choice.method!r}, the method with the smallest temporaries: {reason}"
 
-    _check_room(limit, _IN_FLIGHT_SLABS * kernel[0] * row_bytes)
+    one_row = _IN_FLIGHT_SLABS * kernel[0] * row_bytes  # the slabs in flight, one output row each
+    if kernel[0] == 1 and len(shape) > 1 and (limit < one_row or rejected(1)):
+        return _plane_by_plane(in1, in2, out, mode, method, boundary, fillvalue, nan, limit, progress, flip=flip)
+    _check_room(limit, one_row)
     rows = _slab_rows(max(1, slab_bytes // row_bytes - kernel[0] + 1), method, rejected, limit, left)
     source = _RowReader(in1, BOUNDARIES[boundary], fillvalue, slab_dtype)
     slabs = [(first, min(first + rows, y_shape[0])) for first in range(0, y_shape[0], rows)]
     y_rows = min(rows, y_shape[0])  # of the largest slab
     if nan == "raise":  # every row read before one is written: the error leaves `out` untouched
         check_kernel(nan, in2, "in2", backend)
-        for first in range(0, shape[0], y_rows + kernel[0] - 1):
-            refuse_nan("in1", np.asarray(in1[first : first + y_rows + kernel[0] - 1]), np)
+        _refuse_nan_rows(in1, y_rows + kernel[0] - 1)
 
     def read(slot: int, first: int, last: int) -> np.ndarray:
         start = first - pads[0][0]
@@ -232,6 +236,46 @@ def _filter_into(in1, in2, out, mode, method, boundary, fillvalue, nan, memory_l
             bar.update(last - first)
         writing.result()
     return out
+
+
+def _plane_by_plane(in1, in2, out, mode, method, boundary, fillvalue, nan, limit, progress, *, flip):  # type: ignore[no-untyped-def]
+    """Filter each plane ``in1[i]`` into ``out[i]``, slab by slab along the plane's own first
+    axis: for a kernel of length 1 along the first axis (a stack of planes, the bands of a
+    multispectral image) whose planes the budget cannot hold in flight. Each plane is
+    sliced lazily (:class:`_Plane`), so no more than a slab of it is read at a time."""
+    planes = [(_Plane(in1, i), _Plane(out, i)) for i in range(in1.shape[0])]
+    if nan == "raise":  # every plane read for NaN before one is written
+        row_bytes = math.prod(in1.shape[2:]) * np.dtype(in1.dtype).itemsize
+        for plane, _ in planes:
+            _refuse_nan_rows(plane, max(1, limit // _SLAB_SHARE // row_bytes))
+        nan = "propagate"  # no NaN: the same filter as 'raise'
+    with _bar(len(planes), progress) as bar:
+        for plane, result in planes:
+            _filter_into(plane, in2[0], result, mode, method, boundary, fillvalue, nan, limit, False, flip=flip)
+            bar.update(1)
+    return out
+
+
+class _Plane:
+    """Plane `index` of an array-like, read and written along its own first axis:
+    ``plane[a:b]`` is ``source[index, a:b]``, read only when asked (a zarr array or an h5py
+    dataset would read a whole plane at ``source[index]``)."""
+
+    def __init__(self, source: Any, index: int) -> None:
+        self.source, self.index = source, index
+        self.shape, self.dtype = tuple(source.shape[1:]), source.dtype
+
+    def __getitem__(self, rows: slice) -> Any:
+        return self.source[self.index, rows]
+
+    def __setitem__(self, rows: slice, value: Any) -> None:
+        self.source[self.index, rows] = value
+
+
+def _refuse_nan_rows(source: Any, block: int) -> None:
+    """Raise the error of nan='raise' if the rows of `source`, read `block` at a time, hold a NaN."""
+    for first in range(0, source.shape[0], block):
+        refuse_nan("in1", np.asarray(source[first : first + block]), np)
 
 
 def _check_room(limit: int, need: int) -> None:

@@ -149,6 +149,40 @@ def test_memmap_larger_than_the_budget_63x63(tmp_path, rng):
     assert_matches(np.asarray(out), expected.astype(np.float64), dtype="float32")
 
 
+@pytest.mark.parametrize("boundary", ["fill", "wrap", "symm"])
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+def test_planes_larger_than_the_budget_go_plane_by_plane(xp, boundary, mode, rng):
+    """A stack (bands, y, x) with a kernel of length 1 along its first axis went by whole
+    planes: a budget that could not hold about six of them was refused (here planes of 240
+    KB in 400 KB). Each plane now goes slab by slab on its own."""
+    x, k = random(rng, (3, 300, 200), "float32"), random(rng, (1, 9, 6), "float32")
+    expected = ac.correlate(x.astype(np.float64), k.astype(np.float64), mode, "direct", boundary=boundary)
+    out = np.zeros(expected.shape, np.float32)
+    ac.correlate_into(x, xp.asarray(k), out, mode, boundary=boundary, memory_limit=400_000, progress=False)
+    assert_matches(out, expected, dtype="float32")
+    x[2, 100, 50] = np.nan
+    out[:] = 0
+    with pytest.raises(ValueError, match="`in1` contains NaN and nan='raise'"):  # every plane read before one is written
+        ac.correlate_into(x, xp.asarray(k), out, mode, nan="raise", memory_limit=400_000, progress=False)
+    assert not out.any()
+
+
+def test_a_stack_of_large_planes_stays_within_the_budget(tmp_path, rng):
+    """Planes of 3 MB in an 8 MB budget: whole planes in flight would take 15 MB."""
+    shape, budget = (3, 1000, 750), 8 << 20
+    x = np.memmap(tmp_path / "bands.dat", np.float32, "w+", shape=shape)
+    x[:] = random(rng, shape, "float32")
+    k = random(rng, (1, 9, 6), "float32")
+    out = np.memmap(tmp_path / "out.dat", np.float32, "w+", shape=shape)
+    tracemalloc.start()
+    ac.correlate_into(x, k, out, memory_limit=budget, progress=False)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert peak < budget + (2 << 20), f"peak {peak / 2**20:.1f} MiB"
+    expected = scipy.signal.correlate(np.asarray(x[1], np.float64), k[0].astype(np.float64), "same")
+    assert_matches(np.asarray(out[1]), expected, dtype="float32")
+
+
 @pytest.mark.parametrize("boundary", BOUNDARIES)
 @pytest.mark.parametrize("mode", ["full", "same", "valid"])
 @pytest.mark.parametrize("flip", [False, True])
