@@ -1,4 +1,4 @@
-"""Overlap-save ('oa') and out-of-core filtering into memmaps, zarr and TIFF files."""
+"""Overlap-save ('oa') and out-of-core filtering into memmaps, zarr, HDF5 and TIFF files."""
 
 import time
 import tracemalloc
@@ -241,6 +241,25 @@ def test_zarr_in_and_out(rng):
     k = random(rng, (15, 15), "float32")
     ac.correlate_into(source, k, target, boundary="symm", memory_limit=256 << 10, progress=False)
     assert_matches(target[:], ac.correlate(data, k, "same", boundary="symm").astype(np.float64), dtype="float32")
+
+
+def test_h5py_in_and_out_and_a_stack_plane_by_plane(tmp_path, rng):
+    """HDF5 datasets, as the docs say: a 2-D image in slabs of rows, and a stack whose
+    planes the budget cannot hold, plane by plane (``dataset[i, a:b]``)."""
+    h5py = pytest.importorskip("h5py")
+    image, stack = random(rng, (300, 200), "float32"), random(rng, (3, 300, 200), "float32")
+    k = random(rng, (9, 7), "float32")
+    with h5py.File(tmp_path / "data.h5", "w") as file:
+        source = file.create_dataset("image", data=image, chunks=(50, 200))
+        target = file.create_dataset("result", shape=image.shape, dtype="float32")
+        ac.correlate_into(source, k, target, boundary="wrap", memory_limit=200_000, progress=False)
+        expected = scipy.ndimage.correlate(image.astype(np.float64), k.astype(np.float64), mode="wrap")
+        assert_matches(target[:], expected, dtype="float32")
+        source = file.create_dataset("stack", data=stack)
+        target = file.create_dataset("stack_result", shape=stack.shape, dtype="float32")
+        ac.correlate_into(source, k[None], target, memory_limit=400_000, progress=False)  # planes of 240 KB
+        expected = scipy.ndimage.correlate(stack.astype(np.float64), k[None].astype(np.float64), mode="constant")
+        assert_matches(target[:], expected, dtype="float32")
 
 
 def test_tiff_in_and_out(tmp_path, rng):
