@@ -249,10 +249,14 @@ def _plane_by_plane(in1, in2, out, mode, method, boundary, fillvalue, nan, limit
         for plane, _ in planes:
             _refuse_nan_rows(plane, max(1, limit // _SLAB_SHARE // row_bytes))
         nan = "propagate"  # no NaN: the same filter as 'raise'
-    with _bar(len(planes), progress) as bar:
-        for plane, result in planes:
-            _filter_into(plane, in2[0], result, mode, method, boundary, fillvalue, nan, limit, False, flip=flip)
-            bar.update(1)
+    with _bar(len(planes), progress, unit="plane") as bar:
+        try:
+            for plane, result in planes:
+                _filter_into(plane, in2[0], result, mode, method, boundary, fillvalue, nan, limit, False, flip=flip)
+                bar.update(1)
+        except ValueError as error:  # the budget's refusal, on the first plane: say whose numbers it gives
+            msg = f"filtering the {len(planes)} planes of `in1` one at a time (each of shape {planes[0][0].shape}): {error}"
+            raise ValueError(msg) from None
     return out
 
 
@@ -345,8 +349,8 @@ def _runs(sorted_rows: np.ndarray) -> list[tuple[int, int]]:
 
 
 @contextmanager
-def _bar(total: int, show: bool) -> Iterator[Any]:
-    """A tqdm progress bar over `total` rows, or a silent stand-in."""
+def _bar(total: int, show: bool, unit: str = "row") -> Iterator[Any]:
+    """A tqdm progress bar over `total` rows (or other units), or a silent stand-in."""
     try:
         from tqdm.auto import tqdm
     except ImportError:
@@ -354,7 +358,7 @@ def _bar(total: int, show: bool) -> Iterator[Any]:
     if not show:
         yield _Silent()
         return
-    with tqdm(total=total, unit="row", desc="arrayconv") as bar:
+    with tqdm(total=total, unit=unit, desc="arrayconv") as bar:
         yield bar
 
 
