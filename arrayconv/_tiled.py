@@ -154,6 +154,7 @@ def _filter_into(in1, in2, out, mode, method, boundary, fillvalue, nan, memory_l
         _config.check_positive_int("memory_limit", memory_limit)
     check_no_overlap(out, NUMPY, in1=in1)  # a slab written over rows still to be read
     check_no_overlap(out, backend, in2=in2)
+    check_kernel(nan, in2, "in2", backend)
     shape, kernel = tuple(in1.shape), tuple(in2.shape)
     if len(shape) != len(kernel) or not shape:
         msg = f"`in1` and `in2` must have the same ndim (>= 1), got shapes {shape} and {kernel}"
@@ -202,7 +203,6 @@ def _filter_into(in1, in2, out, mode, method, boundary, fillvalue, nan, memory_l
     slabs = [(first, min(first + rows, y_shape[0])) for first in range(0, y_shape[0], rows)]
     y_rows = min(rows, y_shape[0])  # of the largest slab
     if nan == "raise":  # every row read before one is written: the error leaves `out` untouched
-        check_kernel(nan, in2, "in2", backend)
         _refuse_nan_rows(in1, y_rows + kernel[0] - 1)
 
     def read(slot: int, first: int, last: int) -> np.ndarray:

@@ -172,6 +172,10 @@ def test_planes_larger_than_the_budget_go_plane_by_plane(xp, boundary, mode, rng
     out[:] = 0
     with pytest.raises(ValueError, match="`in1` contains NaN and nan='raise'"):  # every plane read before one is written
         ac.correlate_into(x, xp.asarray(k), out, mode, nan="raise", memory_limit=400_000, progress=False)
+    x[2, 100, 50], k[0, 4, 3] = 0.5, np.nan
+    with pytest.raises(ValueError, match="`in2` contains NaN and nan='raise'"):  # the kernel too, before any plane
+        ac.correlate_into(x, xp.asarray(k), out, mode, nan="raise", memory_limit=400_000, progress=False)
+    k[0, 4, 3] = 0.5
     with pytest.raises(ValueError, match=r"filtering the 3 planes of `in1` one at a time \(each of shape \(300, 200\)\): `memory_limit`=20000 cannot hold"):
         ac.correlate_into(x, xp.asarray(k), out, mode, memory_limit=20_000, progress=False)
     assert not out.any()
