@@ -20,6 +20,7 @@ from ._image_files import FITS_SUFFIXES, FORMATS, UsageError, create_output, fit
 from ._machine import blas, cores, cpu_name
 from ._nan import NAN_POLICIES
 from ._rates import DEFAULT_RATES, cache_dir, rates_for
+from ._shapes import mode_window
 from ._tiled import correlate_into
 
 _SIZE = re.compile(r"^(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?$", re.IGNORECASE)
@@ -56,14 +57,16 @@ def run_filter(args: argparse.Namespace) -> int:
     kernel = make_kernel(args.kernel, tuple(image.shape))
     if args.device == "gpu":
         kernel = _on_gpu(kernel)
-    shape = tuple(n + {"same": 0, "full": k - 1, "valid": 1 - k}[args.mode] for n, k in zip(image.shape, kernel.shape))
-    if min(shape) < 1:
+    if args.mode == "valid" and any(k > n for n, k in zip(image.shape, kernel.shape)):
         raise UsageError(f"mode 'valid' needs the image {image.shape} at least as large as the kernel {kernel.shape}")
+    windows = [mode_window(n, k, args.mode) for n, k in zip(image.shape, kernel.shape)]  # (start, length) in the full result
+    shape = tuple(length for _, length in windows)
     dtype = np.result_type(image.dtype, kernel.dtype)
     in_memory = target.suffix.lower() == ".png"
     header = None
     if source.suffix.lower() in FITS_SUFFIXES and target.suffix.lower() in FITS_SUFFIXES:
-        header = fits_header(source, tuple({"same": 0, "full": (k - 1) // 2, "valid": -(k // 2)}[args.mode] for k in kernel.shape))
+        shifts = tuple((k - 1) // 2 - start for (start, _), k in zip(windows, kernel.shape))  # 'same' starts at (k - 1) // 2
+        header = fits_header(source, shifts)
     out = np.empty(shape, dtype) if in_memory else create_output(target, shape, dtype, header)
     options = dict(boundary=args.boundary, fillvalue=args.fillvalue, nan=args.nan, memory_limit=limit)
     try:
