@@ -128,6 +128,16 @@ def test_stacks_and_cubes_are_filtered_plane_by_plane(tmp_path, rng):
         assert_matches(np.asarray(got, np.float32), expected, dtype="float32")
 
 
+def test_a_fits_file_without_an_image_is_one_line(tmp_path, capsys):
+    fits = pytest.importorskip("astropy.io.fits")
+    table = fits.BinTableHDU.from_columns([fits.Column(name="flux", format="E", array=np.arange(3.0))])
+    fits.HDUList([fits.PrimaryHDU(), table]).writeto(tmp_path / "catalog.fits")
+    assert main(["filter", str(tmp_path / "catalog.fits"), str(tmp_path / "o.fits"), "--kernel", "box:3"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "catalog.fits holds no image data" in err, err
+    assert not (tmp_path / "o.fits").exists()
+
+
 def test_a_result_fits_cannot_hold_is_one_line(tmp_path, rng, capsys):
     pytest.importorskip("astropy.io.fits")
     np.save(tmp_path / "counts.npy", rng.integers(0, 1000, (20, 30), dtype=np.uint32))
