@@ -20,6 +20,7 @@ context managers: on leaving, no copy is left running.
 
 from __future__ import annotations
 
+import math
 from types import ModuleType
 from typing import Any
 
@@ -39,7 +40,7 @@ class InPlace:
     def __exit__(self, *exc: object) -> None:
         """Nothing is left running."""
 
-    def input_buffer(self, slot: int, rows: int) -> np.ndarray | None:
+    def input_buffer(self, slot: int, shape: tuple[int, ...]) -> np.ndarray | None:
         """Where the I/O thread reads the next slab: a new array (None)."""
         return None
 
@@ -69,9 +70,12 @@ class PinnedCopies(InPlace):
     xp : module
         ``cupy``.
     slab_shape, slab_dtype : tuple of int, numpy.dtype
-        The largest input slab (rows with their halo), and its dtype in native byte order.
+        The largest input slab (a tile with its halo), and its dtype in native byte order.
     y_shape, y_dtype : tuple of int, numpy.dtype
         The largest result slab and the result's dtype.
+
+    Smaller slabs (the last tiles along each axis) take the first bytes of each buffer,
+    contiguous, in their own shape.
     """
 
     def __init__(self, xp: ModuleType, slab_shape: tuple[int, ...], slab_dtype: np.dtype[Any], y_shape: tuple[int, ...], y_dtype: np.dtype[Any]) -> None:
@@ -93,16 +97,17 @@ class PinnedCopies(InPlace):
         self.stream.synchronize()
         self.copy_stream.synchronize()
 
-    def input_buffer(self, slot: int, rows: int) -> np.ndarray:
-        """Pinned rows for the I/O thread to read a slab into, once their last upload is done."""
+    def input_buffer(self, slot: int, shape: tuple[int, ...]) -> np.ndarray:
+        """A pinned array of `shape` for the I/O thread to read a slab into, once its
+        buffer's last upload is done."""
         if self.uploaded[slot] is not None:
             with self.device:
                 self.uploaded[slot].synchronize()
-        return self.pinned_in[slot][:rows]
+        return _first(self.pinned_in[slot], shape)
 
     def to_device(self, slot: int, slab: np.ndarray) -> Array:
         """Upload `slab` (a pinned buffer) on the copy stream; the filter waits for it."""
-        device = self.device_in[slot][: len(slab)]
+        device = _first(self.device_in[slot], slab.shape)
         if self.consumed[slot] is not None:
             self.copy_stream.wait_event(self.consumed[slot])
         device.set(slab, stream=self.copy_stream)
@@ -114,7 +119,7 @@ class PinnedCopies(InPlace):
         """Start downloading the filtered slab into a pinned buffer; returns that buffer,
         to be read after :meth:`wait_for_host`."""
         self.consumed[slot] = self._record(self.stream)
-        host = self.pinned_out[slot][: len(y)]
+        host = _first(self.pinned_out[slot], y.shape)
         self.xp.asnumpy(y, stream=self.stream, out=host, blocking=False)
         self.downloaded[slot] = self._record(self.stream)
         return host
@@ -127,6 +132,11 @@ class PinnedCopies(InPlace):
     def _record(self, stream: Any) -> Any:
         """An event on `stream` that a waiting thread sleeps on rather than spins."""
         return stream.record(self.xp.cuda.Event(block=True, disable_timing=True))
+
+
+def _first(buffer: Any, shape: tuple[int, ...]) -> Any:
+    """The first elements of a C-contiguous `buffer` (NumPy or CuPy) as a contiguous array of `shape`."""
+    return buffer.reshape(-1)[: math.prod(shape)].reshape(shape)
 
 
 def _pinned(xp: ModuleType, shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray:

@@ -1,22 +1,26 @@
-"""Out-of-core filtering: read an image slab by slab, filter each slab, write it out.
+"""Out-of-core filtering: read an image tile by tile, filter each tile, write it out.
 
-`in1` is anything that slices along its first axis into a NumPy array: ``numpy.memmap``,
-a zarr array, a TIFF opened with tifffile as a memmap or zarr store, an h5py dataset.
-`out` is anything that takes slab assignments (the same kinds, or a NumPy array).
+`in1` is anything that slices into a NumPy array: ``numpy.memmap``, a zarr array, a TIFF
+opened with tifffile as a memmap or zarr store, an h5py dataset. `out` is anything that
+takes slice assignments (the same kinds, or a NumPy array).
 
-One I/O thread reads the next slab of input rows (with its halo) and writes the previous
-slab of results while the current one is filtered, so the disk (or a zarr codec) and the
-filter work at once; writes go in order, one at a time (slabs may share a zarr chunk).
-At most two input slabs and two result slabs are in memory at a time. How slabs reach
-the GPU and come back (pinned buffers, a copy stream) is :mod:`arrayconv._slab_copies`.
+The result is cut into tiles (:class:`_TileGrid`): slabs of whole rows where the budget
+holds them, else tiles along the first two or more axes, whichever reads least. One I/O
+thread reads the next tile's input box (with its halo) and writes the previous result
+while the current one is filtered, so the disk (or a zarr codec) and the filter work at
+once; writes go in order, one at a time (tiles may share a zarr chunk). At most two
+input boxes and two results are in memory at a time. How they reach the GPU and come
+back (pinned buffers, a copy stream) is :mod:`arrayconv._slab_copies`.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -32,15 +36,15 @@ from ._problem import as_array, check_choice, check_no_overlap, check_numeric, c
 from ._shapes import mode_padding
 from ._slab_copies import SLOTS, slab_copies
 
-# Bytes of temporaries per byte of a slab: the slabs in flight, the FFT's spectra, with room
-# to spare. In flight while a slab is filtered: the next slab being read, this one and its
-# extended copy, its result, and the previous result being written. What they leave of
-# the budget goes to the filter itself.
-_SLAB_SHARE = 8
-_IN_FLIGHT_SLABS = 5
-# On the GPU each slab also has two pinned host buffers each way: slabs of at most this
+# Bytes of temporaries per byte of a tile's input box: the boxes in flight, the FFT's
+# spectra, with room to spare. In flight while a tile is filtered: the next box being read,
+# this one and its extended copy, its result, and the previous result being written. What
+# they leave of the budget goes to the filter itself.
+_BOX_SHARE = 8
+_IN_FLIGHT_BOXES = 5
+# On the GPU each box also has two pinned host buffers each way: boxes of at most this
 # many bytes keep them (and what stays in CuPy's pinned-memory pool) to about 1 GiB.
-_PINNED_SLAB_BYTES = 256 << 20
+_PINNED_BOX_BYTES = 256 << 20
 
 
 @fill
@@ -57,26 +61,25 @@ def correlate_into(
     memory_limit: int | None = None,
     progress: bool = True,
 ) -> Any:
-    """Correlate an image larger than memory into an output array, slab by slab.
+    """Correlate an image larger than memory into an output array, tile by tile.
 
     The same result as ``out[...] = correlate(in1[...], in2, mode, boundary=..., nan=...)``,
-    but `in1` is read and `out` written one slab of rows at a time, so memory stays within
-    `memory_limit` however large the image. With a CuPy `in2`, each slab is copied to the
-    GPU, filtered there and copied back.
+    but `in1` is read and `out` written one tile at a time, so memory stays within
+    `memory_limit` however large the image. Tiles are slabs of whole rows where the budget
+    holds them, else they cut the first two (or more) axes, whichever reads the least
+    halo. With a CuPy `in2`, each tile is copied to the GPU, filtered there and copied back.
 
     Parameters
     ----------
     in1 : array_like with slicing
-        The image: anything ``in1[a:b]`` turns into an array (``numpy.memmap``, zarr,
-        tifffile, h5py). Its first axis is cut into slabs; where the budget cannot hold
-        whole planes ``in1[i]`` in flight and `in2` has length 1 along that axis (a stack
-        of planes, bands), each plane is cut along its own first axis (``in1[i, a:b]``).
+        The image: anything ``in1[a:b]`` (and, for tiles, ``in1[a:b, c:d]``) turns into an
+        array (``numpy.memmap``, zarr, tifffile, h5py).
     in2 : array_like
         The kernel, in memory (NumPy, or CuPy to filter on the GPU); same ndim as `in1`.
     out : array_like with slice assignment
         Where the result goes: shape of the result for `mode`, dtype
         ``np.result_type(in1, in2)`` in either byte order (a FITS file's big-endian data,
-        opened for update, may take it); not `in1` or a view of it (its slabs would be
+        opened for update, may take it); not `in1` or a view of it (its tiles would be
         written over rows still to be read; nor a memmap of the same bytes of its file).
     {mode}
     {method}
@@ -130,7 +133,7 @@ def convolve_into(
     memory_limit: int | None = None,
     progress: bool = True,
 ) -> Any:
-    """Convolve an image larger than memory into an output array, slab by slab.
+    """Convolve an image larger than memory into an output array, tile by tile.
 
     Parameters and results are those of :func:`correlate_into`, for :func:`convolve`.
 
@@ -152,14 +155,14 @@ def _filter_into(in1, in2, out, mode, method, boundary, fillvalue, nan, memory_l
     check_choice("nan", nan, NAN_POLICIES)
     if memory_limit is not None:
         _config.check_positive_int("memory_limit", memory_limit)
-    check_no_overlap(out, NUMPY, in1=in1)  # a slab written over rows still to be read
+    check_no_overlap(out, NUMPY, in1=in1)  # a tile written over samples still to be read
     check_no_overlap(out, backend, in2=in2)
     check_kernel(nan, in2, "in2", backend)
     shape, kernel = tuple(in1.shape), tuple(in2.shape)
     if len(shape) != len(kernel) or not shape:
         msg = f"`in1` and `in2` must have the same ndim (>= 1), got shapes {shape} and {kernel}"
         raise ValueError(msg)
-    in1_dtype = np.dtype(in1.dtype).newbyteorder("=")  # a FITS file's big-endian data, say: slabs in native order
+    in1_dtype = np.dtype(in1.dtype).newbyteorder("=")  # a FITS file's big-endian data, say: boxes in native order
     check_numeric("in1", in1_dtype, shape)
     if mode == "valid":
         check_valid_sizes(shape, kernel)
@@ -175,169 +178,233 @@ def _filter_into(in1, in2, out, mode, method, boundary, fillvalue, nan, memory_l
         raise ValueError(msg)
     fillvalue = fill_number(fillvalue)
     filled = BOUNDARIES[boundary] == "constant" and mode != "valid"
-    slab_dtype = fill_dtype(fillvalue, in1_dtype, dtype) if filled else in1_dtype
+    box_dtype = fill_dtype(fillvalue, in1_dtype, dtype) if filled else in1_dtype
     limit = _config.budget(backend.name) if memory_limit is None else memory_limit
-    extended = tuple(n + lo + hi for n, (lo, hi) in zip(shape[1:], pads[1:]))  # a slab's row, past its edges
-    row_bytes = math.prod(extended) * max(dtype.itemsize, 4)
-    slab_bytes = limit // _SLAB_SHARE if backend.name == "numpy" else min(limit // _SLAB_SHARE, _PINNED_SLAB_BYTES)
+    box_bytes = limit // _BOX_SHARE if backend.name == "numpy" else min(limit // _BOX_SHARE, _PINNED_BOX_BYTES)
+    options = dict(op="convolve" if flip else "correlate", dtype=box_dtype, mode="valid")
+    grid = _TileGrid.choose(y_shape, kernel, limit, box_bytes, max(dtype.itemsize, 4), method, in2, options)
+    if nan == "raise":  # every sample read before one is written: the error leaves `out` untouched
+        _refuse_nan_boxes(in1, grid.in_shape[: grid.axes])
+    axes = range(grid.axes, len(shape))  # extended in memory; the tiled axes are read past their edges
+    source = _BoxReader(in1, BOUNDARIES[boundary], fillvalue, box_dtype)
     func = convolve if flip else correlate
-    options = dict(op="convolve" if flip else "correlate", dtype=slab_dtype, mode="valid")
 
-    def left(rows: int) -> int:  # of the budget, to filter one slab: what its slabs in flight leave
-        return max(1, limit - _IN_FLIGHT_SLABS * (min(rows, y_shape[0]) + kernel[0] - 1) * row_bytes)
+    def read(slot: int, tile: tuple[slice, ...]) -> np.ndarray:
+        ranges = [(s.start - lo, s.stop + k - 1 - lo) for s, k, (lo, _) in zip(tile, kernel, pads)]
+        box_shape = (*(b - a for a, b in ranges), *shape[grid.axes :])
+        return source.box(ranges, into=copies.input_buffer(slot, box_shape))
 
-    def rejected(rows: int) -> str | None:  # why `method` ('auto': every method) cannot filter slabs of `rows` output rows
-        slab_shape = (min(rows, y_shape[0]) + kernel[0] - 1, *extended)
-        choice = choose_method(slab_shape, in2, memory_limit=left(rows), **options)
-        if method != "auto":
-            return choice.rejected.get(method)
-        reason = choice.rejected.get(choice.method)  # where none fits, 'auto' takes the one with the smallest temporaries
-        return reason and f"{choice.method!r}, the method with the smallest temporaries: {reason}"
-
-    one_row = _IN_FLIGHT_SLABS * kernel[0] * row_bytes  # the slabs in flight, one output row each
-    if kernel[0] == 1 and len(shape) > 1 and (limit < one_row or rejected(1)):
-        return _plane_by_plane(in1, in2, out, mode, method, boundary, fillvalue, nan, limit, progress, flip=flip)
-    _check_room(limit, one_row)
-    rows = _slab_rows(max(1, slab_bytes // row_bytes - kernel[0] + 1), method, rejected, limit, left)
-    source = _RowReader(in1, BOUNDARIES[boundary], fillvalue, slab_dtype)
-    slabs = [(first, min(first + rows, y_shape[0])) for first in range(0, y_shape[0], rows)]
-    y_rows = min(rows, y_shape[0])  # of the largest slab
-    if nan == "raise":  # every row read before one is written: the error leaves `out` untouched
-        _refuse_nan_rows(in1, y_rows + kernel[0] - 1)
-
-    def read(slot: int, first: int, last: int) -> np.ndarray:
-        start = first - pads[0][0]
-        stop = last + kernel[0] - 1 - pads[0][0]
-        return source.rows(start, stop, into=copies.input_buffer(slot, stop - start))
-
-    def write(slot: int, first: int, last: int, y: np.ndarray) -> None:
+    def write(slot: int, tile: tuple[slice, ...], y: np.ndarray) -> None:
         copies.wait_for_host(slot)
-        out[first:last] = y
+        out[_index(tile)] = y
 
     with (
-        _config.config(memory_limit=left(rows)),
-        _bar(y_shape[0], progress) as bar,
+        _config.config(memory_limit=grid.left()),
+        _bar(y_shape[0] if grid.axes == 1 else grid.count(), progress, "row" if grid.axes == 1 else "tile") as bar,
         ThreadPoolExecutor(1) as io,
-        slab_copies(backend, (y_rows + kernel[0] - 1, *shape[1:]), slab_dtype, (y_rows, *y_shape[1:]), dtype) as copies,
+        slab_copies(backend, grid.in_shape[: grid.axes] + shape[grid.axes :], box_dtype, grid.out_shape, dtype) as copies,
     ):
-        reading, writing = io.submit(read, 0, *slabs[0]), None
-        for i, (first, last) in enumerate(slabs):
+        tiles = itertools.pairwise(itertools.chain(grid.tiles(), [None]))  # each with the one after it
+        reading, writing = io.submit(read, 0, grid.first()), None
+        for i, (tile, following) in enumerate(tiles):
             slot = i % SLOTS
-            slab = copies.to_device(slot, reading.result())
-            if i + 1 < len(slabs):
-                reading = io.submit(read, (i + 1) % SLOTS, *slabs[i + 1])
-            slab = extend(backend.xp, slab, range(1, len(shape)), pads[1:], BOUNDARIES[boundary], fillvalue)
-            y = copies.to_host(slot, func(slab, in2, "valid", method, nan=nan, fillvalue=fillvalue))
-            del slab
+            box = copies.to_device(slot, reading.result())
+            if following is not None:
+                reading = io.submit(read, (i + 1) % SLOTS, following)
+            if axes:
+                box = extend(backend.xp, box, axes, pads[grid.axes :], BOUNDARIES[boundary], fillvalue)
+            y = copies.to_host(slot, func(box, in2, "valid", method, nan=nan, fillvalue=fillvalue))
+            del box
             if writing is not None:
                 writing.result()  # one result waiting at a time, and its error raised here
-            writing = io.submit(write, slot, first, last, y)
+            writing = io.submit(write, slot, tile, y)
             del y
-            bar.update(last - first)
+            bar.update(tile[0].stop - tile[0].start if grid.axes == 1 else 1)
         writing.result()
     return out
 
 
-def _plane_by_plane(in1, in2, out, mode, method, boundary, fillvalue, nan, limit, progress, *, flip):  # type: ignore[no-untyped-def]
-    """Filter each plane ``in1[i]`` into ``out[i]``, slab by slab along the plane's own first
-    axis: for a kernel of length 1 along the first axis (a stack of planes, the bands of a
-    multispectral image) whose planes the budget cannot hold in flight. Each plane is
-    sliced lazily (:class:`_Plane`), so no more than a slab of it is read at a time."""
-    planes = [(_Plane(in1, i), _Plane(out, i)) for i in range(in1.shape[0])]
-    if nan == "raise":  # every plane read for NaN before one is written
-        row_bytes = math.prod(in1.shape[2:]) * np.dtype(in1.dtype).itemsize
-        for plane, _ in planes:
-            _refuse_nan_rows(plane, max(1, limit // _SLAB_SHARE // row_bytes))
-        nan = "propagate"  # no NaN: the same filter as 'raise'
-    with _bar(len(planes), progress, unit="plane") as bar:
-        try:
-            for plane, result in planes:
-                _filter_into(plane, in2[0], result, mode, method, boundary, fillvalue, nan, limit, False, flip=flip)
-                bar.update(1)
-        except ValueError as error:  # the budget's refusal, on the first plane: say whose numbers it gives
-            msg = f"filtering the {len(planes)} planes of `in1` one at a time (each of shape {planes[0][0].shape}): {error}"
-            raise ValueError(msg) from None
-    return out
+@dataclass(frozen=True)
+class _TileGrid:
+    """How :func:`correlate_into` cuts the result into tiles: `rows` along the first axis
+    and ``widths[i]`` along axis ``i + 1`` of the first `axes` axes, whole along the rest.
+    A tile reads its input box (the tile and its halo, ``k - 1`` more along each axis);
+    five such boxes' bytes are in flight at a time (:data:`_IN_FLIGHT_BOXES`), and what
+    they leave of `limit` is the filter's."""
+
+    y_shape: tuple[int, ...]
+    kernel: tuple[int, ...]
+    limit: int
+    itemsize: int
+    widths: tuple[int, ...]
+    rows: int = 1
+
+    @property
+    def axes(self) -> int:
+        """How many leading axes the tiles cut."""
+        return len(self.widths) + 1
+
+    @property
+    def out_shape(self) -> tuple[int, ...]:
+        """The largest tile of the result."""
+        return (min(self.rows, self.y_shape[0]), *self.widths, *self.y_shape[self.axes :])
+
+    @property
+    def in_shape(self) -> tuple[int, ...]:
+        """The largest tile's input box, extended past the image's edges where it reaches them."""
+        return tuple(n + k - 1 for n, k in zip(self.out_shape, self.kernel))
+
+    def in_flight(self, rows: int) -> int:
+        """Bytes of the boxes in flight with tiles of `rows` output rows."""
+        return _IN_FLIGHT_BOXES * math.prod(replace(self, rows=rows).in_shape) * self.itemsize
+
+    def left(self, rows: int | None = None) -> int:
+        """Bytes of the budget left to filter one tile of `rows` (default: its own) rows."""
+        return max(1, self.limit - self.in_flight(self.rows if rows is None else rows))
+
+    def read_factor(self) -> float:
+        """Samples read per result sample: the halos each tile reads again. Tiles cut along
+        more axes read shorter runs and make more calls: 10% more per axis."""
+        blocks = [math.ceil(n / w) for n, w in zip(self.y_shape, self.out_shape)]
+        reads = math.prod((n + b * (k - 1)) / n for n, b, k in zip(self.y_shape, blocks, self.kernel))
+        return reads * (1 + 0.1 * len(self.widths))
+
+    def tiles(self) -> Iterator[tuple[slice, ...]]:
+        """The tiles, as slices of the result along the first `axes` axes: along the first
+        axis innermost, so each block of the others is streamed row by row."""
+        starts = [range(0, n, w) for n, w in zip(self.y_shape, self.out_shape[: self.axes])]
+        for *others, first in itertools.product(*starts[1:], starts[0]):
+            yield tuple(slice(a, min(a + w, n)) for a, w, n in zip((first, *others), self.out_shape, self.y_shape))
+
+    def first(self) -> tuple[slice, ...]:
+        """The first tile."""
+        return next(self.tiles())
+
+    def count(self) -> int:
+        """How many tiles."""
+        return math.prod(math.ceil(n / w) for n, w in zip(self.y_shape, self.out_shape[: self.axes]))
+
+    @classmethod
+    def choose(cls, y_shape, kernel, limit, box_bytes, itemsize, method, in2, options) -> _TileGrid:  # type: ignore[no-untyped-def]
+        """The grid that reads least (:meth:`read_factor`) among those whose boxes in flight
+        with one output row fit `limit` and where `method` ('auto': some method) can filter
+        a one-row tile in what they leave; its rows as many as fit an eighth of `limit`
+        (`box_bytes`) and, for that method, what is left. Tiles cut along the first axis
+        only, whole rows, where that is about as good."""
+
+        def rejected(grid: _TileGrid, rows: int) -> str | None:  # why `method` ('auto': every method) cannot filter tiles of `rows` rows
+            in_shape = replace(grid, rows=rows).in_shape
+            choice = choose_method(in_shape, in2, memory_limit=grid.left(rows), **options)
+            if method != "auto":
+                return choice.rejected.get(method)
+            reason = choice.rejected.get(choice.method)  # where none fits, 'auto' takes the one with the smallest temporaries
+            return reason and f"{choice.method!r}, the method with the smallest temporaries: {reason}"
+
+        def widths(axes: int) -> Iterator[tuple[int, ...]]:  # of the tiles along axes 1 to `axes - 1`: powers of 2, or whole
+            sizes = [sorted({n, *(1 << j for j in range(n.bit_length()) if 1 << j < n)}) for n in y_shape[1:axes]]
+            return itertools.product(*sizes)
+
+        grids = []
+        for axes in range(1, len(y_shape) + 1):
+            for w in widths(axes):
+                grid = cls(y_shape, kernel, limit, itemsize, w)
+                row_box = math.prod(grid.in_shape[1:]) * itemsize
+                grid = replace(grid, rows=max(1, box_bytes // row_box - kernel[0] + 1))
+                if grid.in_flight(1) <= limit:
+                    grids.append((kernel[0] * row_box > box_bytes, grid))  # over the tiles' share even with one row: last
+        for _, grid in sorted(grids, key=lambda g: (g[0], g[1].read_factor(), g[1].axes, -math.prod(g[1].widths))):
+            if not rejected(grid, grid.rows):
+                return grid
+            if not rejected(grid, 1):
+                return replace(grid, rows=_most_rows(grid.rows, lambda rows: rejected(grid, rows)))
+        finest = cls(y_shape, kernel, limit, itemsize, tuple(1 for _ in y_shape[1:]))
+        _check_room(limit, finest.in_flight(1))
+        which, advice = ("no method can", "") if method == "auto" else (f"method {method!r} cannot", " or use method='auto'")
+        msg = (
+            f"{which} filter the tiles within `memory_limit`={limit}, even tiles of one output sample: "
+            f"their boxes in flight leave {finest.left(1)} bytes to filter each one, and {rejected(finest, 1)}. "
+            f"Raise `memory_limit`{advice}"
+        )
+        raise ValueError(msg)
 
 
-class _Plane:
-    """Plane `index` of an array-like, read and written along its own first axis:
-    ``plane[a:b]`` is ``source[index, a:b]``, read only when asked (a zarr array or an h5py
-    dataset would read a whole plane at ``source[index]``)."""
-
-    def __init__(self, source: Any, index: int) -> None:
-        self.source, self.index = source, index
-        self.shape, self.dtype = tuple(source.shape[1:]), source.dtype
-
-    def __getitem__(self, rows: slice) -> Any:
-        return self.source[self.index, rows]
-
-    def __setitem__(self, rows: slice, value: Any) -> None:
-        self.source[self.index, rows] = value
+def _index(tile: tuple[slice, ...]) -> slice | tuple[slice, ...]:
+    """`tile` as an index: a plain slice for a tile cut along the first axis only (an
+    array-like need take no more than ``a[i:j]``)."""
+    return tile[0] if len(tile) == 1 else tile
 
 
-def _refuse_nan_rows(source: Any, block: int) -> None:
-    """Raise the error of nan='raise' if the rows of `source`, read `block` at a time, hold a NaN."""
-    for first in range(0, source.shape[0], block):
-        refuse_nan("in1", np.asarray(source[first : first + block]), np)
+def _refuse_nan_boxes(source: Any, box: tuple[int, ...]) -> None:
+    """Raise the error of nan='raise' if `source`, read a `box` (along its first axes) at a
+    time, holds a NaN."""
+    starts = itertools.product(*(range(0, n, b) for n, b in zip(source.shape, box)))
+    for start in starts:
+        refuse_nan("in1", np.asarray(source[_index(tuple(slice(a, a + b) for a, b in zip(start, box)))]), np)
 
 
 def _check_room(limit: int, need: int) -> None:
-    """Refuse a budget of `limit` bytes that cannot hold the slabs in flight even with one
-    output row each (`need` bytes), rather than go over it."""
+    """Refuse a budget of `limit` bytes that cannot hold the boxes in flight even with tiles
+    of one output sample (`need` bytes), rather than go over it."""
     if limit < need:
         msg = (
-            f"`memory_limit`={limit} cannot hold the slabs in flight: with one output row each they "
+            f"`memory_limit`={limit} cannot hold the tiles in flight: even with one output sample each they "
             f"need {need} bytes; raise `memory_limit` (default: arrayconv.config's budget)"
         )
         raise ValueError(msg)
 
 
-def _slab_rows(most: int, method: str, rejected: Callable[[int], str | None], limit: int, left: Callable[[int], int]) -> int:
-    """Output rows per slab: `most` (the slabs' share of the budget), or the most up to it
-    that `method` (for 'auto', some method) can filter within what their slabs in flight
-    leave of the budget (``left(rows)`` bytes; ``rejected(rows)``: why it cannot, or None).
-    FFT's spectra outgrow the slab: at the slabs' share, method='fft' could never run."""
-    if not rejected(most):
-        return most
-    if reason := rejected(1):
-        which, advice = ("no method can", "") if method == "auto" else (f"method {method!r} cannot", " or use method='auto'")
-        msg = (
-            f"{which} filter the slabs within `memory_limit`={limit}, even slabs of one output row: "
-            f"their slabs in flight leave {left(1)} bytes to filter each one, and {reason}. Raise `memory_limit`{advice}"
-        )
-        raise ValueError(msg)
-    fits, fails = 1, most
+def _most_rows(fails: int, rejected: Callable[[int], str | None]) -> int:
+    """The most output rows per tile, fewer than `fails`, that the method can filter
+    (``rejected(rows)``: why it cannot, or None; it can filter one row). FFT's spectra
+    outgrow the tile: at the tiles' share of the budget, method='fft' could never run."""
+    fits = 1
     while fails - fits > 1:
         middle = (fits + fails) // 2
         fits, fails = (fits, middle) if rejected(middle) else (middle, fails)
     return fits
 
 
-class _RowReader:
-    """Rows ``start:stop`` of an array-like, continued past its edges by a numpy.pad mode,
-    as `dtype`."""
+class _BoxReader:
+    """Boxes of an array-like along its first axes, continued past its edges by a
+    numpy.pad mode, as `dtype`."""
 
     def __init__(self, source: Any, pad_mode: str, fillvalue: complex, dtype: np.dtype[Any]) -> None:
         self.source, self.pad_mode, self.fillvalue, self.dtype = source, pad_mode, fillvalue, dtype
 
-    def rows(self, start: int, stop: int, into: np.ndarray | None = None) -> np.ndarray:
-        """Rows ``start:stop``, into `into` (of that shape) if given, else a new array;
-        indices outside ``[0, n)`` follow the pad mode."""
-        index = source_index(np.arange(start, stop), self.source.shape[0], self.pad_mode)
-        inside = index >= 0
-        slab = np.empty((stop - start, *self.source.shape[1:]), self.dtype) if into is None else into
-        slab[~inside] = self.fillvalue
-        wanted = index[inside]
-        if wanted.size:
-            for lo, hi in _runs(np.unique(wanted)):
-                block = np.asarray(self.source[lo:hi])
-                at = np.flatnonzero(inside & (index >= lo) & (index < hi))
-                if at[-1] - at[0] == hi - lo - 1 and np.array_equal(index[at], np.arange(lo, hi)):
-                    slab[at[0] : at[-1] + 1] = block  # the rows in order: a plain copy
-                else:
-                    slab[at] = block[index[at] - lo]
-        return slab
+    def box(self, ranges: list[tuple[int, int]], into: np.ndarray | None = None) -> np.ndarray:
+        """The box ``start:stop`` along each of the first ``len(ranges)`` axes (whole along
+        the rest), into `into` (of that shape) if given, else a new array; indices outside
+        ``[0, n)`` follow the pad mode. Each run of consecutive source indices along each
+        axis is read once, as one slice per combination of runs."""
+        shape = self.source.shape
+        box = np.empty((*(b - a for a, b in ranges), *shape[len(ranges) :]), self.dtype) if into is None else into
+        pieces = []
+        for axis, (start, stop) in enumerate(ranges):
+            index = source_index(np.arange(start, stop), shape[axis], self.pad_mode)
+            if (index < 0).any():
+                box[(slice(None),) * axis + (index < 0,)] = self.fillvalue
+            pieces.append([_piece(index, lo, hi) for lo, hi in _runs(np.unique(index[index >= 0]))])
+        for combination in itertools.product(*pieces):
+            block = np.asarray(self.source[_index(tuple(slice(lo, hi) for lo, hi, _, _ in combination))])
+            into_at, from_at = [at for _, _, at, _ in combination], [at for _, _, _, at in combination]
+            if any(isinstance(at, np.ndarray) for at in into_at):  # samples out of order or repeated
+                into_at = [np.arange(box.shape[i])[at] for i, at in enumerate(into_at)]
+                from_at = [np.arange(block.shape[i])[at] for i, at in enumerate(from_at)]
+                box[np.ix_(*into_at)] = block[np.ix_(*from_at)]
+            else:
+                box[tuple(into_at)] = block
+        return box
+
+
+def _piece(index: np.ndarray, lo: int, hi: int) -> tuple[int, int, slice | np.ndarray, slice | np.ndarray]:
+    """Where the samples ``lo:hi`` of an axis go in a box whose samples read `index`
+    (``index[i]`` is the source sample of the box's sample i): ``(lo, hi, into, from)``,
+    the box's samples `into` taking the block's samples `from`; slices where the run goes
+    in order, index arrays where it is reversed or read twice."""
+    at = np.flatnonzero((index >= lo) & (index < hi))
+    if at[-1] - at[0] == hi - lo - 1 and np.array_equal(index[at], np.arange(lo, hi)):
+        return lo, hi, slice(at[0], at[-1] + 1), slice(None)
+    return lo, hi, at, index[at] - lo
 
 
 def _runs(sorted_rows: np.ndarray) -> list[tuple[int, int]]:

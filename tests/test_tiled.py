@@ -1,5 +1,6 @@
 """Overlap-save ('oa') and out-of-core filtering into memmaps, zarr, HDF5 and TIFF files."""
 
+import re
 import time
 import tracemalloc
 
@@ -157,40 +158,59 @@ def test_memmap_larger_than_the_budget_63x63(tmp_path, rng):
     assert_matches(np.asarray(out), expected.astype(np.float64), dtype="float32")
 
 
+class _Writes(np.ndarray):
+    """An output that records the index of each write."""
+
+    def __setitem__(self, index, value):
+        self.writes.append(index)
+        super().__setitem__(index, value)
+
+
 @pytest.mark.parametrize("boundary", ["fill", "wrap", "symm"])
 @pytest.mark.parametrize("mode", ["full", "same", "valid"])
-def test_planes_larger_than_the_budget_go_plane_by_plane(xp, boundary, mode, rng):
-    """A stack (bands, y, x) with a kernel of length 1 along its first axis went by whole
-    planes: a budget that could not hold about six of them was refused (here planes of 240
-    KB in 400 KB). Each plane now goes slab by slab on its own."""
-    x, k = random(rng, (3, 300, 200), "float32"), random(rng, (1, 9, 6), "float32")
+@pytest.mark.parametrize(
+    "x_shape, k_shape, budget, axes",
+    [
+        ((3, 300, 200), (1, 9, 6), 1_000_000, 2),  # planes of 240 KB: five in flight need 1.2 MB
+        ((12, 60, 50), (5, 7, 4), 100_000, 3),  # a 3-D kernel on planes of 12 KB: five boxes of 5 planes need 300 KB
+        ((3, 300, 200), (1, 9, 6), 20_000, 3),  # rows of 800 bytes: five boxes of 9 rows need 36 KB
+        ((6, 5000), (3, 25), 20_000, 2),  # rows of 20 KB
+    ],
+)
+def test_tiles_cut_as_many_axes_as_the_budget_needs(xp, boundary, mode, x_shape, k_shape, budget, axes, rng):
+    """Slabs were cut along the first axis only, so a budget that could not hold five
+    slabs of a kernel's length in whole rows was refused: the planes of a volume with a
+    3-D kernel, wide rows (a stack of planes with a 2-D kernel had its own path). Tiles
+    now cut the first two axes, or three, where that reads least."""
+    x, k = random(rng, x_shape, "float32"), random(rng, k_shape, "float32")
     expected = ac.correlate(x.astype(np.float64), k.astype(np.float64), mode, "direct", boundary=boundary)
-    out = np.zeros(expected.shape, np.float32)
-    ac.correlate_into(x, xp.asarray(k), out, mode, boundary=boundary, memory_limit=400_000, progress=False)
-    assert_matches(out, expected, dtype="float32")
-    x[2, 100, 50] = np.nan
-    out[:] = 0
-    with pytest.raises(ValueError, match="`in1` contains NaN and nan='raise'"):  # every plane read before one is written
-        ac.correlate_into(x, xp.asarray(k), out, mode, nan="raise", memory_limit=400_000, progress=False)
-    x[2, 100, 50], k[0, 4, 3] = 0.5, np.nan
-    with pytest.raises(ValueError, match="`in2` contains NaN and nan='raise'"):  # the kernel too, before any plane
-        ac.correlate_into(x, xp.asarray(k), out, mode, nan="raise", memory_limit=400_000, progress=False)
-    k[0, 4, 3] = 0.5
-    with pytest.raises(ValueError, match=r"filtering the 3 planes of `in1` one at a time \(each of shape \(300, 200\)\): `memory_limit`=20000 cannot hold"):
-        ac.correlate_into(x, xp.asarray(k), out, mode, memory_limit=20_000, progress=False)
-    assert not out.any()
+    out = np.zeros(expected.shape, np.float32).view(_Writes)
+    out.writes = []
+    ac.correlate_into(x, xp.asarray(k), out, mode, boundary=boundary, memory_limit=budget, progress=False)
+    assert_matches(np.asarray(out), expected, dtype="float32")
+    assert {len(index) for index in out.writes} == {axes}, out.writes[:3]
+    x[2, 100 % x.shape[1]] = np.nan
+    out[...] = 0
+    with pytest.raises(ValueError, match="`in1` contains NaN and nan='raise'"):  # every tile read before one is written
+        ac.correlate_into(x, xp.asarray(k), out, mode, nan="raise", memory_limit=budget, progress=False)
+    x[2, 100 % x.shape[1]], k[(0,) * k.ndim] = 0.5, np.nan
+    with pytest.raises(ValueError, match="`in2` contains NaN and nan='raise'"):  # the kernel too, before any tile
+        ac.correlate_into(x, xp.asarray(k), out, mode, nan="raise", memory_limit=budget, progress=False)
+    assert not np.asarray(out).any()
 
 
-def test_a_stack_of_large_planes_stays_within_the_budget(tmp_path, rng):
-    """Planes of 3 MB in an 8 MB budget: whole planes in flight would take 15 MB."""
-    shape, budget = (3, 1000, 750), 8 << 20
-    x = np.memmap(tmp_path / "bands.dat", np.float32, "w+", shape=shape)
+@pytest.mark.parametrize("k_shape", [(1, 9, 6), (5, 9, 6)])
+def test_a_volume_of_large_planes_stays_within_the_budget(tmp_path, k_shape, rng):
+    """Planes of 3 MB in an 8 MiB budget: five slabs of whole planes in flight would take
+    15 MB with a 2-D kernel, 75 MB with a kernel 5 planes deep."""
+    shape, budget = (6, 1000, 750), 8 << 20
+    x = np.memmap(tmp_path / "volume.dat", np.float32, "w+", shape=shape)
     x[:] = random(rng, shape, "float32")
-    k = random(rng, (1, 9, 6), "float32")
+    k = random(rng, k_shape, "float32")
     out = np.memmap(tmp_path / "out.dat", np.float32, "w+", shape=shape)
     filter_within(budget, x, k, out)
-    expected = scipy.signal.correlate(np.asarray(x[1], np.float64), k[0].astype(np.float64), "same")
-    assert_matches(np.asarray(out[1]), expected, dtype="float32")
+    expected = scipy.signal.correlate(np.asarray(x[:, :, 200:300], np.float64), k.astype(np.float64), "same")
+    assert_matches(np.asarray(out[:, 4:-4, 203:297]), expected[:, 4:-4, 3:-3], dtype="float32")
 
 
 @pytest.mark.parametrize("boundary", BOUNDARIES)
@@ -249,9 +269,9 @@ def test_zarr_in_and_out(rng):
     assert_matches(target[:], ac.correlate(data, k, "same", boundary="symm").astype(np.float64), dtype="float32")
 
 
-def test_h5py_in_and_out_and_a_stack_plane_by_plane(tmp_path, rng):
-    """HDF5 datasets, as the docs say: a 2-D image in slabs of rows, and a stack whose
-    planes the budget cannot hold, plane by plane (``dataset[i, a:b]``)."""
+def test_h5py_in_and_out_and_a_stack_in_tiles(tmp_path, rng):
+    """HDF5 datasets, as the docs say: a 2-D image, and a stack whose planes the budget
+    cannot hold, in tiles (``dataset[i:j, a:b, c:d]``)."""
     h5py = pytest.importorskip("h5py")
     image, stack = random(rng, (300, 200), "float32"), random(rng, (3, 300, 200), "float32")
     k = random(rng, (9, 7), "float32")
@@ -320,11 +340,13 @@ def test_slabs_are_written_one_at_a_time_in_order(rng):
     assert_matches(np.asarray(out), ac.correlate(x, k, "same"), dtype="float64")
 
 
-def test_progress_bar_reports_every_row(capsys, rng):
+def test_progress_bar_reports_every_row_or_tile(capsys, rng):
     pytest.importorskip("tqdm")
     x, k = random(rng, (40, 30), "float64"), random(rng, (5, 5), "float64")
+    ac.correlate_into(x, k, np.empty((40, 30)), memory_limit=100_000, progress=True)
+    assert "40/40 [" in capsys.readouterr().err  # slabs of whole rows
     ac.correlate_into(x, k, np.empty((40, 30)), memory_limit=10_000, progress=True)
-    assert "40/40" in capsys.readouterr().err
+    assert re.search(r"(\d+)/\1 \[.*tile", capsys.readouterr().err)  # tiles cut along both axes
 
 
 @pytest.mark.parametrize(
@@ -447,27 +469,27 @@ def test_a_method_named_gets_slabs_it_can_filter(method, rng):
     assert_matches(out, ac.correlate(x, k, "same"), dtype="float64")
 
 
-def test_budgets_too_small_for_the_slabs_or_the_method_are_refused_before_any_read(rng):
-    """A budget that cannot hold the slabs in flight with one output row each once ran over
-    it silently (memory_limit=100 filtered 40x40 with 12x12 in slabs of 9 KB); a method
-    named that cannot filter even one-row slabs within what they leave once failed on the
+def test_budgets_too_small_for_the_tiles_or_the_method_are_refused_before_any_read(rng):
+    """A budget that cannot hold the tiles in flight with one output sample each once ran
+    over it silently (memory_limit=100 filtered 40x40 with 12x12 in slabs of 9 KB); a
+    method named that cannot filter even those within what they leave once failed on the
     first slab with "over memory_limit=1" (the share left to the filter) and advice to use
     arrayconv.config; with 'auto', where no method could, it ran over the budget."""
     x, k = random(rng, (40, 40), "float64"), random(rng, (12, 12), "float64")
     out = np.full((40, 40), -1.0)
-    for limit in (100, 24_479):  # the slabs in flight need 5 x 12 rows of 51 float64 samples
-        with pytest.raises(ValueError, match=rf"`memory_limit`={limit} cannot hold the slabs in flight: with one output row each they need 24480 bytes"):
+    for limit in (100, 5759):  # the boxes in flight need 5 x 12 x 12 float64 samples
+        with pytest.raises(ValueError, match=rf"`memory_limit`={limit} cannot hold the tiles in flight: even with one output sample each they need 5760 bytes"):
             ac.correlate_into(_Unread(x), k, out, memory_limit=limit, progress=False)
-    for method, limit, reason in (("fft", 30_000, "its spectra need"), ("oa", 30_000, "even a one-row slab needs"), ("auto", 28_000, "'fft', the method with the smallest temporaries: its spectra need")):
+    for method, limit, reason in (("fft", 11_000, "its spectra need"), ("oa", 12_000, "even a one-row slab needs"), ("auto", 7_000, "'im2col', the method with the smallest temporaries")):
         which = "no method can" if method == "auto" else f"method '{method}' cannot"
         match = (
-            rf"{which} filter the slabs within `memory_limit`={limit}, even slabs of one output row: "
-            rf"their slabs in flight leave {limit - 24480} bytes to filter each one, and {reason}"
+            rf"{which} filter the tiles within `memory_limit`={limit}, even tiles of one output sample: "
+            rf"their boxes in flight leave {limit - 5760} bytes to filter each one, and {reason}"
         )
         with pytest.raises(ValueError, match=match):
             ac.correlate_into(_Unread(x), k, out, method=method, memory_limit=limit, progress=False)
     assert (out == -1).all()
-    ac.correlate_into(x, k, out, memory_limit=30_000, progress=False)  # direct fits in what one-row slabs leave
+    ac.correlate_into(x, k, out, memory_limit=7_100, progress=False)  # direct fits in what tiles of one sample leave
     assert_matches(out, ac.correlate(x, k, "same"), dtype="float64")
 
 
@@ -522,7 +544,9 @@ def test_gpu_slab_copies_wait_for_each_late_copy(monkeypatch, boundary, rng):
     fails this test). The filter runs on the host here, so the waits that guard work still
     queued on a device cannot fail it: the I/O thread's before it refills a pinned buffer
     (the filter has waited for that upload already), and the first upload's for the
-    caller's stream. A GPU runs this loop in the `xp` tests above."""
+    caller's stream. The budget cuts tiles of 12x16 and 12x14 (the last column): the
+    narrower ones take the first bytes of each buffer in their own shape. A GPU runs this
+    loop in the `xp` tests above."""
     import _fake_cupy
     from arrayconv import _tiled
     from arrayconv._slab_copies import PinnedCopies
@@ -532,6 +556,6 @@ def test_gpu_slab_copies_wait_for_each_late_copy(monkeypatch, boundary, rng):
     x, k = random(rng, (120, 30), "float64"), random(rng, (5, 4), "float64")
     out = np.full((120, 30), -1.0)
     ac.correlate_into(x, k, out, boundary=boundary, memory_limit=20_000, progress=False)
-    assert _fake_cupy.calls["uploads"] > 4, _fake_cupy.calls
+    assert _fake_cupy.calls["uploads"] == 20, _fake_cupy.calls
     assert _fake_cupy.calls["downloads"] == _fake_cupy.calls["uploads"] and _fake_cupy.calls["pinned"] == 4
     assert_matches(out, ac.correlate(x, k, "same", boundary=boundary), dtype="float64")
