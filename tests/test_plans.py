@@ -165,6 +165,27 @@ def test_complex_estimates_count_complex_arithmetic():
     assert 1.9 < ratio["fft"] < 2.5 and 1.9 < ratio["oa"] < 2.5, ratio
 
 
+def test_temporaries_are_counted_as_small_problems_hold_them(rng):
+    """Direct counted a whole 4 MiB chunk of accumulators for a 12x12 tile; im2col's
+    operator matrix (tiny images) was built whatever the budget while its check counted
+    the columns it does not make, so under 1200 bytes no method fit a problem the operator
+    (1152 bytes) runs in, and a tile at an image's edge took an operator larger than the
+    columns of the larger tiles. The operator is now used only where it fits the budget,
+    else the columns."""
+    from arrayconv._methods import im2col
+
+    choice = ac.choose_method((12, 12), (12, 12), mode="valid", dtype="float64", memory_limit=1200)
+    assert choice.estimates["direct"].temp_bytes < 12 * 12 * 8 + 1024  # the padded copy and one small chunk
+    assert choice.method == "im2col" and not choice.rejected.get("im2col"), choice  # the operator fits
+    assert choice.estimates["im2col"].temp_bytes == 12 * 12 * 8
+    x, k = random(rng, (18, 18), "float64"), random(rng, (12, 12), "float64")  # an operator of 324 x 324 samples (840 KB)
+    for limit, operator in ((512 << 10, False), (1 << 20, True)):
+        with ac.config(memory_limit=limit):
+            plan = ac.plan_correlate(k, x.shape, "same", "im2col")
+            assert isinstance(plan._kernel, im2col.Operator) == operator
+            assert_matches(plan(x), reference_correlate(x, k, "same"), dtype="float64")
+
+
 def test_choose_method_errors():
     with pytest.raises(TypeError, match=r"choose_method\(op='conv'\) takes options \('stride', 'padding', 'dilation', 'groups'\), got unknown \['mode'\]"):
         ac.choose_method((1, 1, 8, 8), (1, 1, 3, 3), op="conv", mode="same")

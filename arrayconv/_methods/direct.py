@@ -92,6 +92,11 @@ def _fastest_form(problem: Problem, backend: Backend, rates: Rates, workers: int
     return min(estimates, key=estimates.__getitem__)
 
 
+def _chunk_temp(problem: Problem, chunk_bytes: int) -> int:
+    """Bytes of one chunk's temporaries: `chunk_bytes`, or the whole problem's where it is smaller."""
+    return min(chunk_bytes, _samples(problem) * _bytes_per_sample(problem))
+
+
 def _chunk_bytes(rows: bool) -> int:
     return _ROWS_CHUNK_BYTES if rows else _CHUNK_BYTES
 
@@ -251,7 +256,7 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
         return Cost(*_direct_cuda.cost(p, rates))
     form, block = _form(p, backend, rates)
     if form == "banded":
-        temp = padded_bytes(p) + block * p.batch * p.groups * p.dtype.itemsize + 2 * _CHUNK_BYTES
+        temp = padded_bytes(p) + block * p.batch * p.groups * p.dtype.itemsize + 2 * _chunk_temp(p, _CHUNK_BYTES)
         return Cost(_banded.seconds(p, block, _samples(p), rates), temp)
     if form == "rows":
         return _rows_cost(p, backend, rates, _config.workers())
@@ -279,7 +284,7 @@ def _taps_cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
         seconds = p.mac_flops * p.macs / rates.gemm_rate(p.dtype, backend.name) + n_taps * per_tap / (GEMM_CACHE_SPEEDUP * rates.stream_bytes)
     calls = n_taps * n_chunks  # the batch items and groups of a chunk are one batched matmul
     call_seconds = _call_rates(p, False, backend, rates).call_seconds
-    return Cost(seconds + once + calls * call_seconds, padded_bytes(p) + _CHUNK_BYTES)
+    return Cost(seconds + once + calls * call_seconds, padded_bytes(p) + _chunk_temp(p, _CHUNK_BYTES))
 
 
 def _rows_cost(problem: Problem, backend: Backend, rates: Rates, workers: int) -> Cost:
@@ -294,7 +299,7 @@ def _rows_cost(problem: Problem, backend: Backend, rates: Rates, workers: int) -
     runs = p.groups * sum(c.b1 - c.b0 for c in chunks)
     threads = min(workers, len(chunks))  # one chunk runs on one thread
     seconds = _rows.seconds(p, _samples(p), runs, threads, _call_rates(p, True, backend, rates)) + _once_seconds(p, rates)
-    return Cost(seconds, padded_bytes(p) + workers * _ROWS_CHUNK_BYTES)
+    return Cost(seconds, padded_bytes(p) + threads * _chunk_temp(p, _ROWS_CHUNK_BYTES))
 
 
 def _once_seconds(problem: Problem, rates: Rates) -> float:

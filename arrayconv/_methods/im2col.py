@@ -74,13 +74,19 @@ def _gathers_last_axis(problem: Problem, backend: Backend) -> bool:
     return backend.name == "numpy" and len(p.kernel) > 1 and p.kernel[-1] > 1 and deep
 
 
-def _operator_fits(problem: Problem) -> bool:
-    """Whether `problem` runs as one GEMM with its operator matrix (tiny images)."""
+def _operator_fits(problem: Problem, budget: int) -> bool:
+    """Whether `problem` runs as one GEMM with its operator matrix (tiny images), which
+    must fit the memory `budget` too: a tile at an image's edge, smaller than the others,
+    once took an operator larger than the columns of the larger ones."""
     p = problem
-    in_samples, out_samples = math.prod(p.spatial), math.prod(p.out_spatial)
-    channels, filters = p.groups * p.in_per_group, p.groups * p.out_per_group
-    size = channels * in_samples * filters * out_samples * p.dtype.itemsize
-    return size <= _OPERATOR_BYTES and in_samples <= _OPERATOR_WASTE * math.prod(p.kernel)
+    size = _operator_bytes(p)
+    return size <= min(_OPERATOR_BYTES, budget) and math.prod(p.spatial) <= _OPERATOR_WASTE * math.prod(p.kernel)
+
+
+def _operator_bytes(problem: Problem) -> int:
+    """Bytes of the operator matrix (:func:`_operator`)."""
+    p = problem
+    return p.groups * p.in_per_group * math.prod(p.spatial) * p.groups * p.out_per_group * math.prod(p.out_spatial) * p.dtype.itemsize
 
 
 def _operator(w: Array, problem: Problem, backend: Backend) -> Operator:
@@ -161,7 +167,7 @@ def prepare(w: Array, problem: Problem, backend: Backend) -> Array | Operator:
     """The kernel as ``(G, Og, taps * Cg)``, matching the order of the columns (or the
     operator matrix, for tiny images)."""
     p, xp = problem, backend.xp
-    if _operator_fits(p):
+    if _operator_fits(p, _config.budget(backend.name)):
         return _operator(w, p, backend)
     if _gathers_last_axis(p, backend):
         split = w.reshape(p.groups * p.out_per_group * p.in_per_group, -1, p.kernel[-1])
@@ -288,8 +294,11 @@ def _row_bytes(problem: Problem) -> int:
 
 
 def unsupported(problem: Problem, backend: Backend, memory_limit: int) -> str | None:
-    """im2col needs room for the padded input and one row of columns."""
+    """im2col needs room for the padded input and one row of columns, or for its operator
+    matrix (tiny images, which need neither)."""
     p = problem
+    if _operator_fits(p, memory_limit):
+        return None
     padded = padded_bytes(p)
     if padded + _row_bytes(p) > memory_limit:
         return (
@@ -307,7 +316,7 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     columns and writes of the products are the passes above.
     """
     p = problem
-    if _operator_fits(p):
+    if _operator_fits(p, _config.budget(backend.name)):
         rows, columns = p.groups * p.in_per_group * math.prod(p.spatial), p.groups * p.out_per_group * math.prod(p.out_spatial)
         efficiency = min(1.0, p.batch / 64) * min(1.0, columns / 64)
         flops = p.mac_flops * p.batch * rows * columns
@@ -317,7 +326,7 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
         else:
             product = max(flops / (rates.gemm_rate(p.dtype, backend.name) * max(efficiency, _OPERATOR_GEMM_FLOOR)), data / (_OPERATOR_CACHE_SPEEDUP * rates.stream_bytes))
         building = _operator_seconds(p, rates)
-        return Cost(building + product + rates.call_seconds, 0, building)
+        return Cost(building + product + rates.call_seconds, _operator_bytes(p), building)
     if _gathers_last_axis(p, backend):
         return _last_axis_cost(p, rates)
     samples = p.batch * p.groups * math.prod(layout(p).row_shape) * p.out_spatial[0]
