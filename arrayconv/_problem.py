@@ -244,15 +244,31 @@ def normalize_axes(axes: int | Sequence[int] | None, ndim: int) -> tuple[int, ..
 def check_no_overlap(out: Array | None, backend: Backend, **arrays: Array | None) -> None:
     """Raise if `out` shares memory with one of the named `arrays` (checked before any work).
 
-    Only arrays of `backend` are compared (a memmap is a NumPy array): a wrong kind of
-    `out` is reported by the plan's own check, and an array-like such as a zarr array is
-    never handed to ``may_share_memory``, which would read it whole."""
-    if not _of_backend(out, backend):
+    Arrays of `backend` are compared by their memory (a memmap is a NumPy array, and by
+    its file's bytes): a wrong kind of `out` is reported by the plan's own check. An
+    array-like such as a zarr array is never handed to ``may_share_memory``, which would
+    read it whole: it overlaps an input that is the same object or a handle on the same
+    stored dataset (:func:`same_dataset`)."""
+    if out is None:
         return
     for name, a in arrays.items():
-        if _of_backend(a, backend) and overlaps(out, a, backend):
+        if a is None:
+            continue
+        arrays_of_backend = _of_backend(out, backend) and _of_backend(a, backend)
+        if out is a or same_dataset(out, a) or (arrays_of_backend and overlaps(out, a, backend)):
             msg = f"`out` must not overlap the input `{name}`"
             raise ValueError(msg)
+
+
+def same_dataset(a: Any, b: Any) -> bool:
+    """Whether array-likes `a` and `b` are handles on one stored dataset: zarr arrays of one
+    store and path, or h5py datasets of one object in one file (two opens of one path are
+    two objects, which an identity check misses)."""
+    if all(hasattr(x, "store") and hasattr(x, "path") for x in (a, b)):  # zarr
+        return bool(a.store == b.store and a.path == b.path)
+    if all(hasattr(x, "id") and hasattr(x, "file") for x in (a, b)):  # h5py
+        return bool(a.id == b.id)
+    return False
 
 
 def overlaps(a: Array, b: Array, backend: Backend) -> bool:
