@@ -80,7 +80,8 @@ def correlate_into(
         Where the result goes: shape of the result for `mode`, dtype
         ``np.result_type(in1, in2)`` in either byte order (a FITS file's big-endian data,
         opened for update, may take it); not `in1` or a view of it (its tiles would be
-        written over rows still to be read; nor a memmap of the same bytes of its file).
+        written over samples still to be read), nor a memmap of the same bytes of its
+        file, nor another handle on the same zarr array or HDF5 dataset.
     {mode}
     {method}
     {boundary}
