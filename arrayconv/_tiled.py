@@ -4,8 +4,8 @@
 opened with tifffile as a memmap or zarr store, an h5py dataset. `out` is anything that
 takes slice assignments (the same kinds, or a NumPy array).
 
-The result is cut into tiles (:class:`_TileGrid`): slabs of whole rows where the budget
-holds them, else tiles along the first two or more axes, whichever reads least. One I/O
+The result is cut into tiles (:class:`_TileGrid`): slabs of whole rows, or tiles along
+the first two or more axes, whichever the chooser estimates fastest within the budget. One I/O
 thread reads the next tile's input box (with its halo) and writes the previous result
 while the current one is filtered, so the disk (or a zarr codec) and the filter work at
 once; writes go in order, one at a time (tiles may share a zarr chunk). At most two
@@ -28,6 +28,7 @@ import numpy as np
 from . import _config
 from ._backend import NUMPY, Array, get_backend
 from ._boundary import BOUNDARIES, extend, fill_dtype, fill_number, source_index
+from ._choose import Choice
 from ._choose_method import choose_method
 from ._correlate import Boundary, MethodName, Mode, convolve, correlate
 from ._docstrings import fill
@@ -45,6 +46,8 @@ _IN_FLIGHT_BOXES = 5
 # On the GPU each box also has two pinned host buffers each way: boxes of at most this
 # many bytes keep them (and what stays in CuPy's pinned-memory pool) to about 1 GiB.
 _PINNED_BOX_BYTES = 256 << 20
+# Grids that read least, of which the estimated fastest is taken.
+_SHORTLIST = 4
 
 
 @fill
@@ -65,9 +68,10 @@ def correlate_into(
 
     The same result as ``out[...] = correlate(in1[...], in2, mode, boundary=..., nan=...)``,
     but `in1` is read and `out` written one tile at a time, so memory stays within
-    `memory_limit` however large the image. Tiles are slabs of whole rows where the budget
-    holds them, else they cut the first two (or more) axes, whichever reads the least
-    halo. With a CuPy `in2`, each tile is copied to the GPU, filtered there and copied back.
+    `memory_limit` however large the image. Tiles are slabs of whole rows, or they cut the
+    first two (or more) axes, whichever is estimated fastest within the budget (each tile
+    reads its halo again). With a CuPy `in2`, each tile is copied to the GPU, filtered
+    there and copied back.
 
     Parameters
     ----------
@@ -264,11 +268,16 @@ class _TileGrid:
         return max(1, self.limit - self.in_flight(self.rows if rows is None else rows))
 
     def read_factor(self) -> float:
-        """Samples read per result sample: the halos each tile reads again. Tiles cut along
-        more axes read shorter runs and make more calls: 10% more per axis."""
+        """Samples read per result sample (the halos each tile reads again), times
+        :meth:`cut_factor`."""
         blocks = [math.ceil(n / w) for n, w in zip(self.y_shape, self.out_shape)]
         reads = math.prod((n + b * (k - 1)) / n for n, b, k in zip(self.y_shape, blocks, self.kernel))
-        return reads * (1 + 0.1 * len(self.widths))
+        return reads * self.cut_factor()
+
+    def cut_factor(self) -> float:
+        """What cutting more axes than the first costs beyond the samples: shorter runs
+        read from a file in row order, more calls. Counted as 10% more per axis."""
+        return 1 + 0.1 * len(self.widths)
 
     def tiles(self) -> Iterator[tuple[slice, ...]]:
         """The tiles, as slices of the result along the first `axes` axes: along the first
@@ -287,19 +296,28 @@ class _TileGrid:
 
     @classmethod
     def choose(cls, y_shape, kernel, limit, box_bytes, itemsize, method, in2, options) -> _TileGrid:  # type: ignore[no-untyped-def]
-        """The grid that reads least (:meth:`read_factor`) among those whose boxes in flight
-        with one output row fit `limit` and where `method` ('auto': some method) can filter
-        a one-row tile in what they leave; its rows as many as fit an eighth of `limit`
-        (`box_bytes`) and, for that method, what is left. Tiles cut along the first axis
-        only, whole rows, where that is about as good."""
+        """The grid estimated fastest (its tiles' count times the chooser's estimate for
+        the largest, times :meth:`cut_factor`) among the :data:`_SHORTLIST` that read least
+        (:meth:`read_factor`) of
+        those whose boxes in flight with one output row fit `limit` and where `method`
+        ('auto': some method) can filter a one-row tile in what they leave; its rows as
+        many as fit an eighth of `limit` (`box_bytes`) and, for that method, what is left.
+        Reading least shortlists grids; the estimate decides, since a small kernel's direct
+        sums cost no more for a slab's halo, and an FFT's transforms do."""
+
+        def choice(grid: _TileGrid, rows: int) -> Choice:
+            return choose_method(replace(grid, rows=rows).in_shape, in2, memory_limit=grid.left(rows), **options)
 
         def rejected(grid: _TileGrid, rows: int) -> str | None:  # why `method` ('auto': every method) cannot filter tiles of `rows` rows
-            in_shape = replace(grid, rows=rows).in_shape
-            choice = choose_method(in_shape, in2, memory_limit=grid.left(rows), **options)
+            chosen = choice(grid, rows)
             if method != "auto":
-                return choice.rejected.get(method)
-            reason = choice.rejected.get(choice.method)  # where none fits, 'auto' takes the one with the smallest temporaries
-            return reason and f"{choice.method!r}, the method with the smallest temporaries: {reason}"
+                return chosen.rejected.get(method)
+            reason = chosen.rejected.get(chosen.method)  # where none fits, 'auto' takes the one with the smallest temporaries
+            return reason and f"{chosen.method!r}, the method with the smallest temporaries: {reason}"
+
+        def seconds(grid: _TileGrid) -> float:  # estimated, to filter every tile
+            chosen = choice(grid, grid.rows)
+            return grid.count() * chosen.estimates[chosen.method if method == "auto" else method].seconds * grid.cut_factor()
 
         def widths(axes: int) -> Iterator[tuple[int, ...]]:  # of the tiles along axes 1 to `axes - 1`: powers of 2, or whole
             sizes = [sorted({n, *(1 << j for j in range(n.bit_length()) if 1 << j < n)}) for n in y_shape[1:axes]]
@@ -313,11 +331,16 @@ class _TileGrid:
                 grid = replace(grid, rows=max(1, box_bytes // row_box - kernel[0] + 1))
                 if grid.in_flight(1) <= limit:
                     grids.append((kernel[0] * row_box > box_bytes, grid))  # over the tiles' share even with one row: last
+        shortlist: list[_TileGrid] = []
         for _, grid in sorted(grids, key=lambda g: (g[0], g[1].read_factor(), g[1].axes, -math.prod(g[1].widths))):
             if not rejected(grid, grid.rows):
-                return grid
-            if not rejected(grid, 1):
-                return replace(grid, rows=_most_rows(grid.rows, lambda rows: rejected(grid, rows)))
+                shortlist.append(grid)
+            elif not rejected(grid, 1):
+                shortlist.append(replace(grid, rows=_most_rows(grid.rows, lambda rows: rejected(grid, rows))))
+            if len(shortlist) == _SHORTLIST:
+                break
+        if shortlist:
+            return min(shortlist, key=seconds)
         finest = cls(y_shape, kernel, limit, itemsize, tuple(1 for _ in y_shape[1:]))
         _check_room(limit, finest.in_flight(1))
         which, advice = ("no method can", "") if method == "auto" else (f"method {method!r} cannot", " or use method='auto'")
@@ -376,36 +399,49 @@ class _BoxReader:
         """The box ``start:stop`` along each of the first ``len(ranges)`` axes (whole along
         the rest), into `into` (of that shape) if given, else a new array; indices outside
         ``[0, n)`` follow the pad mode. Each run of consecutive source indices along each
-        axis is read once, as one slice per combination of runs."""
+        axis is read once, as one slice per combination of runs, and placed by
+        :func:`_placements`."""
         shape = self.source.shape
         box = np.empty((*(b - a for a, b in ranges), *shape[len(ranges) :]), self.dtype) if into is None else into
-        pieces = []
+        runs = []
         for axis, (start, stop) in enumerate(ranges):
             index = source_index(np.arange(start, stop), shape[axis], self.pad_mode)
             if (index < 0).any():
                 box[(slice(None),) * axis + (index < 0,)] = self.fillvalue
-            pieces.append([_piece(index, lo, hi) for lo, hi in _runs(np.unique(index[index >= 0]))])
-        for combination in itertools.product(*pieces):
-            block = np.asarray(self.source[_index(tuple(slice(lo, hi) for lo, hi, _, _ in combination))])
-            into_at, from_at = [at for _, _, at, _ in combination], [at for _, _, _, at in combination]
-            if any(isinstance(at, np.ndarray) for at in into_at):  # samples out of order or repeated
-                into_at = [np.arange(box.shape[i])[at] for i, at in enumerate(into_at)]
-                from_at = [np.arange(block.shape[i])[at] for i, at in enumerate(from_at)]
-                box[np.ix_(*into_at)] = block[np.ix_(*from_at)]
-            else:
-                box[tuple(into_at)] = block
+            runs.append([(lo, hi, _placements(index, lo, hi)) for lo, hi in _runs(np.unique(index[index >= 0]))])
+        for combination in itertools.product(*runs):
+            block = np.asarray(self.source[_index(tuple(slice(lo, hi) for lo, hi, _ in combination))])
+            for placement in itertools.product(*(places for _, _, places in combination)):
+                into_at, from_at = [at for at, _ in placement], [at for _, at in placement]
+                if any(isinstance(at, np.ndarray) for at in into_at):  # samples out of order or repeated
+                    into_at = [np.arange(box.shape[i])[at] for i, at in enumerate(into_at)]
+                    from_at = [np.arange(block.shape[i])[at] for i, at in enumerate(from_at)]
+                    box[np.ix_(*into_at)] = block[np.ix_(*from_at)]
+                else:
+                    box[tuple(into_at)] = block[tuple(from_at)]
         return box
 
 
-def _piece(index: np.ndarray, lo: int, hi: int) -> tuple[int, int, slice | np.ndarray, slice | np.ndarray]:
+def _placements(index: np.ndarray, lo: int, hi: int) -> list[tuple[slice | np.ndarray, slice | np.ndarray]]:
     """Where the samples ``lo:hi`` of an axis go in a box whose samples read `index`
-    (``index[i]`` is the source sample of the box's sample i): ``(lo, hi, into, from)``,
-    the box's samples `into` taking the block's samples `from`; slices where the run goes
-    in order, index arrays where it is reversed or read twice."""
+    (``index[i]`` is the source sample of the box's sample i): pairs ``(into, from)``, the
+    box's samples `into` taking the block's samples `from`. The longest stretch in order
+    is one pair of slices (a plain copy); the samples reflected or read twice past an
+    edge ('symm', 'nearest'), index arrays: a gather of the whole box through them took
+    106 ms where the copy takes 8."""
     at = np.flatnonzero((index >= lo) & (index < hi))
-    if at[-1] - at[0] == hi - lo - 1 and np.array_equal(index[at], np.arange(lo, hi)):
-        return lo, hi, slice(at[0], at[-1] + 1), slice(None)
-    return lo, hi, at, index[at] - lo
+    source = index[at] - lo
+    breaks = np.flatnonzero((np.diff(at) != 1) | (np.diff(source) != 1))  # the stretch in order ends at each
+    starts, ends = np.r_[0, breaks + 1], np.r_[breaks, len(at) - 1]
+    longest = int(np.argmax(ends - starts))
+    first, last = int(starts[longest]), int(ends[longest])
+    places: list[tuple[slice | np.ndarray, slice | np.ndarray]] = [
+        (slice(at[first], at[last] + 1), slice(source[first], source[last] + 1))
+    ]
+    rest = np.r_[0:first, last + 1 : len(at)]
+    if rest.size:
+        places.append((at[rest], source[rest]))
+    return places
 
 
 def _runs(sorted_rows: np.ndarray) -> list[tuple[int, int]]:

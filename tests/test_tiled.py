@@ -481,6 +481,20 @@ def test_a_zarr_or_hdf5_dataset_into_itself_is_refused(tmp_path, rng):
     file.close()
 
 
+@pytest.mark.parametrize("pad_mode, halo", [("symmetric", [2, 1, 0]), ("reflect", [3, 2, 1]), ("edge", [0, 0, 0])])
+def test_a_box_past_a_reflecting_edge_gathers_only_its_halo(pad_mode, halo):
+    """A tile at the image's edge with 'symm' (or 'mirror', 'nearest') read every sample of
+    its box through index arrays, as its source indices are not in order (106 ms for a
+    4090x4102 box, against 8 ms for a copy): the stretch in order is now one slice."""
+    from arrayconv._boundary import source_index
+    from arrayconv._tiled import _placements
+
+    index = source_index(np.arange(-3, 10), 10, pad_mode)
+    (into, source), (halo_into, halo_from) = _placements(index, 0, 10)
+    assert (into, source) == (slice(3, 13), slice(0, 10))
+    assert halo_into.tolist() == [0, 1, 2] and halo_from.tolist() == halo
+
+
 @pytest.mark.parametrize("method", ["fft", "im2col", "oa", "direct"])
 def test_a_method_named_gets_slabs_it_can_filter(method, rng):
     """Slabs were sized by their share of the budget alone, and the filter got what they
