@@ -298,12 +298,12 @@ class _TileGrid:
     def choose(cls, y_shape, kernel, limit, box_bytes, itemsize, method, in2, options) -> _TileGrid:  # type: ignore[no-untyped-def]
         """The grid estimated fastest (its tiles' count times the chooser's estimate for
         the largest, times :meth:`cut_factor`) among the :data:`_SHORTLIST` that read least
-        (:meth:`read_factor`) of
-        those whose boxes in flight with one output row fit `limit` and where `method`
-        ('auto': some method) can filter a one-row tile in what they leave; its rows as
-        many as fit an eighth of `limit` (`box_bytes`) and, for that method, what is left.
-        Reading least shortlists grids; the estimate decides, since a small kernel's direct
-        sums cost no more for a slab's halo, and an FFT's transforms do."""
+        (:meth:`read_factor`) of those whose boxes in flight with one output row fit
+        `limit` and where `method` ('auto': some method) can filter a one-row tile in what
+        they leave; its rows as many as fit an eighth of `limit` (`box_bytes`) and, for
+        that method, what is left. Reading least shortlists grids; the estimate decides,
+        since a small kernel's direct sums cost no more for a slab's halo, and an FFT's
+        transforms do."""
 
         def choice(grid: _TileGrid, rows: int) -> Choice:
             return choose_method(replace(grid, rows=rows).in_shape, in2, memory_limit=grid.left(rows), **options)
