@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import re
 import sys
@@ -31,7 +32,7 @@ def add_commands(commands: Any) -> None:
     cmd = commands.add_parser("filter", help="filter an image file (.npy, .tif, .png, .fits) into another")
     cmd.add_argument("input", help="image file: .npy, .tif/.tiff, .png or .fits/.fit/.fts")
     cmd.add_argument("output", help="result file: .npy, .tif/.tiff, .png or .fits/.fit/.fts")
-    cmd.add_argument("--kernel", required=True, help="gaussian:SIGMA, box:K, or a .npy or FITS file (a PSF)")
+    cmd.add_argument("--kernel", required=True, help=f"{_KERNELS} (a PSF); one size per axis, or one for the plane")
     cmd.add_argument("--mode", default="same", choices=("same", "full", "valid"))
     cmd.add_argument("--boundary", default="fill", choices=tuple(BOUNDARIES))
     cmd.add_argument("--fillvalue", default=0.0, type=float, help="the value past the edges with --boundary fill, and of NaNs with --nan fill (default 0)")
@@ -130,57 +131,85 @@ def parse_size(text: str) -> int:
     return size
 
 
-def make_kernel(spec: str, shape: tuple[int, ...]) -> np.ndarray:
-    """The kernel of ``gaussian:SIGMA``, ``box:K``, or a .npy or FITS file, as an array of
-    ``len(shape)`` dims for an image of `shape` (float32 for the named kernels).
+_KERNELS = "gaussian:SIGMA[,SIGMA...], box:K[,K...], or a .npy or FITS file"
 
-    Named kernels, and kernel files of 1 or 2 dims, span the image's plane
-    (:func:`plane_axes`); its other axes (colour channels, the planes of a stack) are
-    filtered independently.
+
+def make_kernel(spec: str, shape: tuple[int, ...]) -> np.ndarray:
+    """The kernel of ``gaussian:SIGMA[,SIGMA...]``, ``box:K[,K...]``, or a .npy or FITS
+    file, as an array of ``len(shape)`` dims for an image of `shape` (float32 for the named
+    kernels).
+
+    A named kernel with one size spans the image's plane (:func:`plane_axes`), with one size
+    per axis the last that many of its :func:`spatial_axes` (``gaussian:4,2,2`` on a
+    ``(z, y, x)`` stack: sigma 4 along z). So do kernel files of 3 or more dims; files of
+    1 or 2 dims span the plane. The image's other axes (colour channels, the planes of a
+    stack under a 2-D kernel) are filtered independently.
     """
     name, _, value = spec.partition(":")
-    ndim = len(shape)
-    if spec.lower().endswith((".npy", *FITS_SUFFIXES)):
-        path = Path(spec)
-        if not path.is_file():
-            raise UsageError(f"kernel file not found: {path}")
-        kernel = np.array(read_image(path))  # in memory
-        kernel = kernel.astype(kernel.dtype.newbyteorder("="), copy=False)  # FITS data are big-endian
-        if kernel.dtype.kind not in "iuf" or kernel.ndim > ndim:
-            raise UsageError(f"kernel file {path} must hold a real array of at most {ndim} dims, got {kernel.dtype} {kernel.shape}")
-    elif name == "gaussian" and _positive(value):
-        sigma = float(value)
-        r = np.arange(-math.ceil(4 * sigma), math.ceil(4 * sigma) + 1)
-        g = np.exp(-(r**2) / (2 * sigma**2))
-        kernel = np.multiply.outer(g, g) if ndim >= 2 else g
-        kernel = (kernel / kernel.sum()).astype(np.float32)
-    elif name == "box" and value.isdigit() and int(value) >= 1:
-        k = int(value)
-        kernel = np.full((k, k) if ndim >= 2 else (k,), 1 / k ** min(ndim, 2), np.float32)
+    named = name in ("gaussian", "box") and not spec.lower().endswith((".npy", *FITS_SUFFIXES))
+    if not named:
+        kernel = _kernel_file(spec, len(shape))
+        lengths = kernel.shape
+    elif sizes := _sizes(value, float if name == "gaussian" else int):
+        sizes = sizes * 2 if len(sizes) == 1 and len(shape) >= 2 else sizes  # one size: the plane
+        lengths = tuple(2 * math.ceil(4 * size) + 1 for size in sizes) if name == "gaussian" else tuple(sizes)
     else:
-        raise UsageError(f"unknown kernel {spec!r}; use gaussian:SIGMA, box:K, or a .npy or FITS file")
-    axes = plane_axes(shape)[: kernel.ndim] if kernel.ndim <= 2 else range(kernel.ndim)
-    placed = [1] * ndim
-    for axis, n in zip(axes, kernel.shape):
+        raise UsageError(f"unknown kernel {spec!r}; use {_KERNELS}")
+    spatial = spatial_axes(shape)
+    if len(lengths) > len(spatial):
+        raise UsageError(f"kernel {spec!r} has {len(lengths)} dims, but an image of shape {shape} has {len(spatial)} spatial axes")
+    axes = plane_axes(shape)[: len(lengths)] if len(lengths) <= 2 else spatial[-len(lengths) :]
+    size, budget = math.prod(lengths) * 4, _config.budget(NUMPY.name)
+    if size > budget:  # checked before a named kernel is made: gaussian:1e9 would not fit in memory
+        raise UsageError(f"kernel {spec!r} of shape {tuple(lengths)} would take {size} bytes, over the memory budget of {budget}")
+    placed = [1] * len(shape)
+    for axis, n in zip(axes, lengths):
         placed[axis] = n
+    if named:
+        gaussian = name == "gaussian"
+        profiles = [np.exp(-((np.arange(n) - n // 2) ** 2) / (2 * size**2)) if gaussian else np.ones(n) for n, size in zip(lengths, sizes)]
+        kernel = functools.reduce(np.multiply.outer, profiles)
+        kernel = (kernel / kernel.sum()).astype(np.float32)
     return kernel.reshape(placed)
 
 
-def plane_axes(shape: tuple[int, ...]) -> tuple[int, ...]:
-    """The axes of an image of `shape` that a 2-D kernel spans: both of a 2-D image, the two
-    before a last axis of at most 4 samples (colour: RGB, RGBA), else the last two (a stack
-    of planes, a FITS cube)."""
-    ndim = len(shape)
-    if ndim <= 2:
-        return tuple(range(ndim))
-    return (ndim - 3, ndim - 2) if shape[-1] <= 4 else (ndim - 2, ndim - 1)
+def _kernel_file(spec: str, ndim: int) -> np.ndarray:
+    """The kernel in the .npy or FITS file `spec`, in memory and native byte order, of at
+    most `ndim` dims."""
+    if not spec.lower().endswith((".npy", *FITS_SUFFIXES)):
+        raise UsageError(f"unknown kernel {spec!r}; use {_KERNELS}")
+    path = Path(spec)
+    if not path.is_file():
+        raise UsageError(f"kernel file not found: {path}")
+    kernel = np.array(read_image(path))  # in memory
+    kernel = kernel.astype(kernel.dtype.newbyteorder("="), copy=False)  # FITS data are big-endian
+    if kernel.dtype.kind not in "iuf" or kernel.ndim > ndim:
+        raise UsageError(f"kernel file {path} must hold a real array of at most {ndim} dims, got {kernel.dtype} {kernel.shape}")
+    return kernel
 
 
-def _positive(text: str) -> bool:
+def _sizes(text: str, kind: type) -> list[Any]:
+    """The comma-separated positive sizes of a named kernel (``2``, ``4,2,2``), or [] when
+    `text` is not that."""
     try:
-        return float(text) > 0
+        sizes = [kind(part) for part in text.split(",")]
     except ValueError:
-        return False
+        return []
+    return sizes if all(0 < size < math.inf for size in sizes) else []
+
+
+def spatial_axes(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The axes of an image of `shape` a kernel may span: all of them, less a last axis of
+    at most 4 samples (colour: RGB, RGBA) on an image of 3 or more dims."""
+    ndim = len(shape)
+    return tuple(range(ndim - 1 if ndim >= 3 and shape[-1] <= 4 else ndim))
+
+
+def plane_axes(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The axes of an image of `shape` that a 2-D kernel spans: the last two of its
+    :func:`spatial_axes` (both of a 2-D image; the two before a colour axis; the last two of
+    a stack of planes, a FITS cube)."""
+    return spatial_axes(shape)[-2:]
 
 
 def _on_gpu(kernel: np.ndarray) -> Any:

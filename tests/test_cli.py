@@ -128,6 +128,36 @@ def test_stacks_and_cubes_are_filtered_plane_by_plane(tmp_path, rng):
         assert_matches(np.asarray(got, np.float32), expected, dtype="float32")
 
 
+def test_named_kernels_take_a_size_per_axis_and_psfs_span_the_last_axes(tmp_path, rng, capsys):
+    """Named kernels were 2-D only: a z-stack's 3-D Gaussian (coarser along z) needed a
+    hand-made file. And a 3-D PSF file on a (t, z, y, x) series spanned (t, z, y). Sizes
+    now go one per axis over the last spatial axes, as do kernel files of 3 or more dims.
+    gaussian:inf was a traceback, and gaussian:1e9 a MemoryError."""
+    tifffile = pytest.importorskip("tifffile")
+    stack = rng.random((16, 70, 50), dtype=np.float32)
+    tifffile.imwrite(tmp_path / "stack.tif", stack)
+    assert main(["filter", str(tmp_path / "stack.tif"), str(tmp_path / "out.tif"), "--kernel", "gaussian:3,1.5,1", "--no-progress"]) == 0
+    expected = scipy.ndimage.gaussian_filter(stack.astype(np.float64), (3, 1.5, 1), mode="constant", truncate=4.0)
+    assert_matches(tifffile.imread(tmp_path / "out.tif"), expected, dtype="float32")
+    series, psf = rng.random((2, 6, 30, 20), dtype=np.float32), rng.random((3, 5, 4), dtype=np.float32)
+    np.save(tmp_path / "series.npy", series)
+    np.save(tmp_path / "psf.npy", psf)
+    assert main(["filter", str(tmp_path / "series.npy"), str(tmp_path / "out.npy"), "--kernel", str(tmp_path / "psf.npy"), "--no-progress"]) == 0
+    expected = np.stack([scipy.signal.correlate(volume.astype(np.float64), psf.astype(np.float64), "same") for volume in series])
+    assert_matches(np.load(tmp_path / "out.npy"), expected, dtype="float32")
+    assert make_kernel("box:3,5", (40, 50, 3)).shape == (3, 5, 1)  # two sizes: the plane, before a colour axis
+    capsys.readouterr()
+    for kernel, message in [
+        ("box:3,3,3,3", "kernel 'box:3,3,3,3' has 4 dims, but an image of shape (16, 70, 50) has 3 spatial axes"),
+        ("gaussian:1e9", "kernel 'gaussian:1e9' of shape (8000000001, 8000000001) would take 256000000064000000004 bytes, over the memory budget"),  # not made
+        ("box:0,3", "unknown kernel 'box:0,3'"),
+        ("gaussian:inf", "unknown kernel 'gaussian:inf'"),  # was a traceback (OverflowError)
+    ]:
+        assert main(["filter", str(tmp_path / "stack.tif"), str(tmp_path / "o.tif"), "--kernel", kernel, "--no-progress"]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and message in err, err
+
+
 def test_a_fits_file_without_an_image_is_one_line(tmp_path, capsys):
     fits = pytest.importorskip("astropy.io.fits")
     table = fits.BinTableHDU.from_columns([fits.Column(name="flux", format="E", array=np.arange(3.0))])
