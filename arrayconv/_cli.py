@@ -222,6 +222,7 @@ def _on_gpu(kernel: np.ndarray) -> Any:
 
 
 def fail(message: str) -> int:
-    """Print one error line and return exit code 2."""
-    print(f"arrayconv: error: {message}", file=sys.stderr)
+    """Print one error line (the first of `message`: a reader's error may run to several,
+    as imageio's list of plugins) and return exit code 2."""
+    print(f"arrayconv: error: {message.strip().splitlines()[0] if message.strip() else 'failed'}", file=sys.stderr)
     return 2

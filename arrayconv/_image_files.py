@@ -4,8 +4,10 @@ written out of core where the format allows."""
 from __future__ import annotations
 
 import importlib
+import logging
 import math
 import re
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +28,44 @@ class UsageError(Exception):
 
 def read_image(path: Path) -> Any:
     """The image of a .npy (memory-mapped), .tif (memory-mapped when uncompressed), .png,
-    or FITS file (its first HDU with image data; memory-mapped unless scaled by BSCALE/BZERO)."""
+    or FITS file (its first HDU with image data; memory-mapped unless scaled by BSCALE/BZERO).
+
+    A file the readers cannot read is one :class:`UsageError`, and what they said about it
+    (astropy's warnings on a corrupt header, tifffile's log) is dropped; a file they read
+    gives its warnings and log records after.
+    """
+    if path.suffix.lower() in FITS_SUFFIXES:
+        _optional("astropy.io.fits", "FITS files")  # imported first: astropy's import routes warnings to its logger
+    logger, records = logging.getLogger("tifffile"), _Held()
+    logger.addHandler(records)
+    propagate, logger.propagate = logger.propagate, False
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            image = _read_image(path)
+    finally:
+        logger.removeHandler(records)
+        logger.propagate = propagate
+    for warning in caught:
+        warnings.warn_explicit(warning.message, warning.category, warning.filename, warning.lineno)
+    for record in records.held:
+        logger.handle(record)
+    return image
+
+
+class _Held(logging.Handler):
+    """Log records held back."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.held: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        """Hold `record`."""
+        self.held.append(record)
+
+
+def _read_image(path: Path) -> Any:
     suffix = path.suffix.lower()
     try:
         if suffix == ".npy":
@@ -41,7 +80,9 @@ def read_image(path: Path) -> Any:
             return _read_fits(path)
         imageio = _optional("imageio.v3", "PNG files")
         return imageio.imread(path)
-    except (OSError, ValueError) as exc:
+    except UsageError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a corrupt file makes each reader raise its own kind (IndexError, EOFError)
         raise UsageError(f"cannot read {path}: {exc}") from None
 
 

@@ -226,6 +226,22 @@ def test_errors_are_one_line_and_exit_code_2(tmp_path, image, capsys, args, mess
     assert not (tmp_path / "o.npy").exists()
 
 
+def test_a_corrupt_file_is_one_line_from_a_real_process(tmp_path):
+    """A corrupt TIFF (IndexError in tifffile) and an empty .npy (EOFError) were tracebacks;
+    a corrupt PNG's error ran to four lines (imageio's plugins), a corrupt FITS file's came
+    after four lines of astropy's warnings, a corrupt TIFF's after tifffile's log."""
+    pytest.importorskip("tifffile")
+    pytest.importorskip("imageio")
+    pytest.importorskip("astropy")
+    files = {"corrupt.tif": b"II*\x00garbage", "empty.npy": b"", "corrupt.png": b"\x89PNG garbage", "corrupt.fits": b"SIMPLE  = T garbage"}
+    for name, data in files.items():
+        (tmp_path / name).write_bytes(data)
+        args = [sys.executable, "-m", "arrayconv", "filter", str(tmp_path / name), str(tmp_path / "o.npy"), "--kernel", "box:3"]
+        done = subprocess.run(args, capture_output=True, text=True, check=False)
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+        assert done.stderr.startswith(f"arrayconv: error: cannot read {tmp_path / name}: "), done.stderr
+
+
 def test_info_and_exit_code_from_a_real_process(tmp_path):
     env = {**os.environ, "ARRAYCONV_CACHE_DIR": str(tmp_path)}  # no calibrated rates there
     done = subprocess.run([sys.executable, "-m", "arrayconv", "info"], capture_output=True, text=True, check=False, env=env)
