@@ -64,6 +64,8 @@ def run_filter(args: argparse.Namespace) -> int:
     shape = tuple(length for _, length in windows)
     dtype = np.result_type(image.dtype, kernel.dtype)
     in_memory = target.suffix.lower() == ".png"
+    if in_memory and image.dtype not in (np.uint8, np.uint16):  # clipped to uint8, a float image in [0, 1) would be black
+        raise UsageError(f"a .png OUTPUT holds the uint8 or uint16 images PNG stores; {source} holds {image.dtype}: write .npy, .tif or FITS")
     header = None
     if source.suffix.lower() in FITS_SUFFIXES and target.suffix.lower() in FITS_SUFFIXES:
         shifts = tuple((k - 1) // 2 - start for (start, _), k in zip(windows, kernel.shape))  # 'same' starts at (k - 1) // 2

@@ -152,9 +152,9 @@ def _create_fits(path: Path, shape: tuple[int, ...], dtype: np.dtype[Any], cards
 
 
 def write_png(path: Path, result: np.ndarray, like: np.dtype[Any]) -> None:
-    """`result` rounded and clipped to the input's integer type (uint8 unless it was uint16)."""
+    """`result` rounded and clipped to the input's dtype `like`, uint8 or uint16."""
     imageio = _optional("imageio.v3", "PNG files")
-    dtype = np.dtype(like) if np.dtype(like) in (np.uint8, np.uint16) else np.dtype(np.uint8)
+    dtype = np.dtype(like)
     info = np.iinfo(dtype)
     imageio.imwrite(path, np.clip(np.rint(result), info.min, info.max).astype(dtype))
 

@@ -216,14 +216,15 @@ def test_a_library_error_leaves_no_output_file(tmp_path, image, capsys):
         (["filter", "{tmp}/in.npy", "{tmp}/o.npy", "--kernel", "box:3", "--memory-limit", "lots"], "--memory-limit must be bytes"),
         (["filter", "{tmp}/in.npy", "{tmp}/o.npy", "--kernel", "box:300", "--mode", "valid"], "mode 'valid' needs the image"),
         (["filter", "{tmp}/in.npy", "{tmp}/./in.npy", "--kernel", "box:3"], "OUTPUT must be another file than INPUT"),
+        (["filter", "{tmp}/in.npy", "{tmp}/o.png", "--kernel", "box:3"], "a .png OUTPUT holds the uint8 or uint16 images PNG stores; {tmp}/in.npy holds float"),
         (["frobnicate"], "invalid choice: 'frobnicate'"),
     ],
 )
 def test_errors_are_one_line_and_exit_code_2(tmp_path, image, capsys, args, message):
     assert main([a.format(tmp=tmp_path) for a in args]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("arrayconv: error: ") and message in err, err
-    assert not (tmp_path / "o.npy").exists()
+    assert err.count("\n") == 1 and err.startswith("arrayconv: error: ") and message.format(tmp=tmp_path) in err, err
+    assert not (tmp_path / "o.npy").exists() and not (tmp_path / "o.png").exists()
 
 
 def test_a_corrupt_file_is_one_line_from_a_real_process(tmp_path):
