@@ -31,6 +31,7 @@ from ._boundary import BOUNDARIES, extend, fill_dtype, fill_number, source_index
 from ._choose import Choice
 from ._choose_method import choose_method
 from ._correlate import Boundary, MethodName, Mode, convolve, correlate
+from ._methods import METHODS
 from ._docstrings import fill
 from ._nan import NAN_POLICIES, NanPolicy, check_kernel, check_result, refuse_nan
 from ._problem import as_array, check_choice, check_no_overlap, check_numeric, check_valid_sizes, result_dtype
@@ -156,10 +157,12 @@ def _filter_into(in1, in2, out, mode, method, boundary, fillvalue, nan, memory_l
     if not all(hasattr(in1, attr) for attr in ("shape", "dtype", "__getitem__")):
         in1 = np.asarray(in1)  # a nested list, say: in memory already
     check_choice("mode", mode, ("full", "same", "valid"))
+    check_choice("method", method, ("auto", *METHODS))
     check_choice("boundary", boundary, BOUNDARIES)
     check_choice("nan", nan, NAN_POLICIES)
     if memory_limit is not None:
         _config.check_positive_int("memory_limit", memory_limit)
+    _check_out_writable(out)
     check_no_overlap(out, NUMPY, in1=in1)  # a tile written over samples still to be read
     check_no_overlap(out, backend, in2=in2)
     check_kernel(nan, in2, "in2", backend)
@@ -349,6 +352,17 @@ class _TileGrid:
             f"their boxes in flight leave {finest.left(1)} bytes to filter each one, and {rejected(finest, 1)}. "
             f"Raise `memory_limit`{advice}"
         )
+        raise ValueError(msg)
+
+
+def _check_out_writable(out: Any) -> None:
+    """Refuse an `out` that is no array-like (None, a list) or a NumPy array that is read-only
+    (a memmap opened with mode 'r'), before any read."""
+    if not all(hasattr(out, attr) for attr in ("shape", "dtype", "__setitem__")):
+        msg = f"`out` must be an array with shape, dtype and slice assignment (NumPy, a memmap, zarr, h5py), got {type(out).__name__}"
+        raise TypeError(msg)
+    if isinstance(out, np.ndarray) and not out.flags.writeable:
+        msg = "`out` must be writable, got a read-only array (a memmap opened with mode 'r'?)"
         raise ValueError(msg)
 
 

@@ -456,6 +456,22 @@ def test_two_mappings_of_one_file_are_one_array(tmp_path, rng):
     assert_matches(np.asarray(second), ref, dtype="float32")
 
 
+def test_out_that_is_no_array_or_read_only_and_an_unknown_method_are_refused(tmp_path, rng):
+    """`out=None` (or a list) was an AttributeError, a read-only memmap NumPy's "assignment
+    destination is read-only" at the first write, and `method='fast'` a KeyError."""
+    x, k = random(rng, (40, 30), "float64"), random(rng, (5, 5), "float64")
+    np.save(tmp_path / "out.npy", np.zeros((40, 30)))
+    for out, error, match in [
+        (None, TypeError, "`out` must be an array with shape, dtype and slice assignment .* got NoneType"),
+        (np.zeros((40, 30)).tolist(), TypeError, "got list"),
+        (np.load(tmp_path / "out.npy", mmap_mode="r"), ValueError, "`out` must be writable, got a read-only array"),
+    ]:
+        with pytest.raises(error, match=match):
+            ac.correlate_into(_Unread(x), k, out, progress=False)
+    with pytest.raises(ValueError, match="`method` must be one of .*, got 'fast'"):
+        ac.correlate_into(_Unread(x), k, np.zeros((40, 30)), method="fast", progress=False)
+
+
 def test_a_zarr_or_hdf5_dataset_into_itself_is_refused(tmp_path, rng):
     """Only NumPy arrays were checked for overlap: filtering a zarr array into itself gave
     errors of 2.1 (relative to max|ref|), tiles reading samples already written. The same
