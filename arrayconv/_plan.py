@@ -140,7 +140,7 @@ class Plan:
         sample: Array | None = None,
         calls: Calls = "plan",
     ) -> None:
-        _check_result_fits(spec)
+        check_result_fits(spec)
         if spec.backend.name == "numpy":
             keep_freed_memory()
         self._spec = spec
@@ -361,7 +361,7 @@ def _caller_level() -> int:
     return level
 
 
-def _check_result_fits(spec: Spec) -> None:
+def check_result_fits(spec: Spec) -> None:
     """Refuse, before any work, a result larger than the whole memory of its device."""
     need = math.prod(spec.y.shape) * spec.y.dtype.itemsize
     total = _config.capacity(spec.backend.name)

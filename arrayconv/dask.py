@@ -92,6 +92,7 @@ def conv(
     chunked (each block gets its halo); with a larger stride they are gathered too and
     the work is split over the batch.
     """
+    _check_dask("x", x, "conv")
     check_choice("padding_mode", padding_mode, PADDING_MODES)
     check_choice("nan", nan, NAN_POLICIES)
     w = as_array(w, "w", get_backend(w=w))
@@ -120,6 +121,7 @@ def conv(
 
 
 def _filter(in1, in2, mode, method, boundary, fillvalue, nan, func):  # type: ignore[no-untyped-def]
+    _check_dask("in1", in1, func.__name__)
     check_choice("mode", mode, ("full", "same", "valid"))
     check_choice("boundary", boundary, BOUNDARIES)
     check_choice("nan", nan, NAN_POLICIES)
@@ -145,6 +147,16 @@ def _filter(in1, in2, mode, method, boundary, fillvalue, nan, func):  # type: ig
         return func(a, k, "valid", method, nan=nan, fillvalue=fillvalue)
 
     return _valid_blocks(extended, axes, list(kernel), block, (in2,))
+
+
+def _check_dask(name: str, a: Any, function: str) -> None:
+    """Refuse an `a` that is not a dask array, naming it and where its kind goes instead."""
+    if not isinstance(a, da.Array):
+        msg = (
+            f"`{name}` must be a dask array, got {type(a).__name__}: wrap an array with "
+            f"dask.array.from_array(a, chunks=...), or filter it in memory with arrayconv.{function}"
+        )
+        raise TypeError(msg)
 
 
 def _extend(a: da.Array, axes: Sequence[int], pads: list[tuple[int, int]], pad_mode: str, fillvalue: complex = 0) -> da.Array:

@@ -103,6 +103,9 @@ def test_errors(rng):
         acd.conv(x[None, None], np.ones((0, 1, 3, 3)))
     with pytest.raises(ValueError, match="`nan` must be one of"):
         acd.correlate(x, np.ones((3, 3)), nan="omit")
+    for func, name in ((acd.correlate, "in1"), (acd.convolve, "in1"), (acd.conv, "x")):  # were AttributeErrors
+        with pytest.raises(TypeError, match=rf"`{name}` must be a dask array, got ndarray: wrap an array with dask.array.from_array"):
+            func(np.ones((1, 1, 6, 6)), np.ones((1, 1, 3, 3)))
     integers = da.from_array(random(rng, (20, 20), "int16"), chunks=5)
     with pytest.raises(ValueError, match="nan='normalize' divides each output by its kernel weight"):
         acd.correlate(integers, np.ones((3, 3), np.int16), nan="normalize")
