@@ -14,7 +14,7 @@ from ._choose import Calls, Choice, choose
 from ._conv import conv_spec
 from ._correlate import correlate_spec
 from ._kept import keeps_plan
-from ._plan import Plan, Spec, abs_bound, check_result_fits
+from ._plan import Plan, Spec, abs_bound, check_result_addressable
 from ._problem import ArraySpec, as_array, check_choice, input_spec
 
 _OPTIONS = {
@@ -102,7 +102,7 @@ def choose_method(
         spec, w_problem = correlate_spec(
             x_spec, w_array, backend, options["mode"], "auto", options["axes"], flip=op == "convolve", x_bound=bound, kernel_values=not _is_shape(w)
         )
-    check_result_fits(spec)  # as a call would: an absurd padding is this error, not an overflow in the estimates
+    check_result_addressable(spec)  # an absurd padding: this error, not an overflow in the estimates
     if measure:
         return Plan(spec, w_problem, "auto", memory_limit=memory_limit, measure=measure, calls="plan" if plan else "one").choice
     sizes = [math.prod(x_spec.shape), w_array.size]

@@ -140,7 +140,7 @@ class Plan:
         sample: Array | None = None,
         calls: Calls = "plan",
     ) -> None:
-        check_result_fits(spec)
+        _check_result_fits(spec)
         if spec.backend.name == "numpy":
             keep_freed_memory()
         self._spec = spec
@@ -361,7 +361,16 @@ def _caller_level() -> int:
     return level
 
 
-def check_result_fits(spec: Spec) -> None:
+def check_result_addressable(spec: Spec) -> None:
+    """Refuse a result of more bytes than any array can address (an absurd padding), which
+    the methods' estimates could not even price."""
+    need = math.prod(spec.y.shape) * spec.y.dtype.itemsize
+    if need > sys.maxsize:
+        msg = f"the result of shape {spec.y.shape} ({spec.y.dtype}) needs {need / 2**30:.3g} GiB, more than any array can hold; check the padding and mode"
+        raise ValueError(msg)
+
+
+def _check_result_fits(spec: Spec) -> None:
     """Refuse, before any work, a result larger than the whole memory of its device."""
     need = math.prod(spec.y.shape) * spec.y.dtype.itemsize
     total = _config.capacity(spec.backend.name)
