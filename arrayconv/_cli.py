@@ -161,9 +161,9 @@ def make_kernel(spec: str, shape: tuple[int, ...]) -> np.ndarray:
     if len(lengths) > len(spatial):
         raise UsageError(f"kernel {spec!r} has {len(lengths)} dims, but an image of shape {shape} has {len(spatial)} spatial axes")
     axes = plane_axes(shape)[: len(lengths)] if len(lengths) <= 2 else spatial[-len(lengths) :]
-    size, budget = math.prod(lengths) * 4, _config.budget(NUMPY.name)
-    if size > budget:  # checked before a named kernel is made: gaussian:1e9 would not fit in memory
-        raise UsageError(f"kernel {spec!r} of shape {tuple(lengths)} would take {size} bytes, over the memory budget of {budget}")
+    nbytes, budget = math.prod(lengths) * 4, _config.budget(NUMPY.name)
+    if nbytes > budget:  # checked before a named kernel is made: gaussian:1e9 would not fit in memory
+        raise UsageError(f"kernel {spec!r} of shape {tuple(lengths)} would take {nbytes} bytes, over the memory budget of {budget}")
     placed = [1] * len(shape)
     for axis, n in zip(axes, lengths):
         placed[axis] = n
