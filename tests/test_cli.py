@@ -113,6 +113,27 @@ def test_fits_to_fits_keeps_the_header_and_world_coordinates(tmp_path, rng, mode
     np.testing.assert_allclose(result.wcs_pix2world(pixels + shift, 0), sky.wcs_pix2world(pixels, 0), rtol=0, atol=1e-12)
 
 
+@pytest.mark.parametrize("mode", ["same", "full", "valid"])
+def test_a_cube_under_a_3d_kernel_keeps_its_world_coordinates_in_tiles(tmp_path, rng, mode):
+    """A spectral cube (frequency, dec, ra) under a 3-D kernel through a 64 KB budget, cut
+    into tiles along every axis: each CRPIXn, the spectral one too, moves with the result."""
+    fits = pytest.importorskip("astropy.io.fits")
+    wcs = pytest.importorskip("astropy.wcs")
+    sky = wcs.WCS(naxis=3)
+    sky.wcs.ctype, sky.wcs.crval = ["RA---TAN", "DEC--TAN", "FREQ"], [10.5, -30.0, 1.4e9]
+    sky.wcs.crpix, sky.wcs.cdelt = [40.5, 25.0, 3.0], [-1e-4, 1e-4, 1e6]
+    cube = rng.random((12, 50, 80), dtype=np.float32)
+    fits.PrimaryHDU(cube, header=sky.to_header()).writeto(tmp_path / "cube.fits")
+    args = ["filter", str(tmp_path / "cube.fits"), str(tmp_path / "out.fits"), "--kernel", "box:3,5,4", "--mode", mode]
+    assert main([*args, "--memory-limit", "64K", "--no-progress"]) == 0
+    got = fits.getdata(tmp_path / "out.fits")
+    assert_matches(np.asarray(got, np.float32), scipy.signal.correlate(cube.astype(np.float64), np.full((3, 5, 4), 1 / 60), mode), dtype="float32")
+    shift = {"same": [0, 0, 0], "full": [1, 2, 1], "valid": [-1, -2, -2]}[mode]  # output minus input index, (z, y, x)
+    pixels = np.array([[3.0, 4.0, 2.0], [50.0, 30.0, 7.0]])  # (x, y, z), 0-based, of the input
+    result = wcs.WCS(fits.getheader(tmp_path / "out.fits"))
+    np.testing.assert_allclose(result.wcs_pix2world(pixels + shift[::-1], 0), sky.wcs_pix2world(pixels, 0), rtol=0, atol=1e-9)
+
+
 def test_stacks_and_cubes_are_filtered_plane_by_plane(tmp_path, rng):
     """Named kernels spanned the first two axes: a (planes, y, x) stack was filtered across
     its planes and its rows."""
