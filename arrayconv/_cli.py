@@ -22,17 +22,18 @@ from ._machine import blas, cores, cpu_name
 from ._nan import NAN_POLICIES
 from ._rates import DEFAULT_RATES, cache_dir, rates_for
 from ._shapes import mode_window
-from ._tiled import correlate_into
+from ._tiled import convolve_into, correlate_into
 
 _SIZE = re.compile(r"^(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?$", re.IGNORECASE)
 
 
 def add_commands(commands: Any) -> None:
     """Add the `filter` and `info` subcommands to an argparse subparsers object."""
-    cmd = commands.add_parser("filter", help="filter an image file (.npy, .tif, .png, .fits) into another")
+    cmd = commands.add_parser("filter", help="correlate (or convolve) an image file (.npy, .tif, .png, .fits) into another")
     cmd.add_argument("input", help="image file: .npy, .tif/.tiff, .png or .fits/.fit/.fts")
     cmd.add_argument("output", help="result file: .npy, .tif/.tiff, .png or .fits/.fit/.fts")
     cmd.add_argument("--kernel", required=True, help=f"{_KERNELS} (a PSF); one size per axis, or one for the plane")
+    cmd.add_argument("--convolve", action="store_true", help="convolve (the kernel flipped), as a PSF blurs an image; default: correlate (a matched filter)")
     cmd.add_argument("--mode", default="same", choices=("same", "full", "valid"))
     cmd.add_argument("--boundary", default="fill", choices=tuple(BOUNDARIES))
     cmd.add_argument("--fillvalue", default=0.0, type=float, help="the value past the edges with --boundary fill, and of NaNs with --nan fill (default 0)")
@@ -73,7 +74,7 @@ def run_filter(args: argparse.Namespace) -> int:
     out = np.empty(shape, dtype) if in_memory else create_output(target, shape, dtype, header)
     options = dict(boundary=args.boundary, fillvalue=args.fillvalue, nan=args.nan, memory_limit=limit)
     try:
-        correlate_into(image, kernel, out, args.mode, **options, progress=not args.no_progress)
+        (convolve_into if args.convolve else correlate_into)(image, kernel, out, args.mode, **options, progress=not args.no_progress)
     except BaseException:  # an error, or Ctrl-C: no half-written file left behind
         if not in_memory:
             del out

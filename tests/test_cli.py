@@ -179,6 +179,17 @@ def test_named_kernels_take_a_size_per_axis_and_psfs_span_the_last_axes(tmp_path
         assert err.count("\n") == 1 and message in err, err
 
 
+def test_filter_correlates_and_convolves_with_an_asymmetric_psf(tmp_path, rng):
+    """`filter` correlated, and said nowhere that it did: a PSF blurs an image by
+    convolution, so an asymmetric PSF gave its mirror image's blur. `--convolve` flips it."""
+    image, psf = rng.random((40, 30), dtype=np.float32), rng.random((5, 4), dtype=np.float32)
+    np.save(tmp_path / "in.npy", image)
+    np.save(tmp_path / "psf.npy", psf)
+    for flag, func in (([], scipy.signal.correlate), (["--convolve"], scipy.signal.convolve)):
+        assert main(["filter", str(tmp_path / "in.npy"), str(tmp_path / "out.npy"), "--kernel", str(tmp_path / "psf.npy"), *flag, "--no-progress"]) == 0
+        assert_matches(np.load(tmp_path / "out.npy"), func(image.astype(np.float64), psf.astype(np.float64), "same"), dtype="float32")
+
+
 def test_a_fits_file_without_an_image_is_one_line(tmp_path, capsys):
     fits = pytest.importorskip("astropy.io.fits")
     table = fits.BinTableHDU.from_columns([fits.Column(name="flux", format="E", array=np.arange(3.0))])
