@@ -181,7 +181,7 @@ def test_tiles_cut_as_many_axes_as_the_budget_needs(xp, boundary, mode, x_shape,
     """Slabs were cut along the first axis only, so a budget that could not hold five
     slabs of a kernel's length in whole rows was refused: the planes of a volume with a
     3-D kernel, wide rows (a stack of planes with a 2-D kernel had its own path). Tiles
-    now cut the first two axes, or three, where that reads least."""
+    now cut the first two axes, or three, as the budget and the cost estimate decide."""
     x, k = random(rng, x_shape, "float32"), random(rng, k_shape, "float32")
     expected = ac.correlate(x.astype(np.float64), k.astype(np.float64), mode, "direct", boundary=boundary)
     out = np.zeros(expected.shape, np.float32).view(_Writes)
