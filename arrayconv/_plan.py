@@ -27,7 +27,7 @@ from ._choose import Calls, Choice, MemoryLimitWarning, choose, measured_choice
 from ._methods import METHODS, direct
 from ._nan import IGNORE, NanRule
 from ._nan import apply as apply_nan_rule
-from ._problem import ArraySpec, Problem, overlaps
+from ._problem import ArraySpec, Problem, check_writeable, overlaps
 
 # Integer results up to this bound are exact in float64 arithmetic, so FFT may compute them.
 _EXACT_FLOAT64 = 2 ** np.finfo(np.float64).nmant - 1
@@ -342,9 +342,7 @@ class Plan:
                 f"got shape {tuple(out.shape)} and dtype {out.dtype}"
             )
             raise ValueError(msg)
-        if spec.backend.name == "numpy" and not out.flags.writeable:
-            msg = "`out` must be writeable, got a read-only array"
-            raise ValueError(msg)
+        check_writeable(out)
         if overlaps(out, x, spec.backend):
             msg = "`out` must not overlap the input `x`"
             raise ValueError(msg)
@@ -361,10 +359,14 @@ def _caller_level() -> int:
     return level
 
 
+def _result_bytes(spec: Spec) -> int:
+    return math.prod(spec.y.shape) * spec.y.dtype.itemsize
+
+
 def check_result_addressable(spec: Spec) -> None:
     """Refuse a result of more bytes than any array can address (an absurd padding), which
     the methods' estimates could not even price."""
-    need = math.prod(spec.y.shape) * spec.y.dtype.itemsize
+    need = _result_bytes(spec)
     if need > sys.maxsize:
         msg = f"the result of shape {spec.y.shape} ({spec.y.dtype}) needs {need / 2**30:.3g} GiB, more than any array can hold; check the padding and mode"
         raise ValueError(msg)
@@ -372,7 +374,7 @@ def check_result_addressable(spec: Spec) -> None:
 
 def _check_result_fits(spec: Spec) -> None:
     """Refuse, before any work, a result larger than the whole memory of its device."""
-    need = math.prod(spec.y.shape) * spec.y.dtype.itemsize
+    need = _result_bytes(spec)
     total = _config.capacity(spec.backend.name)
     if need > total:
         msg = (

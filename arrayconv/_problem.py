@@ -260,6 +260,13 @@ def check_no_overlap(out: Array | None, backend: Backend, **arrays: Array | None
             raise ValueError(msg)
 
 
+def check_writeable(out: Any) -> None:
+    """Refuse a NumPy `out` that is read-only (a memmap opened with mode 'r', say)."""
+    if isinstance(out, np.ndarray) and not out.flags.writeable:
+        msg = "`out` must be writeable, got a read-only array (a memmap opened with mode 'r'?)"
+        raise ValueError(msg)
+
+
 def same_dataset(a: Any, b: Any) -> bool:
     """Whether array-likes `a` and `b` are handles on one stored dataset: zarr arrays of one
     store and path, or h5py datasets of one object in one file (two opens of one path are

@@ -15,6 +15,7 @@ back (pinned buffers, a copy stream) is :mod:`arrayconv._slab_copies`.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Callable, Iterator
@@ -34,7 +35,7 @@ from ._correlate import Boundary, MethodName, Mode, convolve, correlate
 from ._methods import METHODS
 from ._docstrings import fill
 from ._nan import NAN_POLICIES, NanPolicy, check_kernel, check_result, refuse_nan
-from ._problem import as_array, check_choice, check_no_overlap, check_numeric, check_valid_sizes, result_dtype
+from ._problem import as_array, check_choice, check_no_overlap, check_numeric, check_valid_sizes, check_writeable, result_dtype
 from ._shapes import mode_padding
 from ._slab_copies import SLOTS, slab_copies
 
@@ -162,7 +163,7 @@ def _filter_into(in1, in2, out, mode, method, boundary, fillvalue, nan, memory_l
     check_choice("nan", nan, NAN_POLICIES)
     if memory_limit is not None:
         _config.check_positive_int("memory_limit", memory_limit)
-    _check_out_writable(out)
+    _check_out_writeable(out)
     check_no_overlap(out, NUMPY, in1=in1)  # a tile written over samples still to be read
     check_no_overlap(out, backend, in2=in2)
     check_kernel(nan, in2, "in2", backend)
@@ -308,6 +309,7 @@ class _TileGrid:
         since a small kernel's direct sums cost no more for a slab's halo, and an FFT's
         transforms do."""
 
+        @functools.cache  # asked again for the same grid and rows: whether it fits, then how fast
         def choice(grid: _TileGrid, rows: int) -> Choice:
             return choose_method(replace(grid, rows=rows).in_shape, in2, memory_limit=grid.left(rows), **options)
 
@@ -355,15 +357,13 @@ class _TileGrid:
         raise ValueError(msg)
 
 
-def _check_out_writable(out: Any) -> None:
+def _check_out_writeable(out: Any) -> None:
     """Refuse an `out` that is no array-like (None, a list) or a NumPy array that is read-only
-    (a memmap opened with mode 'r'), before any read."""
+    (:func:`check_writeable`), before any read."""
     if not all(hasattr(out, attr) for attr in ("shape", "dtype", "__setitem__")):
         msg = f"`out` must be an array with shape, dtype and slice assignment (NumPy, a memmap, zarr, h5py), got {type(out).__name__}"
         raise TypeError(msg)
-    if isinstance(out, np.ndarray) and not out.flags.writeable:
-        msg = "`out` must be writable, got a read-only array (a memmap opened with mode 'r'?)"
-        raise ValueError(msg)
+    check_writeable(out)
 
 
 def _index(tile: tuple[slice, ...]) -> slice | tuple[slice, ...]:

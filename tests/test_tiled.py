@@ -464,7 +464,7 @@ def test_out_that_is_no_array_or_read_only_and_an_unknown_method_are_refused(tmp
     for out, error, match in [
         (None, TypeError, "`out` must be an array with shape, dtype and slice assignment .* got NoneType"),
         (np.zeros((40, 30)).tolist(), TypeError, "got list"),
-        (np.load(tmp_path / "out.npy", mmap_mode="r"), ValueError, "`out` must be writable, got a read-only array"),
+        (np.load(tmp_path / "out.npy", mmap_mode="r"), ValueError, "`out` must be writeable, got a read-only array"),
     ]:
         with pytest.raises(error, match=match):
             ac.correlate_into(_Unread(x), k, out, progress=False)
