@@ -149,11 +149,11 @@ def make_kernel(spec: str, shape: tuple[int, ...]) -> np.ndarray:
     stack under a 2-D kernel) are filtered independently.
     """
     name, _, value = spec.partition(":")
-    named = name in ("gaussian", "box") and not spec.lower().endswith((".npy", *FITS_SUFFIXES))
+    named = not spec.lower().endswith((".npy", *FITS_SUFFIXES))
     if not named:
-        kernel = _kernel_file(spec, len(shape))
+        kernel = _kernel_file(Path(spec), len(shape))
         lengths = kernel.shape
-    elif sizes := _sizes(value, float if name == "gaussian" else int):
+    elif name in ("gaussian", "box") and (sizes := _sizes(value, float if name == "gaussian" else int)):
         sizes = sizes * 2 if len(sizes) == 1 and len(shape) >= 2 else sizes  # one size: the plane
         lengths = tuple(2 * math.ceil(4 * size) + 1 for size in sizes) if name == "gaussian" else tuple(sizes)
     else:
@@ -176,12 +176,9 @@ def make_kernel(spec: str, shape: tuple[int, ...]) -> np.ndarray:
     return kernel.reshape(placed)
 
 
-def _kernel_file(spec: str, ndim: int) -> np.ndarray:
-    """The kernel in the .npy or FITS file `spec`, in memory and native byte order, of at
-    most `ndim` dims."""
-    if not spec.lower().endswith((".npy", *FITS_SUFFIXES)):
-        raise UsageError(f"unknown kernel {spec!r}; use {_KERNELS}")
-    path = Path(spec)
+def _kernel_file(path: Path, ndim: int) -> np.ndarray:
+    """The kernel in the .npy or FITS file at `path`, in memory and native byte order, of
+    at most `ndim` dims."""
     if not path.is_file():
         raise UsageError(f"kernel file not found: {path}")
     kernel = np.array(read_image(path))  # in memory
