@@ -1,3 +1,5 @@
+import os
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
@@ -14,10 +16,25 @@ settings.register_profile(
 settings.register_profile("dev", deadline=None, max_examples=DEV_EXAMPLES)
 settings.load_profile(PROFILE)
 
+CUPY_STAND_IN = os.environ.get("ARRAYCONV_CUPY_STAND_IN") == "1"
+if CUPY_STAND_IN:  # CuPy played by NumPy, for machines with no GPU
+    import _numpy_cupy
+
+    _numpy_cupy.install()
+
+
+def pytest_collection_modifyitems(config, items):
+    """On the stand-in for CuPy, skip the tests that need a real CUDA device."""
+    if CUPY_STAND_IN:
+        for item in items:
+            if item.get_closest_marker("cuda"):
+                item.add_marker(pytest.mark.skip(reason="needs a real CUDA device, not the NumPy stand-in for CuPy"))
+
 
 @pytest.fixture(scope="session", params=["numpy", pytest.param("cupy", marks=pytest.mark.gpu)])
 def xp(request):
-    """The array library under test: NumPy always, CuPy when a CUDA device is present."""
+    """The array library under test: NumPy always, CuPy when a CUDA device is present (or
+    its NumPy stand-in, tests/_numpy_cupy.py, with ``ARRAYCONV_CUPY_STAND_IN=1``)."""
     if request.param == "numpy":
         return np
     cp = pytest.importorskip("cupy", reason="CuPy is not installed")

@@ -282,3 +282,18 @@ def test_tiled_gpu_bench_runs_and_its_three_ways_agree():
 
     rows = tiled_gpu.run(size=1024, repeats=1)
     assert len(rows) == 4 and all(max(r["error_vs_whole"].values()) < 1e-5 for r in rows), rows
+
+
+@pytest.mark.gpu
+def test_gpu_bench_times_every_arrayconv_method_on_a_case():
+    """The GPU benchmark's runner on case a: every arrayconv callable runs and matches (the
+    runner reports a callable that raises as skipped, so a broken method would not stop it)."""
+    cp = pytest.importorskip("cupy", reason="CuPy is not installed")
+    from arrayconv.bench import gpu
+    from arrayconv.bench.cases import CASES
+
+    case = next(c for c in CASES if c.id == "a")
+    result = gpu.run_case(case, 1, {"fp32_flops": 1e13, "copy_bytes": 1e12}, cp)
+    mine = {name: error for name, error in result["error"].items() if name.startswith("arrayconv")}
+    assert not [name for name in result["skipped"] if name.startswith("arrayconv")], result["skipped"]
+    assert len(mine) == 1 + len(ac.METHODS) and max(mine.values()) < 1e-5, mine

@@ -53,6 +53,7 @@ def _plan_cache_counts(capsys, cp):
     return int(found[1]), int(found[2])
 
 
+@pytest.mark.cuda
 def test_fft_plans_are_made_once_per_shape(cp, capsys):
     rng = np.random.default_rng(1)
     psf = cp.asarray(random(rng, (31, 31), "float32"))
@@ -107,6 +108,7 @@ def test_compile_error_is_a_clear_exception(cp):
         _cuda.kernel('extern "C" __global__ void broken() { this is not C++; }', "broken", np.dtype(np.float32))
 
 
+@pytest.mark.cuda
 def test_calibrate_gpu_measures_rates(cp, tmp_path, monkeypatch):
     monkeypatch.setenv("ARRAYCONV_CACHE_DIR", str(tmp_path))
     rates = ac.calibrate("gpu")

@@ -76,6 +76,8 @@ def _torch(case: Case, x, w) -> dict[str, Callable[[], object]]:  # type: ignore
         import torch
     except ImportError:
         return {}
+    if not torch.cuda.is_available():  # a CPU build of torch cannot take CuPy's arrays
+        return {}
     torch.backends.cudnn.benchmark = True
     tx, tw = torch.from_dlpack(x), torch.from_dlpack(w)
     padding: int | str = case.padding
