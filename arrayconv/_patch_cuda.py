@@ -129,6 +129,7 @@ def _layout(x_shape: tuple[int, ...], w_shape: tuple[int, ...], padding: tuple[i
     _, channels, h, w = x_shape
     d, _, kh, kw = w_shape
     hp, wp = h + 2 * padding[0], w + 2 * padding[1]
+    stride = (min(stride[0], hp), min(stride[1], wp))  # past the patch: one output, the same as at its size
     oh, ow = (hp - kh) // stride[0] + 1, (wp - kw) // stride[1] + 1
     size = np.dtype(dtype).itemsize
     if np.dtype(dtype).name not in DTYPES or wp > MAX_PADDED_WIDTH or ow > _MAX_ACCUMULATORS:

@@ -359,6 +359,9 @@ class RawKernel:
     def compile(self, log_stream: Any = None) -> None:
         if self.name not in _MODELS:
             raise RuntimeError(f"the NumPy stand-in for CuPy has no model of CUDA kernel {self.name!r}")
+        for name, value in self.constants.items():
+            if not -(2**63) <= value < 2**63:  # no C integer type holds it
+                raise RuntimeError(f"NVRTC: integer constant is too large ({name} {value})")
 
     def __call__(self, grid: tuple[int, ...], block: tuple[int, ...], args: tuple[Any, ...], *, shared_mem: int = 0) -> None:
         grid, block = tuple(grid) + (1,) * (3 - len(grid)), tuple(block) + (1,) * (3 - len(block))

@@ -101,6 +101,26 @@ def test_direct_is_one_cuda_kernel_compiled_once(cp):
     assert _cuda._compiled.info().size == 1
 
 
+def test_a_stride_past_32_bits_takes_the_tap_path(cp):
+    """A stride of 2**31 or more leaves one output along its axis. It does not fit the CUDA
+    kernel's ``int`` arguments (an OverflowError), so direct sums the taps by array calls."""
+    rng = np.random.default_rng(5)
+    x, w = random(rng, (2, 3, 12, 10), "float64"), random(rng, (4, 3, 3, 3), "float64")
+    for method in ("auto", "direct"):
+        got = ac.conv(cp.asarray(x), cp.asarray(w), stride=(2**40, 1), dilation=(1, 2), padding=1, method=method)
+        assert_matches(got, reference_conv(x, w, stride=(2**40, 1), dilation=(1, 2), padding=1), dtype="float64", backend="cupy")
+
+
+def test_patches_take_a_stride_past_their_size(cp):
+    """A stride past the padded patch leaves one output along that axis; the kernel's
+    ``#define`` of a stride past 64 bits would not compile."""
+    rng = np.random.default_rng(6)
+    x, w = random(rng, (1, 20, 3, 6, 5), "float32"), random(rng, (4, 3, 3, 2), "float32")
+    got = ac.patch_conv(cp.asarray(x), cp.asarray(w), padding=1, stride=(2**70, 2))
+    expected = reference_conv(x[0], w, padding=1, stride=(2**70, 2))
+    assert_matches(got[0], expected, dtype="float32", backend="cupy")
+
+
 def test_compile_error_is_a_clear_exception(cp):
     from arrayconv import _cuda
 

@@ -133,3 +133,5 @@ def test_a_launch_past_cudas_limits_or_with_host_data_fails():
         kernel((1,), (256,), (cp.asarray(np.ones(4)),))
     with pytest.raises(RuntimeError, match="no model of CUDA kernel 'other'"):
         cp.RawKernel(source, "other").compile()
+    with pytest.raises(RuntimeError, match="integer constant is too large"):
+        cp.RawKernel(f"#define SH {2**64}\n" + source, "direct_correlate").compile()

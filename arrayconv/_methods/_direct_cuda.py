@@ -166,10 +166,14 @@ def run(x: Array, w_prepared: Array, problem: Problem, backend: Backend, out: Ar
 
 
 def takes(problem: Problem) -> bool:
-    """Whether the kernel takes `problem`: zero padding, 1 to 3 spatial dims, 32-bit indices."""
+    """Whether the kernel takes `problem`: zero padding, 1 to 3 spatial dims, 32-bit indices
+    and arguments (a stride of 2**31 or more, valid where it leaves one output per axis,
+    would not fit its ``int``)."""
     p = problem
     maps = p.batch * p.groups * channel_blocks(p)
-    return not p.circular and len(p.spatial) <= 3 and max(math.prod(p.spatial), math.prod(p.out_spatial), maps) < 2**31
+    padded = (s + lo + hi for s, lo, hi in zip(p.spatial, p.pad_lo, p.pad_hi))
+    extents = (math.prod(p.spatial), math.prod(p.out_spatial), maps, *padded, *p.stride, *p.dilation)
+    return not p.circular and len(p.spatial) <= 3 and max(extents) < 2**31
 
 
 def cost(problem: Problem, rates: Rates) -> tuple[float, int]:
