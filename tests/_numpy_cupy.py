@@ -255,10 +255,6 @@ def _synchronized_later(a: ndarray, out: np.ndarray | None) -> np.ndarray:
     return out
 
 
-def get_array_module(*args: Any) -> Any:
-    return cupy if any(isinstance(a, ndarray) for a in args) else np
-
-
 class Stream:
     """Work runs when queued, so a stream is always done."""
 
@@ -298,7 +294,7 @@ class Event:
 
 def _device_properties(device: int) -> dict[str, Any]:
     Device(device)
-    return {"name": b"NumPy stand-in for CuPy", "totalGlobalMem": TOTAL_BYTES, "multiProcessorCount": 4}
+    return {"name": b"NumPy stand-in for CuPy", "multiProcessorCount": 4}
 
 
 class _MemoryPool:
@@ -474,7 +470,7 @@ def next_fast_len(target: int, real: bool = False) -> int:
 _generator = np.random.default_rng(0)
 cupy = _Module("cupy", np)
 cupy.__version__, cupy.ndarray, cupy.cuda, cupy.RawKernel = __version__, ndarray, cuda, RawKernel
-cupy.asnumpy, cupy.get_array_module, cupy.get_default_memory_pool = asnumpy, get_array_module, lambda: _POOL
+cupy.asnumpy, cupy.get_default_memory_pool = asnumpy, lambda: _POOL
 cupy.random = _Module("cupy.random", np.random)
 cupy.random.standard_normal = lambda size=None, dtype=float: ndarray(np.asarray(_generator.standard_normal(size, dtype)))
 
