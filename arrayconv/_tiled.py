@@ -271,11 +271,14 @@ class _TileGrid:
         """Bytes of the budget left to filter one tile of `rows` (default: its own) rows."""
         return max(1, self.limit - self.in_flight(self.rows if rows is None else rows))
 
+    def blocks(self) -> list[int]:
+        """Tiles along each axis of the result (one along the axes not cut)."""
+        return [math.ceil(n / w) for n, w in zip(self.y_shape, self.out_shape)]
+
     def read_factor(self) -> float:
         """Samples read per result sample (the halos each tile reads again), times
         :meth:`cut_factor`."""
-        blocks = [math.ceil(n / w) for n, w in zip(self.y_shape, self.out_shape)]
-        reads = math.prod((n + b * (k - 1)) / n for n, b, k in zip(self.y_shape, blocks, self.kernel))
+        reads = math.prod((n + b * (k - 1)) / n for n, b, k in zip(self.y_shape, self.blocks(), self.kernel))
         return reads * self.cut_factor()
 
     def cut_factor(self) -> float:
@@ -296,7 +299,7 @@ class _TileGrid:
 
     def count(self) -> int:
         """How many tiles."""
-        return math.prod(math.ceil(n / w) for n, w in zip(self.y_shape, self.out_shape[: self.axes]))
+        return math.prod(self.blocks())
 
     @classmethod
     def choose(cls, y_shape, kernel, limit, box_bytes, itemsize, method, in2, options) -> _TileGrid:  # type: ignore[no-untyped-def]
