@@ -3,6 +3,7 @@
 import re
 import time
 import tracemalloc
+import warnings
 
 import numpy as np
 import pytest
@@ -36,8 +37,8 @@ def test_oa_cuts_a_stack_of_frames_into_one_frame_per_slab(xp, workers, mode, rn
     with ac.config(workers=workers, memory_limit=48 << 10):  # slabs of a few rows
         plan = ac.plan_correlate(xp.asarray(k), frames.shape, mode, "oa", axes=(1, 2))
         got = plan(xp.asarray(frames))
-    rows, _, slab, _ = plan._kernel
-    assert slab.batch == (1 if xp is np else 4) and rows < plan._spec.problem.out_spatial[0], (rows, slab)
+    block, _, one, _ = plan._kernel
+    assert one.batch == (1 if xp is np else 4) and block[0] < plan._spec.problem.out_spatial[0], (block, one)
     expected = np.stack([scipy.signal.correlate(frame, k[0], mode) for frame in frames])
     assert_matches(got, expected, dtype="float64", backend=xp.__name__)
     bank = ac.plan_conv(random(rng, (4, 3, 5, 5), "float64"), (2, 3, 40, 40), method="oa")
@@ -67,8 +68,8 @@ def test_fft_copies_no_input_and_no_result_it_need_not(monkeypatch, boundary, rn
 
 
 @pytest.mark.parametrize("workers", [1, 2, 3])
-def test_oa_runs_slabs_on_the_workers_within_the_budget(workers, rng):
-    """On the CPU, `workers` slabs at a time (each with its own single-threaded FFT) when
+def test_oa_runs_blocks_on_the_workers_within_the_budget(workers, rng):
+    """On the CPU, `workers` blocks at a time (each with its own single-threaded FFT) when
     that many fit the memory budget, else one; the caller's budget reaches their threads."""
     from arrayconv._backend import NUMPY
     from arrayconv._methods import overlap
@@ -77,16 +78,69 @@ def test_oa_runs_slabs_on_the_workers_within_the_budget(workers, rng):
     x, k = random(rng, (2, 3, 600, 256), "float64"), random(rng, (4, 3, 9, 6), "float64")
     expected = ac.conv(x, k, padding=4, method="direct")
     problem = ac.plan_conv(k, x.shape, padding=4, method="oa")._spec.problem
-    one_row = overlap._slab_cost(problem, NUMPY, 1, 1, rates_for(NUMPY)).temp_bytes
+    smallest = overlap._block_cost(problem, NUMPY, (1, 1), 1, rates_for(NUMPY)).temp_bytes
     with ac.config(workers=workers):
-        assert overlap._most_threads(problem, NUMPY, -(-problem.out_spatial[0] // 2)) == 1  # two slabs: one after the other
-    for budget, most in ((64 << 20, workers), (one_row * 3 // 2, 1)):
+        assert overlap._most_threads(problem, NUMPY, (-(-problem.out_spatial[0] // 2), *problem.out_spatial[1:])) == 1  # two slabs: one after the other
+    for budget, most in ((64 << 20, workers), (smallest * 3 // 2, 1)):  # no two blocks fit together in the second
         with ac.config(workers=workers, memory_limit=budget):
-            rows, threads, _, _ = overlap.prepare(k, problem, NUMPY)
+            block, threads, _, _ = overlap.prepare(k, problem, NUMPY)
             got = ac.conv(x, k, padding=4, method="oa")
-        assert -(-problem.out_spatial[0] // rows) > 1  # several slabs
-        assert threads == most, (budget, rows, threads)
+        assert overlap._block_count(problem, NUMPY, block) > 1  # several blocks
+        assert threads == most, (budget, block, threads)
         assert_matches(got, expected, dtype="float64")
+
+
+BLOCK_CASES = [  # x, w, conv options: strides, dilations, padding and groups along cut axes; 1-D to 3-D
+    ((2, 4, 70, 160), (6, 2, 7, 6), dict(stride=(2, 3), dilation=(1, 2), padding=(3, 4), groups=2)),
+    ((3, 2, 64, 57), (2, 2, 9, 8), dict(padding=(5, 3), padding_mode="circular", stride=(1, 2))),
+    ((1, 1, 30, 26, 28), (2, 1, 5, 4, 6), dict(padding=2, padding_mode="circular")),
+    ((2, 1, 33, 40, 29), (3, 1, 4, 5, 3), dict(padding=(1, 2, 0), dilation=(2, 1, 1), stride=(1, 1, 2))),
+    ((2, 3, 400), (2, 3, 17), dict(padding=8, stride=3)),
+]
+
+
+@pytest.mark.parametrize(("x_shape", "w_shape", "options"), BLOCK_CASES)
+def test_oa_cuts_every_axis_into_blocks_where_they_fit_and_slabs_do_not(xp, x_shape, w_shape, options, rng):
+    """Under a budget that holds blocks of 8 outputs along every axis but no slab of whole
+    rows, overlap-save cuts every spatial axis, and its blocks match the direct sum."""
+    from arrayconv._backend import get_backend
+    from arrayconv._methods import overlap
+    from arrayconv._rates import rates_for
+
+    x, w = random(rng, x_shape, "float64"), random(rng, w_shape, "float64")
+    problem = ac.plan_conv(w, x.shape, method="oa", **options)._spec.problem
+    backend = get_backend(w=xp.asarray(w))
+    out = problem.out_spatial
+    budget = overlap._block_cost(problem, backend, tuple(min(8, n) for n in out), 1, rates_for(backend)).temp_bytes
+    if len(out) > 1:
+        assert overlap._block_cost(problem, backend, (1, *out[1:]), 1, rates_for(backend)).temp_bytes > budget
+    with ac.config(memory_limit=budget):
+        plan = ac.plan_conv(xp.asarray(w), x.shape, method="oa", **options)
+        got = plan(xp.asarray(x))
+    block = plan._kernel[0]
+    assert overlap.cut_axes(problem, block) == list(range(len(out))), block
+    assert_matches(got, ac.conv(x, w, method="direct", **options), dtype="float64", backend=xp.__name__)
+
+
+def test_in_memory_filters_that_fit_no_whole_fft_stay_within_the_budget(rng):
+    """512x512 with 63x63 in 256 KiB: overlap-save in blocks within the budget, where
+    one-row slabs once ran past it (with a warning that no method fits) in 14x the time."""
+    x, k = random(rng, (512, 512), "float32"), random(rng, (63, 63), "float32")
+    budget = 256 << 10
+    with ac.config(memory_limit=budget), warnings.catch_warnings():
+        warnings.simplefilter("error")  # no MemoryLimitWarning
+        choice = ac.choose_method(x, k, mode="same")
+        ac.correlate(x, k, "same")  # imports and caches, not the call's own memory
+        tracemalloc.start()
+        try:
+            got = ac.correlate(x, k, "same")
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    assert choice.method == "oa" and choice.estimates["oa"].temp_bytes <= budget, choice
+    assert peak - got.nbytes < budget, f"{(peak - got.nbytes) / 2**10:.0f} KiB beside the result"
+    reference = scipy.signal.correlate(x.astype(np.float64), k.astype(np.float64), "same", method="fft")
+    assert_matches(got, reference, dtype="float32")
 
 
 def test_oa_estimate_counts_its_slab_threads_and_choices_are_cached_per_worker_count():
@@ -97,12 +151,12 @@ def test_oa_estimate_counts_its_slab_threads_and_choices_are_cached_per_worker_c
     assert shared.estimates["oa"].seconds < alone.estimates["oa"].seconds
 
 
-def test_oa_weighs_its_slabs_once_per_problem_budget_and_worker_count(monkeypatch, rng):
+def test_oa_weighs_its_blocks_once_per_problem_budget_and_worker_count(monkeypatch, rng):
     from arrayconv._methods import overlap
 
     weighed = []
-    real = overlap._weigh_slabs
-    monkeypatch.setattr(overlap, "_weigh_slabs", lambda *args: weighed.append(args[2]) or real(*args))
+    real = overlap._weigh_blocks
+    monkeypatch.setattr(overlap, "_weigh_blocks", lambda *args: weighed.append(args[2]) or real(*args))
     ac.clear_caches()
     x, k = random(rng, (300, 200), "float32"), random(rng, (9, 9), "float32")
     expected = scipy.signal.correlate(x.astype(np.float64), k.astype(np.float64), "same")
@@ -110,7 +164,7 @@ def test_oa_weighs_its_slabs_once_per_problem_budget_and_worker_count(monkeypatc
         with ac.config(memory_limit=budget, workers=workers):
             assert_matches(ac.correlate(x, k, "same", method="oa"), expected, dtype="float32")
     assert weighed == [1 << 30, 300_000, 300_000]  # a new budget or worker count weighs again
-    assert ac.cache_info()["oa_slab_plans"].size == 3
+    assert ac.cache_info()["oa_block_plans"].size == 3
 
 
 def test_auto_takes_oa_for_large_images_and_when_the_whole_fft_does_not_fit(rng):
@@ -535,7 +589,7 @@ def test_budgets_too_small_for_the_tiles_or_the_method_are_refused_before_any_re
     for limit in (100, 5759):  # the boxes in flight need 5 x 12 x 12 float64 samples
         with pytest.raises(ValueError, match=rf"`memory_limit`={limit} cannot hold the tiles in flight: even with one output sample each they need 5760 bytes"):
             ac.correlate_into(_Unread(x), k, out, memory_limit=limit, progress=False)
-    for method, limit, reason in (("fft", 11_000, "its spectra need"), ("oa", 12_000, "even a one-row slab needs"), ("auto", 6_900, "'direct', the method with the smallest temporaries")):
+    for method, limit, reason in (("fft", 11_000, "its spectra need"), ("oa", 12_000, "even blocks of one output sample need"), ("auto", 6_900, "'direct', the method with the smallest temporaries")):
         which = "no method can" if method == "auto" else f"method '{method}' cannot"
         match = (
             rf"{which} filter the tiles within `memory_limit`={limit}, even tiles of one output sample: "
