@@ -96,7 +96,8 @@ def extend(
 
     The result is made once and its edges copied from its own middle, slices only (no
     index arrays): ``numpy.pad`` costs 10-15 us more per call on small images. Pads
-    longer than one copy of their axis (a kernel larger than the image) go to `xp.pad`.
+    longer than one copy of their axis (a kernel larger than the image) gather by index
+    (:func:`_extend_by_index`).
 
     Examples
     --------
@@ -108,13 +109,26 @@ def extend(
     """
     dtype = a.dtype if dtype is None else dtype
     if any(past_one_copy(a.shape[ax], pad, pad_mode) for ax, pad in zip(axes, pads)):
-        return xp.pad(a.astype(dtype, copy=False), pad_widths(a.ndim, axes, pads), mode=pad_mode)
+        return _extend_by_index(xp, a.astype(dtype, copy=False), axes, pads, pad_mode)
     shape, middle, copies = _layout(tuple(a.shape), tuple(axes), tuple(map(tuple, pads)), pad_mode)  # type: ignore[arg-type]
     out = xp.empty(shape, dtype)
     out[middle] = a
     for edge, source in copies:
         out[edge] = fillvalue if source is None else out[source]
     return out
+
+
+def _extend_by_index(xp: ModuleType, a: Array, axes: Sequence[int], pads: Sequence[tuple[int, int]], pad_mode: str) -> Array:
+    """``numpy.pad(a, ..., mode=pad_mode)`` for any backend, one axis at a time: the samples
+    that ``numpy.pad`` puts at each position of an axis (its pad of that axis's positions,
+    made on the host) are taken from `a`. Not `xp.pad`: ``cupy.pad`` differs from
+    ``numpy.pad`` in 'wrap' and 'reflect' where a pad is longer than its axis (cupy/cupy#9123;
+    seen on an H100 with CuPy 14.2).
+    """
+    for ax, pad in zip(axes, pads):
+        positions = np.pad(np.arange(a.shape[ax]), pad, mode=pad_mode)
+        a = xp.take(a, xp.asarray(positions), axis=ax)
+    return a
 
 
 def past_one_copy(n: int, pad: tuple[int, int], pad_mode: str) -> bool:
