@@ -80,10 +80,22 @@ ONE_CORE_GEMM_SHARE = 0.5
 # ones, overlap-save's slabs) lose nothing, and no further gain is assumed from more
 # workers (as for overlap-save's slabs).
 ONE_WORKER_FFT_SHARE = 0.6
-# Measured with `calibrate`'s probes on an NVIDIA H100 80GB HBM3 with CuPy 14.2
-# (bench/results/gpu-*), and the GPU's model was fitted with them as they are: they are
-# their own reference.
-DEFAULT_GPU_RATES = Rates(gemm_flops=23e12, stream_bytes=2.0e12, fft_flops=2.2e12, call_seconds=6.5e-5)
+# The GPU's rates, in the units of its model: the GEMM, copy and FFT rates are what
+# `calibrate`'s probes read on an NVIDIA H100 80GB HBM3 with CuPy 14.2 on 2026-11-23,
+# with which the model was fitted (bench/results/gpu-*). A call's cost is a launch's in a
+# run of them: the probe's 65 us (41 us on 2026-11-26) made the FFT's 20 launches cost
+# 1.3 ms, where on the H100 the FFT took 0.2 ms more than the direct kernel's one launch
+# at 1x1 kernels (0.42 against 0.21 ms, 64x64 to 4096x4096), about 11 us a launch; so
+# 'auto' kept the direct kernel where the FFT ran 1.5-4.7x faster (sweep-gpu-2026-11-26:
+# 93% of 96 points within 1.2x of the fastest, worst 4.72, 3 past 2x; its first run 88% of
+# 51, worst 3.60). At 15 us the same timings give 95% (worst 2.15, one past 2x: a
+# 64x64 image under a 63x63 kernel, now im2col, was direct at 1.08) and 94% (worst 2.22,
+# two past 2x); 11-30 us all gave a worst of 2.15-2.22. Fitted to the two sweeps it is
+# judged on: a GPU sweep of other points is still to check it.
+DEFAULT_GPU_RATES = Rates(gemm_flops=23e12, stream_bytes=2.0e12, fft_flops=2.2e12, call_seconds=15e-6)
+# The probes on that H100 on 2026-11-26, the day of the sweeps the call cost was fitted
+# to: `calibrate('gpu')` scales the rates above by how a GPU's probes compare with these.
+GPU_REFERENCE_PROBES = Rates(gemm_flops=28.1e12, stream_bytes=2.29e12, fft_flops=3.25e12, call_seconds=41e-6)
 
 _loaded = LRUCache("rates", maxsize=8)
 # numpy.correlate past 11 taps makes one BLAS dot product per output sample, whose fixed
@@ -180,12 +192,12 @@ def calibrate(device: str = "cpu", *, save: bool = True) -> Rates:
 
 def scaled_rates(probes: Rates, backend: Backend) -> Rates:
     """The shipped rates of `backend`, each scaled by this machine's probe over the
-    reference machine's (:data:`REFERENCE_PROBES`; on the GPU the shipped rates are the
-    probes of theirs). A call's cost is a time, so it scales the other way round. On the
+    reference machine's (:data:`REFERENCE_PROBES`; on the GPU
+    :data:`GPU_REFERENCE_PROBES`). A call's cost is a time, so it scales the other way round. On the
     CPU the reference is taken at this process's cores and workers: the model charges a
     lone core or worker its share itself (:data:`ONE_CORE_GEMM_SHARE`,
     :data:`ONE_WORKER_FFT_SHARE`), so the probes' own loss is not counted twice."""
-    default = reference = _shipped(backend)
+    default, reference = _shipped(backend), GPU_REFERENCE_PROBES
     if backend.name == "numpy":
         reference = dataclasses.replace(
             REFERENCE_PROBES,

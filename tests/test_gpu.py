@@ -1,5 +1,6 @@
 """What only the GPU path has: no host round trip, cuFFT plan reuse, full FP32, CUDA kernels."""
 
+import dataclasses
 import re
 import warnings
 
@@ -134,6 +135,22 @@ def test_calibrate_gpu_measures_rates(cp, tmp_path, monkeypatch):
     rates = ac.calibrate("gpu")
     assert rates.gemm_flops > 1e12 and rates.stream_bytes > 1e11 and rates.call_seconds < 1e-3
     assert (tmp_path / "rates-cupy.json").exists()
+    ac.clear_caches()
+
+
+def test_calibrate_gpu_scales_the_gpu_rates_by_the_gpu_reference_probes(cp, tmp_path, monkeypatch):
+    """The GPU reference's probes give back the shipped GPU rates (not the probes: the call
+    cost is a launch's in a run of them, not the probe's), and a GPU whose launches take
+    twice as long gets twice the call cost."""
+    from arrayconv import _rates
+
+    monkeypatch.setenv("ARRAYCONV_CACHE_DIR", str(tmp_path))
+    reference, shipped = _rates.GPU_REFERENCE_PROBES, _rates.DEFAULT_GPU_RATES
+    monkeypatch.setattr(_rates, "measure_rates", lambda backend: reference)
+    assert dataclasses.asdict(ac.calibrate("gpu", save=False)) == pytest.approx(dataclasses.asdict(shipped))
+    slower = dataclasses.replace(reference, call_seconds=2 * reference.call_seconds)
+    monkeypatch.setattr(_rates, "measure_rates", lambda backend: slower)
+    assert ac.calibrate("gpu", save=False).call_seconds == pytest.approx(2 * shipped.call_seconds)
     ac.clear_caches()
 
 
