@@ -8,7 +8,7 @@ import pytest
 
 import arrayconv as ac
 from arrayconv.__main__ import main
-from arrayconv.bench import accuracy, images, plans, readme, sweep
+from arrayconv.bench import accuracy, images, overhead, plans, readme, sweep
 from arrayconv.bench.cases import Case, random_array
 from arrayconv.bench.devices import device
 
@@ -183,6 +183,18 @@ def test_plans_bench_reports_every_callable(where, tmp_path):
     assert all(t > 0 for t in result["median_s"].values())
     text = plans.write(result, tmp_path).read_text()
     assert f"plan vs plain call, {where.upper()}" in text and "signal.oaconvolve" in text
+
+
+def test_overhead_bench_times_calls_and_profiles_the_plain_call(where, tmp_path):
+    problems = [("8x8, 3x3", (8, 8), (3, 3), "same"), ("9x7, 4x2, 'valid'", (9, 7), (4, 2), "valid")]
+    result = overhead.run(2, device(where), problems)
+    same, valid = (row["median_s"] for row in result["rows"])
+    assert len(same) == 4 and len(valid) == 3  # ndimage only for 'same' with an odd kernel
+    assert all(t > 0 for t in [*same.values(), *valid.values()])
+    assert result["profile"]["problem"] == "9x7, 4x2, 'valid'" and result["profile"]["functions"]
+    text = overhead.write(result, tmp_path).read_text()
+    assert f"Fixed cost of a call, {where.upper()}" in text and "| arrayconv correlate (plain call) |" in text
+    assert "## Where a plain call's host time goes (9x7, 4x2, 'valid'" in text
 
 
 def test_sweep_times_every_method_of_a_point(where, tmp_path):
