@@ -102,8 +102,9 @@ def _most_threads(problem: Problem, backend: Backend, block: Shape) -> int:
 def _block_cost(problem: Problem, backend: Backend, block: Shape, threads: int, rates: Rates) -> Cost:
     """Time of the kernel's spectrum (once) and of every block (its transforms, and two passes
     over its input and result), `threads` blocks at a time, and the temporaries of the blocks
-    in flight (their spectra, inputs and outputs). Only the result is copied now (the input
-    of a slab is a view); charging one pass instead picked worse on sweeps 30-31, so two are kept."""
+    in flight (their spectra, inputs and outputs). Only the result is copied (the input of
+    a block inside the image is a view); charging one pass instead picked worse on sweeps
+    30-31, so two are kept."""
     one = block_problem(problem, backend, block)
     kernel_seconds, data_seconds = fft.split_cost(one, backend, rates, slab=True)  # the kernel once, the data per block
     count = _block_count(problem, backend, block)
