@@ -120,14 +120,14 @@ def extend(
 
 def _extend_by_index(xp: ModuleType, a: Array, axes: Sequence[int], pads: Sequence[tuple[int, int]], pad_mode: str) -> Array:
     """``numpy.pad(a, ..., mode=pad_mode)`` for any backend, one axis at a time: the samples
-    that ``numpy.pad`` puts at each position of an axis (its pad of that axis's positions,
-    made on the host) are taken from `a`. Not `xp.pad`: ``cupy.pad`` differs from
-    ``numpy.pad`` in 'wrap' and 'reflect' where a pad is longer than its axis (cupy/cupy#9123;
-    seen on an H100 with CuPy 14.2).
+    that ``numpy.pad`` puts at each position of an axis (:func:`source_index`, on the host)
+    are taken from `a`, as ``arrayconv.dask`` extends such axes. Not `xp.pad`: ``cupy.pad``
+    differs from ``numpy.pad`` in 'wrap' and 'reflect' where a pad is longer than its axis
+    (cupy/cupy#9123; seen on an H100 with CuPy 14.2).
     """
-    for ax, pad in zip(axes, pads):
-        positions = np.pad(np.arange(a.shape[ax]), pad, mode=pad_mode)
-        a = xp.take(a, xp.asarray(positions), axis=ax)
+    for ax, (lo, hi) in zip(axes, pads):
+        n = a.shape[ax]
+        a = xp.take(a, xp.asarray(source_index(np.arange(-lo, n + hi), n, pad_mode)), axis=ax)
     return a
 
 
