@@ -87,14 +87,14 @@ _THREADED_SPEEDUP = 1.4
 # one-thread FFT, were no faster than one after the other with two-thread FFTs, and the
 # speed-up the estimate assumed made 'auto' pick oa over the whole FFT at 1.7-1.9x its
 # time (seed-8 sweep).
-_MIN_THREADED_SLABS = 3
+_MIN_THREADED_BLOCKS = 3
 
 
 def _most_threads(problem: Problem, backend: Backend, block: Shape) -> int:
     """Blocks that may be in flight at once: on the CPU, its workers, at most one per block,
     from three blocks up; else one."""
     count = _block_count(problem, backend, block)
-    if backend.name != "numpy" or count < _MIN_THREADED_SLABS:
+    if backend.name != "numpy" or count < _MIN_THREADED_BLOCKS:
         return 1
     return min(_config.workers(), count)
 
