@@ -120,15 +120,28 @@ def extend(
 
 def _extend_by_index(xp: ModuleType, a: Array, axes: Sequence[int], pads: Sequence[tuple[int, int]], pad_mode: str) -> Array:
     """``numpy.pad(a, ..., mode=pad_mode)`` for any backend, one axis at a time: the samples
-    that ``numpy.pad`` puts at each position of an axis (:func:`source_index`, on the host)
+    that ``numpy.pad`` puts at each position of an axis (:func:`extended_index`, on the host)
     are taken from `a`, as ``arrayconv.dask`` extends such axes. Not `xp.pad`: ``cupy.pad``
     differs from ``numpy.pad`` in 'wrap' and 'reflect' where a pad is longer than its axis
     (cupy/cupy#9123; seen on an H100 with CuPy 14.2).
     """
     for ax, (lo, hi) in zip(axes, pads):
-        n = a.shape[ax]
-        a = xp.take(a, xp.asarray(source_index(np.arange(-lo, n + hi), n, pad_mode)), axis=ax)
+        a = xp.take(a, xp.asarray(extended_index(a.shape[ax], (lo, hi), pad_mode)), axis=ax)
     return a
+
+
+def extended_index(n: int, pad: tuple[int, int], pad_mode: str) -> np.ndarray:
+    """The sample of an axis of `n` that each position of the axis extended by
+    ``pad = (before, after)`` under `pad_mode` takes (:func:`source_index` of every
+    position), so that taking them along the axis extends it as ``numpy.pad`` does.
+
+    Examples
+    --------
+    >>> extended_index(3, (4, 2), "wrap")
+    array([2, 0, 1, 2, 0, 1, 2, 0, 1])
+    """
+    lo, hi = pad
+    return source_index(np.arange(-lo, n + hi), n, pad_mode)
 
 
 def past_one_copy(n: int, pad: tuple[int, int], pad_mode: str) -> bool:

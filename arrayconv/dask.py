@@ -29,7 +29,7 @@ import numpy as np
 from dask.array.overlap import ensure_minimum_chunksize
 
 from ._backend import get_backend, is_cupy_array
-from ._boundary import BOUNDARIES, PADDING_MODES, fill_dtype, fill_number, pad_widths, past_one_copy, source_index
+from ._boundary import BOUNDARIES, PADDING_MODES, extended_index, fill_dtype, fill_number, pad_widths, past_one_copy
 from ._conv import conv_padding
 from ._conv import conv as _conv
 from ._correlate import convolve as _convolve
@@ -167,7 +167,7 @@ def _extend(a: da.Array, axes: Sequence[int], pads: list[tuple[int, int]], pad_m
     pads = list(pads)
     for i, (ax, (lo, hi)) in enumerate(zip(axes, pads)):
         if past_one_copy(a.shape[ax], (lo, hi), pad_mode):
-            a = da.take(a, source_index(np.arange(-lo, a.shape[ax] + hi), a.shape[ax], pad_mode), axis=ax)
+            a = da.take(a, extended_index(a.shape[ax], (lo, hi), pad_mode), axis=ax)
             pads[i] = (0, 0)
     widths = pad_widths(a.ndim, axes, pads)
     return da.pad(a, widths, mode="constant", constant_values=fillvalue) if pad_mode == "constant" else da.pad(a, widths, mode=pad_mode)

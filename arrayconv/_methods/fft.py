@@ -68,10 +68,10 @@ _DATA_PASSES = 4
 # picks nearer the fastest, 1 further (1.00 -> 1.02). Charging the spectrum what it
 # measures (16-18 us, 5 calls) gained one more point with kept plans but lost 0.5-1.1% on
 # the sweeps timed before them, whose calls made their plan every time.
-# Overlap-save's slabs keep the 50 their sizing was fitted with.
+# Overlap-save's blocks keep the 50 their sizing was fitted with (on slabs).
 _FIXED_CALLS = 20
 _FIXED_KERNEL_CALLS = 30
-_SLAB_FIXED_CALLS = 50
+_BLOCK_FIXED_CALLS = 50
 # Problems along one axis (1-D signals, and batches of them through `axes`). Direct's 1-D
 # forms (lines, banded) are priced near their measured time, while the terms above were
 # fitted in the model's units against 2-D taps (about 3x measured on the CI machine's host
@@ -430,10 +430,10 @@ def temp_bytes(problem: Problem, backend: Backend) -> int:
     return fixed.kernel_bytes + fixed.item_bytes * problem.batch
 
 
-def split_cost(problem: Problem, backend: Backend, rates: Rates, *, slab: bool = False) -> tuple[float, float]:
+def split_cost(problem: Problem, backend: Backend, rates: Rates, *, block: bool = False) -> tuple[float, float]:
     """Seconds of :func:`cost` spent on the kernel (its transforms and passes over its
-    spectra, paid once per plan or call) and on the data (everything else); with `slab`,
-    for one slab of overlap-save (:data:`_SLAB_FIXED_CALLS` on the CPU). On the CPU,
+    spectra, paid once per plan or call) and on the data (everything else); with `block`,
+    for one block of overlap-save (:data:`_BLOCK_FIXED_CALLS` on the CPU). On the CPU,
     problems along one axis pay the 1-D counts (:data:`_FIXED_CALLS_1D`), and a call's
     transforms of several lines :data:`_LINES_TRANSFORM_WEIGHT` of theirs."""
     p = problem
@@ -450,8 +450,8 @@ def split_cost(problem: Problem, backend: Backend, rates: Rates, *, slab: bool =
 
     def transforms(maps: int) -> float:
         """Seconds of `maps` forward or inverse transforms made by one call."""
-        weight = _LINES_TRANSFORM_WEIGHT if one_axis and maps > 1 and not slab else 1.0
-        return weight * _slowed(maps, map_bytes, backend, one_axis) * _thread_factor(maps * size, backend, slab, one_axis) * transform
+        weight = _LINES_TRANSFORM_WEIGHT if one_axis and maps > 1 and not block else 1.0
+        return weight * _slowed(maps, map_bytes, backend, one_axis) * _thread_factor(maps * size, backend, block, one_axis) * transform
 
     if not _sums_by_gemm(p, backend):  # one pass of the kernel spectra per batch item, a few times over
         contraction = (_MAC_PASSES_1D if one_axis else _MAC_PASSES) * p.batch * kernels / rates.stream_bytes
@@ -460,7 +460,7 @@ def split_cost(problem: Problem, backend: Backend, rates: Rates, *, slab: bool =
     if not cpu:
         fixed, kernel_fixed, kernel_passes, data_passes = _FIXED_GPU_CALLS, 0, _GPU_KERNEL_PASSES, _GPU_DATA_PASSES
     else:
-        fixed, kernel_fixed = (_SLAB_FIXED_CALLS, 0) if slab else (_FIXED_CALLS_1D, _FIXED_KERNEL_CALLS_1D) if one_axis else (_FIXED_CALLS, _FIXED_KERNEL_CALLS)
+        fixed, kernel_fixed = (_BLOCK_FIXED_CALLS, 0) if block else (_FIXED_CALLS_1D, _FIXED_KERNEL_CALLS_1D) if one_axis else (_FIXED_CALLS, _FIXED_KERNEL_CALLS)
         data_passes = _DATA_PASSES_1D if one_axis else _DATA_PASSES
         kernel_passes = _KERNEL_PASSES
     kernel_share = _by_axis_share(p.kernel, shape) if cpu else 1.0
@@ -469,13 +469,13 @@ def split_cost(problem: Problem, backend: Backend, rates: Rates, *, slab: bool =
     return kernel_seconds, data_seconds
 
 
-def _thread_factor(samples: int, backend: Backend, slab: bool, one_axis: bool) -> float:
+def _thread_factor(samples: int, backend: Backend, block: bool, one_axis: bool) -> float:
     """Slowdown of transforms of `samples` in all against the FFT rate, which is the
     reference machine's on its two workers (:data:`.ONE_WORKER_FFT_SHARE`): transforms that
     run on one thread (under :data:`_THREADED_SAMPLES`, or with one worker) lose the second.
-    Overlap-save's slabs, which count their threads themselves, and small N-D transforms,
+    Overlap-save's blocks, which count their threads themselves, and small N-D transforms,
     whose weights were fitted with it, are not charged."""
-    if backend.name != "numpy" or slab or _transform_workers(samples) > 1:
+    if backend.name != "numpy" or block or _transform_workers(samples) > 1:
         return 1.0
     small = samples < _THREADED_SAMPLES
     return 1.0 if small and not one_axis else 1 / ONE_WORKER_FFT_SHARE

@@ -106,7 +106,7 @@ def _block_cost(problem: Problem, backend: Backend, block: Shape, threads: int, 
     a block inside the image is a view); charging one pass instead picked worse on sweeps
     30-31, so two are kept."""
     one = block_problem(problem, backend, block)
-    kernel_seconds, data_seconds = fft.split_cost(one, backend, rates, slab=True)  # the kernel once, the data per block
+    kernel_seconds, data_seconds = fft.split_cost(one, backend, rates, block=True)  # the kernel once, the data per block
     count = _block_count(problem, backend, block)
     data = (math.prod(one.x_shape) + math.prod(one.y_shape)) * fft.work_dtype(one).itemsize
     blocks_seconds = count * (data_seconds + 2 * data / rates.stream_bytes) / (_THREADED_SPEEDUP if threads > 1 else 1)
