@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from ._backend import Array, get_backend
+from ._backend import Array, get_backend, on_arrays_device
 from ._conv import Padding, conv, conv_padding, conv_spec
 from ._correlate import MethodName, Mode, convolve, correlate, correlate_spec
 from ._docstrings import fill
@@ -24,6 +24,7 @@ ConvMethod = Literal["auto", "direct", "im2col", "fft", "oa"]
 
 
 @fill
+@on_arrays_device
 def conv_transpose(
     y: Array,
     w: Array,
@@ -138,6 +139,7 @@ def conv_transpose(
 
 
 @fill
+@on_arrays_device
 def conv_weight_grad(
     x: Array,
     y: Array,
@@ -220,6 +222,7 @@ def conv_weight_grad(
 
 
 @fill
+@on_arrays_device
 def correlate_transpose(
     y: Array,
     in2: Array,
@@ -275,6 +278,7 @@ def correlate_transpose(
 
 
 @fill
+@on_arrays_device
 def convolve_transpose(
     y: Array,
     in2: Array,
@@ -298,6 +302,7 @@ def convolve_transpose(
 
 
 @fill
+@on_arrays_device
 def correlate_weight_grad(
     in1: Array,
     y: Array,
@@ -350,6 +355,7 @@ def correlate_weight_grad(
 
 
 @fill
+@on_arrays_device
 def convolve_weight_grad(
     in1: Array,
     y: Array,

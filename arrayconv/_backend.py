@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
+import itertools
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 
 Array = Any
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +57,28 @@ def is_cupy_array(x: object) -> bool:
     """True for a CuPy array; never imports CuPy."""
     cp = sys.modules.get("cupy")  # never imports CuPy
     return cp is not None and isinstance(x, cp.ndarray)
+
+
+def on_arrays_device(function: F) -> F:
+    """`function`, run with the device of its first CuPy array argument made current.
+
+    CuPy runs kernels and makes arrays on the current device: arrays on device 1 filtered
+    while device 0 is current would be refused (no peer access) or read across devices,
+    with the result on device 0. Arrays on several devices are refused inside, by
+    :func:`get_backend`. Where CuPy was never imported, one dictionary lookup.
+    """
+
+    @functools.wraps(function)
+    def on_device(*args: Any, **kwargs: Any) -> Any:
+        cupy = sys.modules.get("cupy")  # never imported: no CuPy arrays
+        if cupy is not None:
+            for a in itertools.chain(args, kwargs.values()):
+                if isinstance(a, cupy.ndarray):
+                    with a.device:
+                        return function(*args, **kwargs)
+        return function(*args, **kwargs)
+
+    return on_device  # type: ignore[return-value]
 
 
 def get_backend(**arrays: object) -> Backend:

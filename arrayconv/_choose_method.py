@@ -9,7 +9,7 @@ from typing import Any, Literal
 import numpy as np
 
 from . import _config
-from ._backend import Array, get_backend
+from ._backend import Array, get_backend, on_arrays_device
 from ._choose import Calls, Choice, choose
 from ._conv import conv_spec
 from ._correlate import correlate_spec
@@ -24,6 +24,7 @@ _OPTIONS = {
 }
 
 
+@on_arrays_device
 def choose_method(
     x: Array | Sequence[int],
     w: Array | Sequence[int],

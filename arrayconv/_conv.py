@@ -10,7 +10,7 @@ from typing import Any, Literal
 import numpy as np
 
 from . import _kept
-from ._backend import Array, Backend, get_backend
+from ._backend import Array, Backend, get_backend, on_arrays_device
 from ._choose import Calls
 from ._boundary import PADDING_MODES, extend
 from ._cache import LRUCache
@@ -37,6 +37,7 @@ Padding = int | Sequence[int] | Literal["same", "valid"]
 
 
 @fill
+@on_arrays_device
 def conv(
     x: Array,
     w: Array,
@@ -133,6 +134,7 @@ def conv(
 
 
 @fill
+@on_arrays_device
 def plan_conv(
     w: Array,
     x_shape: Sequence[int],

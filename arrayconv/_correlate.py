@@ -10,7 +10,7 @@ from typing import Literal
 import numpy as np
 
 from . import _kept
-from ._backend import Array, Backend, get_backend
+from ._backend import Array, Backend, get_backend, on_arrays_device
 from ._choose import Calls
 from ._cache import LRUCache
 from ._boundary import BOUNDARIES, extend, fill_dtype, fill_number
@@ -42,6 +42,7 @@ MODES = ("full", "valid", "same")
 
 
 @fill
+@on_arrays_device
 def correlate(
     in1: Array,
     in2: Array,
@@ -113,6 +114,7 @@ def correlate(
 
 
 @fill
+@on_arrays_device
 def convolve(
     in1: Array,
     in2: Array,
@@ -170,6 +172,7 @@ def convolve(
 
 
 @fill
+@on_arrays_device
 def plan_correlate(
     in2: Array,
     in1_shape: Sequence[int],
@@ -229,6 +232,7 @@ def plan_correlate(
 
 
 @fill
+@on_arrays_device
 def plan_convolve(
     in2: Array,
     in1_shape: Sequence[int],

@@ -8,12 +8,13 @@ from typing import Any, Literal
 import numpy as np
 
 from . import _patch_cuda
-from ._backend import Array, get_backend
+from ._backend import Array, get_backend, on_arrays_device
 from ._conv import conv
 from ._methods import METHODS
 from ._problem import as_array, check_choice, int_tuple, result_dtype
 
 
+@on_arrays_device
 def patch_conv(
     x: Array,
     w: Array,

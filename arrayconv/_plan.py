@@ -21,7 +21,7 @@ import numpy as np
 
 from . import _config
 from ._allocator import keep_freed_memory
-from ._backend import Array, Backend, is_cupy_array
+from ._backend import Array, Backend, is_cupy_array, on_arrays_device
 from ._cache import approximate_size
 from ._choose import Calls, Choice, MemoryLimitWarning, choose, measured_choice
 from ._methods import METHODS, direct
@@ -177,6 +177,7 @@ class Plan:
         """Bytes held, the kernel in its method's form included (bounded caches weigh plans by it)."""
         return object.__sizeof__(self) + approximate_size(self._kernel) + approximate_size(self._masks)
 
+    @on_arrays_device
     def __call__(self, x: Array, out: Array | None = None) -> Array:
         """Apply the plan to `x`.
 

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from . import _config
-from ._backend import NUMPY, Array, get_backend
+from ._backend import NUMPY, Array, get_backend, on_arrays_device
 from ._boundary import BOUNDARIES, extend, fill_dtype, fill_number, source_index
 from ._choose import Choice
 from ._choose_method import choose_method
@@ -53,6 +53,7 @@ _SHORTLIST = 4
 
 
 @fill
+@on_arrays_device
 def correlate_into(
     in1: Any,
     in2: Array,
@@ -127,6 +128,7 @@ def correlate_into(
 
 
 @fill
+@on_arrays_device
 def convolve_into(
     in1: Any,
     in2: Array,

@@ -16,6 +16,11 @@ of its own, and keeps the rules of CuPy that a CPU-only run would otherwise neve
   ``bool()``, ``float()``, ``.item()``) raises ``cupyx.DeviceSynchronized``;
 - ``cupyx.scipy.fft`` has CuPy's signatures (no ``workers``; ``plan`` keyword-only) and
   ``next_fast_len`` cuFFT's lengths (factors 2, 3, 5 and 7);
+- arrays live on a device: the current one (``cupy.cuda.Device(i)`` as a context) when
+  made, their source's for views. As CuPy with no peer access between devices, a kernel
+  (an array function, a ufunc, a copy, an FFT, a ``RawKernel``) given an array on another
+  device than the current one raises ValueError; ``.get()`` and ``asarray`` copy from any
+  device. One device unless :func:`devices` says more;
 - ``RawKernel`` runs arrayconv's two CUDA kernels by NumPy models of what their sources
   compute, from the same launch arguments and ``#define`` constants, and checks the launch
   (argument types, dtypes, contiguity, grid and block limits, shared memory).
@@ -47,6 +52,28 @@ _FROM_HOST = {"array", "asarray", "asanyarray"}
 # functions whose arguments after the first may be host data (CuPy copies indices over)
 _HOST_INDICES = {"take", "ndarray.take"}
 FREE_BYTES, TOTAL_BYTES = 4 << 30, 16 << 30
+_device_count = [1]
+_current_device = [0]  # a stack: the innermost ``with cupy.cuda.Device(i)`` on top
+# ndarray methods that return a view (no kernel runs, so any device's array may be viewed)
+_VIEWS = {"reshape", "view", "transpose", "swapaxes", "squeeze", "ravel", "diagonal"}
+
+
+@contextlib.contextmanager
+def devices(count: int) -> Any:
+    """The stand-in with `count` devices inside the block (one outside)."""
+    _device_count.append(count)
+    try:
+        yield
+    finally:
+        _device_count.pop()
+
+
+def _on_current_device(a: ndarray, name: str) -> None:
+    """CuPy's refusal of an array on another device than the current one, for a kernel
+    `name` (no peer access is modelled)."""
+    if a._device != _current_device[-1]:
+        msg = f"Array device must be same as the current device: array device = {a._device} while current = {_current_device[-1]} (in {name})"
+        raise ValueError(msg)
 
 
 def _on_host_refused(value: Any, name: str) -> None:
@@ -58,6 +85,9 @@ def _on_host_refused(value: Any, name: str) -> None:
 def _unwrap(value: Any, name: str, host_ok: bool = False) -> Any:
     """NumPy arrays of the device arrays in `value` (nested in tuples, lists and dicts)."""
     if isinstance(value, ndarray):
+        if host_ok and name in _FROM_HOST and value._device != _current_device[-1]:
+            return value._a.copy()  # asarray and array copy from another device
+        _on_current_device(value, name)
         return value._a
     if isinstance(value, (tuple, list)):
         return type(value)(_unwrap(v, name, host_ok) for v in value)
@@ -95,15 +125,22 @@ def _on_device(fn: Any, name: str) -> Any:
 
 class Device:
     def __init__(self, device: int | None = None) -> None:
-        self.id = 0 if device is None else device
-        if self.id != 0:
-            raise RuntimeError(f"cudaErrorInvalidDevice: the stand-in has one device, got {self.id}")
+        self.id = _current_device[-1] if device is None else device
+        if not 0 <= self.id < _device_count[-1]:
+            raise RuntimeError(f"cudaErrorInvalidDevice: the stand-in has {_device_count[-1]} device(s), got {self.id}")
 
     def __enter__(self) -> Device:
+        _current_device.append(self.id)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        return None
+        _current_device.pop()
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Device) and other.id == self.id
+
+    def __hash__(self) -> int:
+        return self.id
 
     def synchronize(self) -> None:
         return None
@@ -112,11 +149,12 @@ class Device:
 class ndarray(NDArrayOperatorsMixin):  # noqa: N801 - CuPy's name
     """A device array: a NumPy array that refuses to leave the device implicitly."""
 
-    __slots__ = ("_a",)
+    __slots__ = ("_a", "_device")
     __module__ = "cupy"
 
-    def __init__(self, a: np.ndarray) -> None:
+    def __init__(self, a: np.ndarray, device: int | None = None) -> None:
         self._a = a
+        self._device = _current_device[-1] if device is None else device
 
     shape = property(lambda self: self._a.shape)
     dtype = property(lambda self: self._a.dtype)
@@ -126,10 +164,10 @@ class ndarray(NDArrayOperatorsMixin):  # noqa: N801 - CuPy's name
     itemsize = property(lambda self: self._a.itemsize)
     strides = property(lambda self: self._a.strides)
     flags = property(lambda self: self._a.flags)
-    T = property(lambda self: ndarray(self._a.T))
-    real = property(lambda self: ndarray(self._a.real))
-    imag = property(lambda self: ndarray(self._a.imag))
-    device = property(lambda self: Device(0))
+    T = property(lambda self: ndarray(self._a.T, self._device))
+    real = property(lambda self: ndarray(self._a.real, self._device))
+    imag = property(lambda self: ndarray(self._a.imag, self._device))
+    device = property(lambda self: Device(self._device))
 
     def __array__(self, *args: Any, **kwargs: Any) -> np.ndarray:
         raise TypeError(_IMPLICIT)
@@ -143,10 +181,19 @@ class ndarray(NDArrayOperatorsMixin):  # noqa: N801 - CuPy's name
         return _on_device(func, func.__name__)(*args, **kwargs)
 
     def __getitem__(self, key: Any) -> Any:
-        return _wrap(self._a[_unwrap(key, "ndarray.__getitem__", host_ok=True)])
+        return self._viewed(self._a[_unwrap(key, "ndarray.__getitem__", host_ok=True)], "ndarray.__getitem__")
 
     def __setitem__(self, key: Any, value: Any) -> None:
+        _on_current_device(self, "ndarray.__setitem__")
         self._a[_unwrap(key, "ndarray.__setitem__", host_ok=True)] = _unwrap(value, "ndarray.__setitem__", host_ok=True)
+
+    def _viewed(self, result: Any, name: str) -> Any:
+        """`result` of indexing or a view method: a view stays on this array's device; a
+        copy is a kernel, on the current device."""
+        if isinstance(result, np.ndarray) and np.may_share_memory(result, self._a):
+            return ndarray(result, self._device)
+        _on_current_device(self, name)
+        return _wrap(result)
 
     def __len__(self) -> int:
         return len(self._a)
@@ -190,7 +237,13 @@ class ndarray(NDArrayOperatorsMixin):  # noqa: N801 - CuPy's name
         if name in {"item", "tolist"}:
             _synchronized(self)
         value = getattr(self._a, name)
-        return _on_device(value, f"ndarray.{name}") if callable(value) else _wrap(value)
+        if not callable(value):
+            return _wrap(value)
+        if name in _VIEWS:
+            return lambda *args, **kwargs: self._viewed(value(*args, **kwargs), f"ndarray.{name}")
+        if name not in {"item", "tolist"}:  # reads to the host copy from any device
+            _on_current_device(self, f"ndarray.{name}")
+        return _on_device(value, f"ndarray.{name}")
 
 
 class DeviceSynchronized(RuntimeError):
@@ -315,8 +368,8 @@ _POOL = _MemoryPool()
 _CURRENT_STREAM = Stream()
 
 runtime = types.SimpleNamespace(
-    getDeviceCount=lambda: 1,
-    getDevice=lambda: 0,
+    getDeviceCount=lambda: _device_count[-1],
+    getDevice=lambda: _current_device[-1],
     memGetInfo=lambda: (FREE_BYTES, TOTAL_BYTES),
     getDeviceProperties=_device_properties,
     deviceGetAttribute=lambda attr, device: _device_properties(device)["multiProcessorCount"],
@@ -369,6 +422,7 @@ class RawKernel:
             if isinstance(a, np.ndarray):
                 raise TypeError(f"kernel {self.name!r} was given a NumPy array")
             if isinstance(a, ndarray):
+                _on_current_device(a, f"kernel {self.name!r}")
                 if not a.flags.c_contiguous:
                     raise ValueError(f"kernel {self.name!r} was given a non-contiguous array")
                 element = _C_TYPES.get(self.element)
@@ -430,6 +484,7 @@ def _fft_module() -> types.ModuleType:
         def transform(x: Any, n: int | None = None, axis: int = -1, norm: str | None = None, overwrite_x: bool = False, *, plan: Any = None) -> Any:
             if not isinstance(x, ndarray):
                 raise TypeError(f"cupyx.scipy.fft.{name} takes a cupy.ndarray, got {type(x).__name__}")
+            _on_current_device(x, f"cupyx.scipy.fft.{name}")
             return _wrap(fn(x._a, n=n, axis=axis, norm=norm))
 
         return transform
@@ -440,6 +495,7 @@ def _fft_module() -> types.ModuleType:
         def transform(x: Any, s: Any = None, axes: Any = None, norm: str | None = None, overwrite_x: bool = False, *, plan: Any = None) -> Any:
             if not isinstance(x, ndarray):
                 raise TypeError(f"cupyx.scipy.fft.{name} takes a cupy.ndarray, got {type(x).__name__}")
+            _on_current_device(x, f"cupyx.scipy.fft.{name}")
             return _wrap(fn(x._a, s=s, axes=axes, norm=norm))
 
         return transform

@@ -1,5 +1,6 @@
 """Backend dispatch: NumPy never pulls in CuPy; mixed libraries are a TypeError."""
 
+import contextlib
 import subprocess
 import sys
 import types
@@ -24,7 +25,7 @@ def test_mixed_numpy_and_cupy_is_a_type_error(monkeypatch):
     fake = types.ModuleType("cupy")
 
     class ndarray:  # noqa: N801  (stands for cupy.ndarray)
-        pass
+        device = contextlib.nullcontext()  # arrayconv makes the arrays' device current
 
     ndarray.__module__ = "cupy"
     fake.ndarray = ndarray

@@ -177,3 +177,57 @@ def test_direct_kernel_long_rows_and_ragged_runs(cp, shape, kernel, mode):
     a, b = random(rng, shape, "float64"), random(rng, kernel, "float64")
     got = ac.correlate(cp.asarray(a), cp.asarray(b), mode, "direct")
     assert_matches(got, reference_correlate(a, b, mode), dtype="float64", backend="cupy")
+
+
+@pytest.fixture
+def two_devices(cp):
+    """Two devices: the stand-in for CuPy given a second one, or a machine with two GPUs."""
+    if "stand-in" in cp.__version__:
+        import _numpy_cupy
+
+        with _numpy_cupy.devices(2):
+            yield
+    elif cp.cuda.runtime.getDeviceCount() < 2:
+        pytest.skip("needs two CUDA devices")
+    else:
+        yield
+
+
+def test_arrays_on_two_devices_are_refused(cp, two_devices):
+    with cp.cuda.Device(0):
+        a = cp.asarray(random(np.random.default_rng(6), (8, 8), "float32"))
+    with cp.cuda.Device(1):
+        b = cp.asarray(random(np.random.default_rng(7), (3, 3), "float32"))
+        plan = ac.plan_correlate(b, (8, 8), "same")
+    with pytest.raises(ValueError, match="all CuPy arrays must be on one device; got `in1` on device 0, `in2` on device 1"):
+        ac.correlate(a, b)
+    with pytest.raises(ValueError, match="this plan runs on device 1, got `x` on device 0"):
+        plan(a)
+
+
+@pytest.mark.parametrize("method", ["auto", *ac.METHODS])
+def test_arrays_on_another_device_than_the_current_one_are_filtered_there(cp, two_devices, method):
+    # CuPy runs kernels on the current device: arrayconv makes the arrays' device current
+    # for the call (as a tensor's device decides in PyTorch), and leaves it as it was.
+    rng = np.random.default_rng(8)
+    image, psf = random(rng, (40, 36), "float32"), random(rng, (7, 6), "float32")
+    x, w = random(rng, (2, 4, 12, 12), "float32"), random(rng, (8, 2, 3, 3), "float32")
+    patches, bank = random(rng, (1, 30, 4, 5, 5), "float32"), random(rng, (6, 4, 3, 3), "float32")
+    with cp.cuda.Device(1):
+        d_image, d_psf, d_x, d_w, d_patches, d_bank = (cp.asarray(a) for a in (image, psf, x, w, patches, bank))
+    y = reference_conv(x, w, groups=2)
+    wide = {name: a.astype(np.float64) for name, a in dict(image=image, psf=psf, y=y, w=w, patches=patches, bank=bank).items()}
+    results = {
+        "correlate": (ac.correlate(d_image, d_psf, "same", method), reference_correlate(image, psf, "same")),
+        "convolve wrap": (ac.convolve(d_image, d_psf, "same", method, boundary="wrap"), ac.convolve(wide["image"], wide["psf"], "same", boundary="wrap")),
+        "plan": (ac.plan_correlate(d_psf, image.shape, "same", method=method)(d_image), reference_correlate(image, psf, "same")),
+        "conv": (ac.conv(d_x, d_w, padding=1, groups=2, method=method), reference_conv(x, w, padding=1, groups=2)),
+        "conv_transpose": (ac.conv_transpose(ac.conv(d_x, d_w, groups=2), d_w, groups=2, method=method), ac.conv_transpose(wide["y"], wide["w"], groups=2)),
+        "patch_conv": (ac.patch_conv(d_patches, d_bank, padding=1), ac.patch_conv(wide["patches"], wide["bank"], padding=1)),
+    }
+    streamed = ac.correlate_into(image, d_psf, np.empty_like(image), "same", method, memory_limit=8 << 10, progress=False)
+    assert cp.cuda.runtime.getDevice() == 0
+    for name, (got, ref) in results.items():
+        assert got.device.id == 1, name
+        assert_matches(got, ref, dtype="float32", backend="cupy")
+    assert_matches(streamed, reference_correlate(image, psf, "same"), dtype="float32")

@@ -134,3 +134,20 @@ def test_a_launch_past_cudas_limits_or_with_host_data_fails():
         cp.RawKernel(source, "other").compile()
     with pytest.raises(RuntimeError, match="integer constant is too large"):
         cp.RawKernel(f"#define SH {2**64}\n" + source, "direct_correlate").compile()
+
+
+def test_arrays_live_on_a_device_and_kernels_refuse_another_devices_arrays():
+    with pytest.raises(RuntimeError, match="cudaErrorInvalidDevice"):
+        cp.cuda.Device(1)  # one device unless a test asks for more
+    with _numpy_cupy.devices(2):
+        with cp.cuda.Device(1):
+            a = cp.asarray(np.arange(12.0).reshape(3, 4))
+            assert cp.cuda.runtime.getDevice() == 1
+        assert cp.cuda.runtime.getDevice() == 0 and a.device.id == 1
+        assert a[1:].device.id == a.T.device.id == a.reshape(4, 3).device.id == 1  # views: no kernel
+        for kernel in (lambda: a + 1, lambda: a.sum(), lambda: a.copy(), lambda: cp.zeros(3).__setitem__(slice(None), a[0, :3]), lambda: a[[0, 2]]):
+            with pytest.raises(ValueError, match="Array device must be same as the current device: array device = 1 while current = 0"):
+                kernel()
+        assert cp.asarray(a).device.id == 0 and a.get().sum() == 66  # copies from any device
+        with cp.cuda.Device(1):
+            assert (a + 1).device.id == 1
