@@ -230,6 +230,29 @@ def test_im2col_gathering_only_the_last_axis(case, dtype, seed, chunks):
     assert_matches(got, reference_conv(x, w, **options), dtype=dtype)
 
 
+@settings(max_examples=examples(150))
+@given(
+    case=conv_cases(),
+    dtype=st.sampled_from(["float32", "float64", "complex128", "int32"]),
+    seed=st.integers(0, 2**16),
+    chunk_bytes=st.sampled_from([1, 700, 1 << 20]),
+)
+def test_im2col_columns_of_output_samples_on_the_cpu(case, dtype, seed, chunk_bytes):
+    # The CPU's columns hold the output samples only and the GEMM writes into the result:
+    # whole items per chunk, or rows of one item (1 byte: one row per chunk).
+    from arrayconv._methods import im2col
+
+    rng = np.random.default_rng(seed)
+    x, w = random(rng, case["x_shape"], dtype), random(rng, case["w_shape"], dtype)
+    options = {k: case[k] for k in OPTIONS}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(im2col, "_LAST_AXIS_DEPTH", 1 << 62)
+        patch.setattr(im2col, "_OPERATOR_BYTES", 0)
+        patch.setattr(im2col, "_CPU_CHUNK_BYTES", chunk_bytes)
+        got = ac.conv(x, w, method="im2col", **options)
+    assert_matches(got, reference_conv(x, w, **options), dtype=dtype)
+
+
 @pytest.mark.parametrize("padding_mode, numpy_mode", [("circular", "wrap"), ("reflect", "reflect"), ("replicate", "edge")])
 @pytest.mark.parametrize("options", [dict(padding=2), dict(padding=(1, 3), stride=(2, 1), dilation=(1, 2))])
 @pytest.mark.parametrize("chunk_bytes", [None, 1])

@@ -70,11 +70,12 @@ class Layout:
         """Flat samples per batch item of `chunk`: whole rows, junk columns included."""
         return (chunk.r1 - chunk.r0) * self.row_length
 
-    def chunks(self, bytes_per_sample: int, target_bytes: int) -> list[Chunk]:
-        """Chunks of about `target_bytes` at `bytes_per_sample` per flat output sample."""
+    def chunks(self, bytes_per_sample: int, target_bytes: int, *, exact: bool = False) -> list[Chunk]:
+        """Chunks of about `target_bytes` at `bytes_per_sample` per flat output sample (per
+        output sample, junk columns left out, when `exact`)."""
         p = self.problem
         rows = p.out_spatial[0]
-        per_row = max(1, self.row_length * bytes_per_sample)
+        per_row = max(1, (math.prod(p.out_spatial[1:]) if exact else self.row_length) * bytes_per_sample)
         rows_per_chunk = max(1, target_bytes // per_row)
         if rows_per_chunk >= rows:
             items = max(1, target_bytes // (per_row * rows))
@@ -91,18 +92,23 @@ class Layout:
         A view (no copy) for unit stride; a copy of a stepped view otherwise.
         """
         p = self.problem
-        items = slice(chunk.b0, chunk.b1)
         if p.unit_stride:
             start = chunk.r0 * self.row_length + self.offsets[t]
-            return padded[items, :, :, start : start + self.chunk_length(chunk)]
+            return padded[chunk.b0 : chunk.b1, :, :, start : start + self.chunk_length(chunk)]
+        block = self.tap_window(padded, t, chunk)
+        return block.reshape(*block.shape[:3], -1)
+
+    def tap_window(self, grid: Array, t: int, chunk: Chunk) -> Array:
+        """Input under tap number `t` for `chunk`, a view of the padded `grid`
+        ``(B, G, Cg, *padded)``: ``(Bc, G, Cg, rows, *out_spatial[1:])``, any stride."""
+        p = self.problem
         counts = (chunk.r1 - chunk.r0, *p.out_spatial[1:])
         firsts = (chunk.r0 * p.stride[0], *(0,) * (len(counts) - 1))
         window = tuple(
             slice(f + m * d, f + m * d + (n - 1) * s + 1, s)
             for f, m, d, n, s in zip(firsts, self.taps[t], p.dilation, counts, p.stride)
         )
-        block = padded[(items, slice(None), slice(None), *window)]
-        return block.reshape(*block.shape[:3], -1)
+        return grid[(slice(chunk.b0, chunk.b1), slice(None), slice(None), *window)]
 
     def tap_windows(self, padded: Array, chunk: Chunk, backend: Backend) -> Array:
         """Every tap's input for `chunk` at once, unit stride only: a strided view (no

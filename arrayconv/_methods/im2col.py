@@ -1,7 +1,8 @@
-"""im2col method: gather every tap into a column matrix, then one GEMM per chunk.
+"""im2col method: gather every tap into a column matrix, then GEMMs per chunk.
 
 The column matrix of a chunk is ``(Bc, G, taps * Cg, samples)``, filled from views of the
-padded input and multiplied by the kernel as ``(G, Og, taps * Cg)``. Chunks are sized so
+padded input and multiplied by the kernel as ``(G, Og, taps * Cg)``; on the CPU its
+samples are the output's own, so the GEMMs write the result in place. Chunks are sized so
 the column matrix stays under both a cache-friendly size and the memory budget: a 30x30
 kernel on a 1920x1920 image never asks for the whole 12.9 GB matrix.
 
@@ -28,6 +29,25 @@ from ._taps import Chunk, flat_length, layout, pad_input, padded_bytes, padded_g
 
 # Preferred size of one chunk's column matrix: large enough for an efficient GEMM.
 _CHUNK_BYTES = 32 << 20
+# On the CPU, chunks of columns of output samples hold this much per kernel tap (each tap
+# is one copy per chunk, whose fixed cost a tap of a few rows does not repay), at least
+# _CPU_CHUNK_BYTES and at most _CHUNK_BYTES. Measured on 13 convs (chunks of 1-32 MiB,
+# bench/results/im2col-exact-2026-11-26.md): 3x3 kernels ran fastest at 2-8 MiB, 5x5 at
+# 4-16 MiB, 63x63 at 32 MiB (in 2 MiB chunks, 10x slower than the wide columns before).
+_CPU_TAP_BYTES = 512 << 10
+_CPU_CHUNK_BYTES = 2 << 20
+# Passes at stream speed over the CPU's columns (written by the gather and read by the
+# GEMM, in cache) and over the result (written by the GEMMs), fitted to the 79 points of a
+# CPU sweep with the GEMM rate and call costs as they were (seed 63: measured/estimated
+# 0.79 median, 0.60-3.19 over 10-90%, with 2 and 1 passes; 0.98, 0.69-2.47 after).
+_EXACT_COLUMN_PASSES = 1.25
+_EXACT_RESULT_PASSES = 2
+# Columns at most this deep (a 1x1 kernel over one channel per group) are charged no less
+# than direct's run and the gather: their GEMM, a product of one term, runs far below the
+# GEMM rate (4096x4096: numpy's matmul 30 ms, a multiply 11 ms), where direct scales the
+# input in place. Sweeps 63-65: such convs ran 1.5-3.6x slower by im2col than by direct;
+# 1x1 kernels over 4 channels either way (0.47-1.13x), over 16 and more up to 1.6x faster.
+_SHALLOW_DEPTH = 1
 # On a GPU, launches cost tens of microseconds: fewer, larger chunks.
 _GPU_CHUNK_BYTES = 1 << 30
 _GPU_CALLS_PER_CHUNK = 4
@@ -192,8 +212,9 @@ def _swap_rows(a: Array, backend: Backend) -> Array:
 def run(x: Array, w_cols: Array, problem: Problem, backend: Backend, out: Array | None = None) -> Array:
     """Solve `problem` with chunked column matrices and GEMM (`w_cols` from :func:`prepare`).
 
-    A chunk's columns are ``(G, taps * Cg, Bc * samples)``: batch items sit side by side,
-    so a batch of small images is one GEMM per group, not one per image.
+    On the CPU, :func:`_run_exact`. On a GPU a chunk's columns are ``(G, taps * Cg, Bc *
+    samples)``, junk columns included: batch items sit side by side, so a batch of small
+    images is one GEMM per group (launches cost more there than the copy of the products).
     """
     p, xp = problem, backend.xp
     out = output(out, p, backend, x.dtype)
@@ -203,15 +224,17 @@ def run(x: Array, w_cols: Array, problem: Problem, backend: Backend, out: Array 
     if isinstance(w_cols, LastAxisColumns):
         _run_last_axis(x, w_cols.taps, p, backend, out)
         return out.reshape(p.y_shape)
+    if backend.name == "numpy":
+        _run_exact(x, w_cols, p, backend, out)
+        return out.reshape(p.y_shape)
     padded, lay = pad_input(x, p, backend), layout(p)
     depth = len(lay.taps) * p.in_per_group
-    one_gather = backend.name == "cupy" and p.unit_stride
-    budget = min(_chunk_bytes(backend), _config.budget(backend.name) // 2)
+    budget = min(_GPU_CHUNK_BYTES, _config.budget(backend.name) // 2)
     nd = len(p.kernel)
     for chunk in lay.chunks(_bytes_per_sample(p), budget):
         items, n = chunk.b1 - chunk.b0, lay.chunk_length(chunk)
         cols = scratch("im2col.cols", (p.groups, len(lay.taps), p.in_per_group, items, n), x.dtype, backend)
-        if one_gather:  # one copy kernel instead of one launch per tap
+        if p.unit_stride:  # one copy kernel instead of one launch per tap
             windows = lay.tap_windows(padded, chunk, backend)  # (Bc, G, Cg, *kernel, n)
             order = (1, *range(3, 3 + nd), 2, 0, 3 + nd)
             cols.reshape(p.groups, *p.kernel, p.in_per_group, items, n)[...] = windows.transpose(order)
@@ -223,6 +246,39 @@ def run(x: Array, w_cols: Array, problem: Problem, backend: Backend, out: Array 
         products = products.reshape(p.groups, p.out_per_group, items, n).transpose(2, 0, 1, 3)
         lay.store_block(out, products, chunk)
     return out.reshape(p.y_shape)
+
+
+def _run_exact(x: Array, w_cols: Array, problem: Problem, backend: Backend, out: Array) -> None:
+    """Fill `out` ``(B, G, Og, *out_spatial)`` on the CPU, chunk by chunk: columns of the
+    output samples only (no junk columns), ``(Bc, G, taps * Cg, samples)`` per chunk, and
+    one GEMM per item and group written straight into `out` (a chunk of rows writes its
+    rows of one item: a matrix whose rows are `out`'s, which BLAS takes as it is).
+
+    Small chunks (:func:`_cpu_chunk_bytes`) keep the columns in cache between their
+    gather and the GEMM, and the result needs no copy: against wide columns (junk
+    included) in 32 MiB chunks, one GEMM per chunk and a transposing copy into `out`,
+    1.07-1.90x faster on 12 of 13 convs on 2 cores (a 1.35x, b 1.14x, d 1.38x), 0.81-0.95x
+    on a batch of 8x8 images (bench/results/im2col-exact-2026-11-26.md).
+    """
+    p = problem
+    grid, lay = padded_grid(pad_input(x, p, backend), p), layout(p)
+    row_samples, depth = math.prod(p.out_spatial[1:]), len(lay.taps) * p.in_per_group
+    budget = min(_cpu_chunk_bytes(p), _config.budget(backend.name) // 2)
+    for chunk in lay.chunks(_bytes_per_sample(p), budget, exact=True):
+        items, rows = chunk.b1 - chunk.b0, chunk.r1 - chunk.r0
+        cols = scratch("im2col.cols", (items, p.groups, len(lay.taps), p.in_per_group, rows, *p.out_spatial[1:]), x.dtype, backend)
+        for t in range(len(lay.taps)):
+            cols[:, :, t] = lay.tap_window(grid, t, chunk)
+        cols = cols.reshape(items, p.groups, depth, rows * row_samples)
+        if rows == p.out_spatial[0]:
+            backend.xp.matmul(w_cols, cols, out=out[chunk.b0 : chunk.b1].reshape(items, p.groups, p.out_per_group, -1))
+        else:  # one item: its rows r0:r1 of every output channel
+            backend.xp.matmul(w_cols, cols[0], out=out[chunk.b0, :, :, chunk.r0 : chunk.r1].reshape(p.groups, p.out_per_group, -1))
+
+
+def _cpu_chunk_bytes(problem: Problem) -> int:
+    """Preferred bytes of one chunk's columns on the CPU (:data:`_CPU_TAP_BYTES`)."""
+    return min(_CHUNK_BYTES, max(_CPU_CHUNK_BYTES, math.prod(problem.kernel) * _CPU_TAP_BYTES))
 
 
 def _run_last_axis(x: Array, w_taps: Array, problem: Problem, backend: Backend, out: Array) -> None:
@@ -283,11 +339,6 @@ def _gather_last_axis(grid: Array, chunk: Chunk, problem: Problem, slab_problem:
     return slab if s.unit_stride else padded_grid(slab, s)
 
 
-def _chunk_bytes(backend: Backend) -> int:
-    """Preferred bytes of one chunk's column matrix on `backend`."""
-    return _GPU_CHUNK_BYTES if backend.name == "cupy" else _CHUNK_BYTES
-
-
 def _row_bytes(problem: Problem) -> int:
     """Bytes of the smallest chunk: one output row of one batch item."""
     return layout(problem).row_length * _bytes_per_sample(problem)
@@ -309,8 +360,9 @@ def unsupported(problem: Problem, backend: Backend, memory_limit: int) -> str | 
 
 
 def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
-    """Columns written and read at stream speed, the products written and copied into the
-    output (four passes), and the GEMM's arithmetic at the GEMM rate scaled down for few
+    """The operator matrix's build and GEMM (tiny images); else on the CPU
+    :func:`_exact_cost`, and on a GPU: columns written and read at stream speed, the
+    products written and copied into the output (four passes), and the GEMM's arithmetic at the GEMM rate scaled down for few
     output channels, a shallow column matrix or narrow chunks (a deep column matrix leaves
     few columns per chunk). The passes are not counted twice: the GEMM's reads of the
     columns and writes of the products are the passes above.
@@ -329,19 +381,41 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
         return Cost(building + product + rates.call_seconds, _operator_bytes(p), building)
     if _gathers_last_axis(p, backend):
         return _last_axis_cost(p, rates)
+    if backend.name == "numpy":
+        return _exact_cost(p, rates)
     samples = p.batch * p.groups * math.prod(layout(p).row_shape) * p.out_spatial[0]
     depth = math.prod(p.kernel) * p.in_per_group
     cols_bytes = samples * _bytes_per_sample(p)
     out_bytes = samples * p.out_per_group * p.dtype.itemsize
-    n_chunks = max(1, cols_bytes // _CHUNK_BYTES)
     chunk_columns = min(samples, _CHUNK_BYTES // (depth * p.dtype.itemsize))
     gemm = p.mac_flops * p.macs / (rates.gemm_rate(p.dtype, backend.name) * _gemm_efficiency(p.out_per_group, depth, chunk_columns, backend))
-    if backend.name == "cupy":  # larger chunks, one gather and one GEMM launch per chunk
-        calls = max(1, cols_bytes // _chunk_bytes(backend)) * _GPU_CALLS_PER_CHUNK
-    else:
-        calls = n_chunks * math.prod(p.kernel)
+    calls = max(1, cols_bytes // _GPU_CHUNK_BYTES) * _GPU_CALLS_PER_CHUNK  # one gather and one GEMM launch per chunk
     seconds = (2 * cols_bytes + 4 * out_bytes) / rates.stream_bytes + gemm + calls * rates.call_seconds
     return Cost(seconds, padded_bytes(p) + min(cols_bytes, _CHUNK_BYTES) + min(out_bytes, _CHUNK_BYTES))
+
+
+def _exact_cost(problem: Problem, rates: Rates) -> Cost:
+    """Cost of :func:`_run_exact` (the CPU's columns): passes over the padded input, the
+    columns and the result at stream speed (:data:`_EXACT_COLUMN_PASSES`,
+    :data:`_EXACT_RESULT_PASSES`), the GEMMs' arithmetic at the GEMM rate scaled down for
+    few output channels, shallow columns or few columns per GEMM (one item's samples, or a
+    chunk's rows of one item), and per chunk one copy per tap and one GEMM call; shallow
+    columns (:data:`_SHALLOW_DEPTH`) no less than direct's run and the gather."""
+    p, size = problem, problem.dtype.itemsize
+    samples = math.prod(p.out_spatial)
+    cols_bytes = p.batch * samples * _bytes_per_sample(p)
+    out_bytes = p.batch * p.groups * p.out_per_group * samples * size
+    chunk = max(1, min(_cpu_chunk_bytes(p), _config.budget(NUMPY.name) // 2))
+    depth = math.prod(p.kernel) * p.in_per_group
+    columns = min(samples, max(1, chunk // (depth * p.groups * size)))
+    gemm = p.mac_flops * p.macs / (rates.gemm_rate(p.dtype, NUMPY.name) * _gemm_efficiency(p.out_per_group, depth, columns, NUMPY))
+    chunks = min(-(-cols_bytes // chunk), p.batch * p.out_spatial[0])  # at least one row each
+    calls = chunks * (math.prod(p.kernel) + 1)
+    passes = padded_bytes(p) + _EXACT_COLUMN_PASSES * cols_bytes + _EXACT_RESULT_PASSES * out_bytes
+    seconds = passes / rates.stream_bytes + gemm + calls * rates.call_seconds
+    if depth <= _SHALLOW_DEPTH:  # numpy's matmul over so few terms runs far below the GEMM rate
+        seconds = max(seconds, direct.cost(p, NUMPY, rates).seconds + 2 * cols_bytes / rates.stream_bytes)
+    return Cost(seconds, padded_bytes(p) + min(cols_bytes, chunk))
 
 
 def _operator_seconds(problem: Problem, rates: Rates) -> float:
