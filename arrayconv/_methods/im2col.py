@@ -362,10 +362,11 @@ def unsupported(problem: Problem, backend: Backend, memory_limit: int) -> str | 
 def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     """The operator matrix's build and GEMM (tiny images); else on the CPU
     :func:`_exact_cost`, and on a GPU: columns written and read at stream speed, the
-    products written and copied into the output (four passes), and the GEMM's arithmetic at the GEMM rate scaled down for few
-    output channels, a shallow column matrix or narrow chunks (a deep column matrix leaves
-    few columns per chunk). The passes are not counted twice: the GEMM's reads of the
-    columns and writes of the products are the passes above.
+    products written and copied into the output (four passes), and the GEMM's arithmetic
+    at the GEMM rate scaled down for few output channels, a shallow column matrix or
+    narrow chunks (a deep column matrix leaves few columns per chunk). The passes are not
+    counted twice: the GEMM's reads of the columns and writes of the products are the
+    passes above.
     """
     p = problem
     if _operator_fits(p, _config.budget(backend.name)):
