@@ -59,13 +59,18 @@ _VIEWS = {"reshape", "view", "transpose", "swapaxes", "squeeze", "ravel", "diago
 
 
 @contextlib.contextmanager
-def devices(count: int) -> Any:
-    """The stand-in with `count` devices inside the block (one outside)."""
-    _device_count.append(count)
+def _pushed(stack: list[Any], value: Any) -> Any:
+    """`value` on top of the setting `stack` inside the block."""
+    stack.append(value)
     try:
         yield
     finally:
-        _device_count.pop()
+        stack.pop()
+
+
+def devices(count: int) -> Any:
+    """The stand-in with `count` devices inside the block (one outside)."""
+    return _pushed(_device_count, count)
 
 
 def _on_current_device(a: ndarray, name: str) -> None:
@@ -234,14 +239,14 @@ class ndarray(NDArrayOperatorsMixin):  # noqa: N801 - CuPy's name
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):  # not NumPy's __array_interface__: no way to the host but .get()
             raise AttributeError(name)
-        if name in {"item", "tolist"}:
-            _synchronized(self)
         value = getattr(self._a, name)
         if not callable(value):
             return _wrap(value)
         if name in _VIEWS:
             return lambda *args, **kwargs: self._viewed(value(*args, **kwargs), f"ndarray.{name}")
-        if name not in {"item", "tolist"}:  # reads to the host copy from any device
+        if name in {"item", "tolist"}:  # reads to the host: from any device, where the host may wait
+            _synchronized(self)
+        else:
             _on_current_device(self, f"ndarray.{name}")
         return _on_device(value, f"ndarray.{name}")
 
@@ -261,13 +266,8 @@ def _synchronized(a: ndarray) -> ndarray:
     return a
 
 
-@contextlib.contextmanager
 def allow_synchronize(allow: bool) -> Any:
-    _sync_allowed.append(allow)
-    try:
-        yield
-    finally:
-        _sync_allowed.pop()
+    return _pushed(_sync_allowed, allow)
 
 
 class _Module(types.ModuleType):

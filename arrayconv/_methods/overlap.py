@@ -7,7 +7,7 @@ samples along every spatial axis): under a tight budget only a small cube fits (
 2048x2048 image with a 63x63 kernel in 1 MiB: cubes of 128 ran in 42 ms, where the
 one-row slabs of before ran in 991 ms and over the budget;
 bench/results/oa-blocks-2026-11-26.md). On the CPU, when each output map reads one input
-map, a block holds one batch item: a stack of 8 frames of 1920x1920 ran in 0.55-0.59 of the
+map, a block holds one batch item (a stack of 8 frames of 1920x1920 ran in 0.55-0.59 of the
 time of slabs holding the whole stack, whose spectra left the cache;
 bench/results/oa-stacks-2026-11-23.md). A block of `n` outputs along a cut axis
 needs ``(n - 1) * stride + dilation * (kernel - 1) + 1`` input samples along it (its halo
@@ -193,8 +193,8 @@ def run(x: Array, kernel: tuple[Shape, int, Problem, Array], problem: Problem, b
         into = tuple(slice(first, first + take) for first, take in zip(firsts, takes))
         result[(slice(b0, b0 + one.batch), slice(None), slice(None), *into)] = y[(..., *(slice(take) for take in takes))]
 
-    starts = [range(0, n, b) for n, b in zip(p.out_spatial, block)]
-    blocks = list(itertools.product(range(0, p.batch, one.batch), *starts))
+    firsts_per_axis = [range(0, n, b) for n, b in zip(p.out_spatial, block)]
+    blocks = list(itertools.product(range(0, p.batch, one.batch), *firsts_per_axis))
     if threads == 1:
         for block_at in blocks:
             solve(block_at)
