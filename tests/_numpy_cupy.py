@@ -531,6 +531,26 @@ cupy.random = _Module("cupy.random", np.random)
 cupy.random.standard_normal = lambda size=None, dtype=float: ndarray(np.asarray(_generator.standard_normal(size, dtype)))
 
 
+def _signal_module(scipy_signal: types.ModuleType) -> _Module:
+    """SciPy's signal as cupyx's, whose ``correlate`` and ``convolve`` under
+    ``method='auto'`` take 1-D input only (CuPy 14 raises NotImplementedError on an image)."""
+    module = _Module("cupyx.scipy.signal", scipy_signal)
+
+    def one_d_auto(name: str) -> Any:
+        function = getattr(module, name)
+
+        def call(in1: Any, in2: Any, mode: str = "full", method: str = "auto") -> Any:
+            if method == "auto" and (in1.ndim != 1 or in2.ndim != 1):
+                raise NotImplementedError("Only 1d inputs are supported currently")
+            return function(in1, in2, mode, method)
+
+        return call
+
+    for name in ("correlate", "convolve"):
+        setattr(module, name, one_d_auto(name))
+    return module
+
+
 def install() -> types.ModuleType:
     """Put the stand-in in ``sys.modules`` as ``cupy``, ``cupyx``, ``cupyx.scipy`` and
     ``cupyx.scipy.fft``, and return it."""
@@ -541,7 +561,7 @@ def install() -> types.ModuleType:
     scipy_namespace = types.ModuleType("cupyx.scipy")
     scipy_namespace.__path__ = []  # a package, so that its submodules import
     scipy_namespace.fft = fft
-    scipy_namespace.signal = _Module("cupyx.scipy.signal", scipy.signal)  # the benchmark's peers
+    scipy_namespace.signal = _signal_module(scipy.signal)  # the benchmark's peers
     scipy_namespace.ndimage = _Module("cupyx.scipy.ndimage", scipy.ndimage)
     cupyx = types.ModuleType("cupyx")
     cupyx.__path__ = []

@@ -49,6 +49,8 @@ _MATVEC_SPEEDUP = 5
 ONE_MAP_CALL_SHARE = 0.5
 
 _forms = LRUCache("direct_forms", maxsize=256)
+# Whether the CUDA kernel takes each problem (asked by the cost, the kernel's form and the run).
+_gpu_problems = LRUCache("direct_cuda_problems", maxsize=256)
 
 
 def _bytes_per_sample(problem: Problem) -> int:
@@ -58,7 +60,7 @@ def _bytes_per_sample(problem: Problem) -> int:
 def _on_gpu(problem: Problem, backend: Backend) -> bool:
     """Whether the CUDA kernel runs `problem` (CuPy, a dtype it is compiled for, shapes it
     takes); other CuPy problems take the tap-by-tap path."""
-    return backend.name == "cupy" and problem.dtype.name in C_TYPES and _direct_cuda.takes(problem)
+    return backend.name == "cupy" and _gpu_problems.get_or_make(problem, lambda: problem.dtype.name in C_TYPES and _direct_cuda.takes(problem))
 
 
 def _samples(problem: Problem) -> int:

@@ -4,8 +4,9 @@ problems, and where a plain call's host time goes.
 Usage: ``python -m arrayconv.bench.overhead [--device cpu|gpu] [--repeats 200] [--out
 bench/results]``. For each problem, a plain ``correlate`` call (which on CuPy arrays makes
 its plan every time, and on NumPy arrays keeps it for a small kernel), a call of a plan
-made once, and the peers' ``correlate`` (scipy or cupyx: ``signal``, and ``ndimage`` where
-the mode is 'same' and the kernel odd) are timed interleaved, in a new order each round,
+made once, and the peers' ``correlate`` (``scipy.signal``'s, or on the GPU
+``cupyx.scipy.signal``'s 'direct' and 'fft', its 'auto' taking 1-D input only; and
+``ndimage``'s where the mode is 'same' and the kernel odd) are timed interleaved, in a new order each round,
 with the device's timer (the wall clock, or CUDA events, which count the host's time
 between launches when the GPU waits for it); medians. Then the plain call on the 64x64
 image with a 3x3 kernel runs under cProfile: the functions where its host time goes, per
@@ -50,8 +51,12 @@ def callables(x: Any, w: Any, mode: str, where: Device) -> dict[str, Callable[[]
     calls: dict[str, Callable[[], object]] = {
         "arrayconv correlate (plain call)": lambda: ac.correlate(x, w, mode),
         f"arrayconv plan ({plan.method})": lambda: plan(x),
-        f"{where.signal_name}.correlate": lambda: where.signal.correlate(x, w, mode),
     }
+    # cupyx's method='auto' takes 1-D input only (NotImplementedError on an image): on the
+    # GPU its two methods are timed by name.
+    for method in ("auto",) if where.name == "cpu" else ("direct", "fft"):
+        label = f"{where.signal_name}.correlate" + ("" if method == "auto" else f" ({method})")
+        calls[label] = lambda m=method: where.signal.correlate(x, w, mode, m)
     if mode == "same" and all(n % 2 for n in w.shape):
         if where.name == "gpu":
             import cupyx.scipy.ndimage as ndimage
