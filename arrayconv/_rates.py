@@ -90,8 +90,9 @@ ONE_WORKER_FFT_SHARE = 0.6
 # 93% of 96 points within 1.2x of the fastest, worst 4.72, 3 past 2x; its first run 88% of
 # 51, worst 3.60). At 15 us the same timings give 95% (worst 2.15, one past 2x: a
 # 64x64 image under a 63x63 kernel, now im2col, was direct at 1.08) and 94% (worst 2.22,
-# two past 2x); 11-30 us all gave a worst of 2.15-2.22. Fitted to the two sweeps it is
-# judged on: a GPU sweep of other points is still to check it.
+# two past 2x); 11-30 us all gave a worst of 2.15-2.22. Since 2026-11-26's evening each
+# method's launches on the GPU are counted as measured there (the FFT's 42, im2col's 21,
+# direct's 9: bench/results/gpu-cost-refit-2026-11-26.md), at this cost each.
 DEFAULT_GPU_RATES = Rates(gemm_flops=23e12, stream_bytes=2.0e12, fft_flops=2.2e12, call_seconds=15e-6)
 # The probes on that H100 on 2026-11-26, the day of the sweeps the call cost was fitted
 # to: `calibrate('gpu')` scales the rates above by how a GPU's probes compare with these.

@@ -205,6 +205,8 @@ def test_sweep_times_every_method_of_a_point(where, tmp_path):
     text = sweep.write([result], tmp_path, ["--device", where, "--note", "after a change"], device(where)).read_text()
     assert f"Method choice sweep, {where.upper()}" in text and "| p0 | conv |" in text
     assert f"sweep --device {where} --note 'after a change'`" in text  # the command as typed in a shell
+    report = json.loads(next(tmp_path.glob("sweep-*.json")).read_text())
+    assert report["memory_limit"] == ac.memory_limit(where)  # what a rescore picks under
 
 
 def test_images_bench_times_arrayconv_and_the_scipy_calls(tmp_path):
@@ -257,6 +259,19 @@ def test_rescore_judges_recorded_timings_by_todays_picks(where):
     assert stats == {"points": 2, "within_1.2x": 0.0, "worst_ratio": math.inf, "over_2x": 2}
     assert changed == [f"p0 (2, 3, 20, 20) x (4, 3, 3, 3): {other} (1.00) -> {pick} (3.00)",
                        f"p1 (2, 3, 20, 20) x (4, 3, 3, 3): {other} (1.00) -> {pick} (not timed in this sweep)"]
+
+
+def test_rescore_picks_under_the_memory_limit_the_sweep_recorded():
+    point = {"id": "k", "op": "correlate", "x": (256, 256), "w": (63, 63), "mode": "full"}
+    tight = 1 << 20  # too little for the whole FFT's spectra: overlap-save's blocks
+    roomy_pick = sweep._choice(point).method
+    with ac.config(memory_limit=tight):
+        tight_pick = sweep._choice(point).method
+    assert roomy_pick != tight_pick  # the limit decides the pick
+    timed = {**point, "chosen": tight_pick, "ratio": 1.0, "median_s": {tight_pick: 0.001, roomy_pick: 0.002}}
+    assert sweep.rescore({"device": "cpu", "memory_limit": tight, "points": [timed]})[1] == []
+    assert sweep.rescore({"device": "cpu", "points": [timed]}, memory_limit=tight)[1] == []
+    assert sweep.rescore({"device": "cpu", "points": [timed]})[1] != []  # this machine's limit
 
 
 def test_rescore_takes_random_kernels_as_the_sweeps_timed():

@@ -110,6 +110,14 @@ _MAX_SEGMENT_TAPS = 32
 _FULL_THREADS = 1 << 17
 # Instruction cost of one tap's input read and bounds checks, in multiply-adds.
 _LOADS_PER_TAP = 6
+# Passes over the input and output at the stream rate, and the fixed cost of a call and of
+# the kernel's form (launches at call_seconds each): fitted to the direct kernel's plain
+# calls on an H100 in a sweep of 96 problems (seed 3, 2026-11-26; least squares on
+# relative error), where one launch was charged and a plain call took at least 120 us;
+# the split between a call and the kernel's form is read from a plan's calls (37-42 us on
+# case a), not fitted (bench/results/gpu-cost-refit-2026-11-26.md).
+_STREAM_PASSES = 0.7
+_CALLS, _PREPARE_CALLS = 2.5, 6.3
 
 _launches = LRUCache("direct_cuda_launches", maxsize=256)
 
@@ -196,13 +204,13 @@ def takes(problem: Problem) -> bool:
     return not p.circular and len(p.spatial) <= 3 and max(extents) < 2**31
 
 
-def cost(problem: Problem, rates: Rates) -> tuple[float, int]:
-    """Estimated seconds and temporary bytes (none).
+def cost(problem: Problem, rates: Rates) -> tuple[float, int, float]:
+    """Estimated seconds, temporary bytes (none) and, of the seconds, the kernel's form's.
 
     Multiply-adds (padded output channels included) at the GEMM rate, scaled by the
     share of the GPU the threads fill and by the cost of a tap's reads and bounds checks
-    next to its ``OB * R`` multiply-adds;
-    input and output once at the stream rate; one launch.
+    next to its ``OB * R`` multiply-adds; input and output :data:`_STREAM_PASSES` times at
+    the stream rate; the fixed costs of :data:`_CALLS` and :data:`_PREPARE_CALLS`.
     """
     p = problem
     ob = channels_per_thread(p)
@@ -213,4 +221,6 @@ def cost(problem: Problem, rates: Rates) -> tuple[float, int]:
     per_tap = ob * run_length
     efficiency = min(1.0, threads / _FULL_THREADS) * per_tap / (per_tap + _LOADS_PER_TAP)
     moved = (math.prod(p.x_shape) + math.prod(p.y_shape)) * p.dtype.itemsize
-    return 2 * fmas / (rates.gemm_flops * efficiency) + moved / rates.stream_bytes + rates.call_seconds, 0
+    prepare = _PREPARE_CALLS * rates.call_seconds
+    seconds = 2 * fmas / (rates.gemm_flops * efficiency) + _STREAM_PASSES * moved / rates.stream_bytes + _CALLS * rates.call_seconds
+    return seconds + prepare, 0, prepare

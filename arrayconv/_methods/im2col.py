@@ -50,7 +50,22 @@ _EXACT_RESULT_PASSES = 2
 _SHALLOW_DEPTH = 1
 # On a GPU, launches cost tens of microseconds: fewer, larger chunks.
 _GPU_CHUNK_BYTES = 1 << 30
-_GPU_CALLS_PER_CHUNK = 4
+# On a GPU: the GEMM's weight (its FLOPs at the GEMM rate over _gemm_efficiency) and the
+# passes' (columns and products at the stream rate), the fixed cost of each chunk and of
+# the kernel's form (launches at call_seconds each). Fitted to im2col's plain calls on an
+# H100 in a sweep of 96 problems (seed 3, 2026-11-26; least squares on relative error),
+# where 4 launches were charged and a plain call took at least 270 us, and the GEMMs ran
+# about 16x faster than charged (cuBLAS reaches far more than the efficiency's 5% floor
+# says); the split of the fixed launches is read from a plan's calls (e3: 202-217 us, a
+# plain call 307-336), not fitted (bench/results/gpu-cost-refit-2026-11-26.md).
+_GPU_GEMM_WEIGHT, _GPU_PASS_WEIGHT = 0.06, 1.35
+_GPU_CALLS_PER_CHUNK, _GPU_PREPARE_CALLS = 13, 8
+# Building the operator matrix on a GPU, per axis: about a dozen array calls, one of them
+# (`flatnonzero`) waiting for the device, which take the time of about 35 launches. A 64x64
+# image under a 63x63 kernel ('valid') took 1.19 ms by im2col, charged 0.15 at 3 calls per
+# axis, and ran 2.2x slower than direct in each of three GPU sweeps (seeds 2 and 3 and the
+# first run's); at 35 it is charged 1.1 ms.
+_GPU_OPERATOR_AXIS_CALLS = 35
 # The operator matrix is used up to this size, and when the image has at most this many
 # times the kernel's taps (the share of the operator's zeros).
 _OPERATOR_BYTES = 16 << 20
@@ -364,9 +379,10 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     :func:`_exact_cost`, and on a GPU: columns written and read at stream speed, the
     products written and copied into the output (four passes), and the GEMM's arithmetic
     at the GEMM rate scaled down for few output channels, a shallow column matrix or
-    narrow chunks (a deep column matrix leaves few columns per chunk). The passes are not
-    counted twice: the GEMM's reads of the columns and writes of the products are the
-    passes above.
+    narrow chunks (a deep column matrix leaves few columns per chunk), weighed as fitted
+    (:data:`_GPU_GEMM_WEIGHT`), and the fixed costs of the chunks' and kernel's launches.
+    The passes are not counted twice: the GEMM's reads of the columns and writes of the
+    products are the passes above.
     """
     p = problem
     if _operator_fits(p, _config.budget(backend.name)):
@@ -378,7 +394,7 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
             product = flops / (rates.gemm_flops * max(efficiency, 0.05)) + data / rates.stream_bytes
         else:
             product = max(flops / (rates.gemm_rate(p.dtype, backend.name) * max(efficiency, _OPERATOR_GEMM_FLOOR)), data / (_OPERATOR_CACHE_SPEEDUP * rates.stream_bytes))
-        building = _operator_seconds(p, rates)
+        building = _operator_seconds(p, rates, backend)
         return Cost(building + product + rates.call_seconds, _operator_bytes(p), building)
     if _gathers_last_axis(p, backend):
         return _last_axis_cost(p, rates)
@@ -390,9 +406,11 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     out_bytes = samples * p.out_per_group * p.dtype.itemsize
     chunk_columns = min(samples, _CHUNK_BYTES // (depth * p.dtype.itemsize))
     gemm = p.mac_flops * p.macs / (rates.gemm_rate(p.dtype, backend.name) * _gemm_efficiency(p.out_per_group, depth, chunk_columns, backend))
-    calls = max(1, cols_bytes // _GPU_CHUNK_BYTES) * _GPU_CALLS_PER_CHUNK  # one gather and one GEMM launch per chunk
-    seconds = (2 * cols_bytes + 4 * out_bytes) / rates.stream_bytes + gemm + calls * rates.call_seconds
-    return Cost(seconds, padded_bytes(p) + min(cols_bytes, _CHUNK_BYTES) + min(out_bytes, _CHUNK_BYTES))
+    calls = max(1, cols_bytes // _GPU_CHUNK_BYTES) * _GPU_CALLS_PER_CHUNK
+    prepare = _GPU_PREPARE_CALLS * rates.call_seconds
+    passes = _GPU_PASS_WEIGHT * (2 * cols_bytes + 4 * out_bytes) / rates.stream_bytes
+    seconds = passes + _GPU_GEMM_WEIGHT * gemm + calls * rates.call_seconds + prepare
+    return Cost(seconds, padded_bytes(p) + min(cols_bytes, _CHUNK_BYTES) + min(out_bytes, _CHUNK_BYTES), prepare)
 
 
 def _exact_cost(problem: Problem, rates: Rates) -> Cost:
@@ -419,7 +437,7 @@ def _exact_cost(problem: Problem, rates: Rates) -> Cost:
     return Cost(seconds, padded_bytes(p) + min(cols_bytes, chunk))
 
 
-def _operator_seconds(problem: Problem, rates: Rates) -> float:
+def _operator_seconds(problem: Problem, rates: Rates, backend: Backend) -> float:
     """Time to build the operator matrix (:func:`_operator`): three array calls and three
     per axis; per axis, the placed array zeroed and the taps' values placed (rows of the
     later axes' pairs at stream speed; single values, on the first axis placed, at about 20
@@ -427,7 +445,8 @@ def _operator_seconds(problem: Problem, rates: Rates) -> float:
     (for one image, along input samples: at twice the speed). Fitted to 200 builds (1-D to
     3-D, 1-64 channels, groups, batches 1-64, float32/float64): median 1.10x of measured
     for one image and 0.95x for batches, 88-89% within 2x (the rest, down to 0.2x, are
-    large transposed copies that miss the cache)."""
+    large transposed copies that miss the cache). On a GPU each axis is
+    :data:`_GPU_OPERATOR_AXIS_CALLS` calls."""
     p, size = problem, problem.dtype.itemsize
     lead, rest, moved = p.groups * p.out_per_group * p.in_per_group, 1, 0.0
     for axis in reversed(range(len(p.kernel))):
@@ -437,7 +456,8 @@ def _operator_seconds(problem: Problem, rates: Rates) -> float:
         moved += taps_lead * pairs * rest * size + (placed * rest * size if rest > 1 else 20 * placed)
         rest *= pairs
     moved += (0.5 if _transposed(p) else 1.0) * p.groups * lead * rest * size
-    return (3 + 3 * len(p.kernel)) * rates.call_seconds + moved / rates.stream_bytes
+    axis_calls = 3 if backend.name == "numpy" else _GPU_OPERATOR_AXIS_CALLS
+    return (3 + axis_calls * len(p.kernel)) * rates.call_seconds + moved / rates.stream_bytes
 
 
 def _gemm_efficiency(filters: int, depth: int, columns: int, backend: Backend) -> float:

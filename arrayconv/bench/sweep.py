@@ -20,8 +20,13 @@ With ``--device gpu`` the same points (drawn by the CPU's size filters, so both 
 cover the same problems) are timed on CuPy arrays with CUDA events, and 'auto' is asked
 with those arrays, so it uses the GPU's cost model; reports are ``sweep-gpu-<date>.*``.
 
+The whole sweep runs under the memory limit read at its start (recorded in the report):
+the default limit follows free memory, so a method weighed under one budget could be
+refused under the next (on a GPU, a 19 GB FFT was estimated and then refused at 11 GB).
+
 ``--rescore FILE...`` times nothing: it judges committed sweeps' timings by the current cost
-model (what 'auto' would pick now, and how far that is from the fastest).
+model (what 'auto' would pick now, and how far that is from the fastest), under the memory
+limit each sweep recorded (else ``--memory-limit BYTES``, else this machine's).
 """
 
 from __future__ import annotations
@@ -189,12 +194,19 @@ def time_point(point: dict, where: Device) -> dict:
     }
 
 
-def rescore(report: dict) -> tuple[dict, list[str]]:
+def rescore(report: dict, memory_limit: int | None = None) -> tuple[dict, list[str]]:
     """A sweep's timings judged by the current cost model: its summary had 'auto' made
     today's picks, and one line per point whose pick changed. A pick whose method was not
     timed counts as infinitely slow. No timing is run: cost-model changes are checked on
-    the committed sweeps in seconds (a GPU sweep's on a machine with CuPy and a GPU)."""
+    the committed sweeps in seconds (a GPU sweep's on a machine with CuPy and a GPU, or on
+    the stand-in for CuPy). Picks are made under the memory limit the sweep recorded, else
+    `memory_limit`, else this machine's."""
     where = device(report.get("device", "cpu"))
+    with ac.config(memory_limit=report.get("memory_limit", memory_limit)):
+        return _rescore_points(report, where)
+
+
+def _rescore_points(report: dict, where: Device) -> tuple[dict, list[str]]:
     results, changed, rng = [], [], np.random.default_rng(0)
     for point in report["points"]:
         x = where.xp.zeros(tuple(point["x"]), dtype=_dtype(point))  # a float input's values are not read
@@ -222,7 +234,7 @@ def summary(results: list[dict]) -> dict:
 
 def write(results: list[dict], folder: Path, argv: list[str], where: Device, note: str = "") -> Path:
     """JSON, Markdown and PNG reports (`note`: what the sweep was run after or for, shown in
-    the README's list of sweeps); returns the Markdown path."""
+    the README's list of sweeps), with the memory limit in force; returns the Markdown path."""
     date = datetime.date.today().isoformat()
     folder.mkdir(parents=True, exist_ok=True)
     dtype = _dtype(results[0])
@@ -236,6 +248,7 @@ def write(results: list[dict], folder: Path, argv: list[str], where: Device, not
         "device": where.name,
         "versions": where.versions(),
         "rates": {"default": default, **dataclasses.asdict(rates)},
+        "memory_limit": ac.memory_limit(where.name),
         "summary": stats,
         "points": results,
         **({"note": note} if note else {}),
@@ -306,10 +319,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--plans", action="store_true", help="time each method's plan (kernel form made once) and judge the plans' choice")
     parser.add_argument("--note", default="", help="what the sweep was run after or for (shown in the README)")
     parser.add_argument("--rescore", nargs="+", metavar="JSON", help="judge committed sweeps' timings by the current cost model; time nothing")
+    parser.add_argument("--memory-limit", type=int, help="with --rescore: the limit of sweeps that recorded none (bytes)")
     args = parser.parse_args(argv)
     if args.rescore:
         for path in args.rescore:
-            stats, changed = rescore(json.loads(Path(path).read_text()))
+            stats, changed = rescore(json.loads(Path(path).read_text()), args.memory_limit)
             print(f"{path}: {stats['within_1.2x']:.0%} of {stats['points']} within {WITHIN}x, worst {stats['worst_ratio']:.2f}, {stats['over_2x']} over {NEVER}x")
             print("".join(f"  {line}\n" for line in changed), end="")
         return 0
@@ -317,9 +331,10 @@ def main(argv: list[str] | None = None) -> int:
 
     where = device(args.device)
     results = []
-    for point in tqdm(draw_points(args.points, args.seed, args.op, args.max_side, args.dtype), unit="point", dynamic_ncols=True):
-        results.append(time_point({**point, "plans": True} if args.plans else point, where))
-        path = write(results, Path(args.out), argv, where, args.note)
+    with ac.config(memory_limit=ac.memory_limit(where.name)):  # one budget for the whole sweep
+        for point in tqdm(draw_points(args.points, args.seed, args.op, args.max_side, args.dtype), unit="point", dynamic_ncols=True):
+            results.append(time_point({**point, "plans": True} if args.plans else point, where))
+            path = write(results, Path(args.out), argv, where, args.note)
     print(path.read_text().split("\n\n")[2])
     return 0
 
