@@ -188,7 +188,10 @@ def test_plans_bench_reports_every_callable(where, tmp_path):
 
 def test_overhead_bench_times_calls_and_profiles_the_plain_call(where, tmp_path):
     problems = [("8x8, 3x3", (8, 8), (3, 3), "same"), ("9x7, 4x2, 'valid'", (9, 7), (4, 2), "valid")]
-    result = overhead.run(2, device(where), problems)
+    cases = [Case("tiny", "conv", (2, 3, 12, 10), (4, 3, 3, 3), padding=1), Case("img", "image", (20, 18), (5, 4), mode="valid")]
+    result = overhead.run(2, device(where), problems, cases, case_repeats=2)
+    assert [row["case"] for row in result["cases"]] == ["tiny", "img"]
+    assert all(set(row["median_s"]) == {"plain", "plan", "plan host"} and min(row["median_s"].values()) > 0 for row in result["cases"])
     same, valid = (row["median_s"] for row in result["rows"])
     peers = 1 if where == "cpu" else 2  # cupyx's correlate by 'direct' and 'fft' (its 'auto' is 1-D only)
     assert len(same) == 3 + peers and len(valid) == 2 + peers  # ndimage only for 'same' with an odd kernel
@@ -197,6 +200,7 @@ def test_overhead_bench_times_calls_and_profiles_the_plain_call(where, tmp_path)
     text = overhead.write(result, tmp_path).read_text()
     assert f"Fixed cost of a call, {where.upper()}" in text and "| arrayconv correlate (plain call) |" in text
     assert "## Where a plain call's host time goes (9x7, 4x2, 'valid'" in text
+    assert f"| tiny | {result['cases'][0]['method']} | " in text
 
 
 def test_sweep_times_every_method_of_a_point(where, tmp_path):

@@ -7,6 +7,7 @@ CUDA events on the GPU) and the versions to report.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +32,19 @@ class Device:
     def to_host(self, a: Any) -> np.ndarray:
         """`a` as a NumPy array (copied from the device on the GPU)."""
         return a.get() if self.name == "gpu" else np.asarray(a)
+
+    def host_time(self, fn: Callable[[], object]) -> float:
+        """Seconds the host spends in one call of `fn` started on an idle device: on a GPU,
+        its launches' cost where the call waits for nothing (the wall clock, without the
+        kernels' time); on the CPU, the call's time."""
+        if self.name == "gpu":
+            self.xp.cuda.Device().synchronize()
+        start = time.perf_counter()
+        fn()
+        seconds = time.perf_counter() - start
+        if self.name == "gpu":
+            self.xp.cuda.Device().synchronize()
+        return seconds
 
     @property
     def signal_name(self) -> str:

@@ -10,7 +10,10 @@ made once, and the peers' ``correlate`` (``scipy.signal``'s, or on the GPU
 with the device's timer (the wall clock, or CUDA events, which count the host's time
 between launches when the GPU waits for it); medians. Then the plain call on the 64x64
 image with a 3x3 kernel runs under cProfile: the functions where its host time goes, per
-call. Writes ``overhead-<date>.md`` and ``.json`` (``overhead-gpu-<date>.*`` on the GPU).
+call. Last, each benchmark case up to g7 ('auto'): its plain call, a call of its plan and
+the host's time of that plan call from an idle device (on a GPU, what the launches cost
+the host; where it nears the call's time, the call is host-bound). Writes
+``overhead-<date>.md`` and ``.json`` (``overhead-gpu-<date>.*`` on the GPU).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import numpy as np
 
 import arrayconv as ac
 
+from .cases import CASES, Case
 from .devices import Device, device, report_stem
 from .run import command_line, report_head
 
@@ -42,6 +46,10 @@ PROBLEMS = [
     ("1920x1920, 30x30, 'valid' (case c)", (1920, 1920), (30, 30), "valid"),
 ]
 PROFILED = 1  # the index in PROBLEMS of the problem whose plain call is profiled
+# The benchmark cases timed whole (the larger ones take their arithmetic's time, not a
+# fixed cost's), and the rounds of each.
+TIMED_CASES = [case for case in CASES if case.id in ("a", "b", "c", "d", "e3", "f", "g3", "g7")]
+CASE_REPEATS = 15
 PROFILE_CALLS, PROFILE_ROWS = 200, 15
 
 
@@ -66,10 +74,17 @@ def callables(x: Any, w: Any, mode: str, where: Device) -> dict[str, Callable[[]
     return calls
 
 
-def run(repeats: int, where: Device, problems: list[tuple[str, tuple[int, ...], tuple[int, ...], str]] = PROBLEMS) -> dict:
+def run(
+    repeats: int,
+    where: Device,
+    problems: list[tuple[str, tuple[int, ...], tuple[int, ...], str]] = PROBLEMS,
+    cases: list[Case] = TIMED_CASES,
+    case_repeats: int = CASE_REPEATS,
+) -> dict:
     """Median time of each callable on each problem over `repeats` interleaved rounds
-    (after two warm-up calls each), and the profile of the plain call on
-    ``problems[PROFILED]`` (the last problem if fewer)."""
+    (after two warm-up calls each), the profile of the plain call on
+    ``problems[PROFILED]`` (the last problem if fewer), and :func:`time_case` of each of
+    `cases`."""
     rng, order = np.random.default_rng(0), random.Random(0)
     rows, profiled = [], None
     for i, (label, x_shape, w_shape, mode) in enumerate(problems):
@@ -95,7 +110,33 @@ def run(repeats: int, where: Device, problems: list[tuple[str, tuple[int, ...], 
         "repeats": repeats,
         "rows": rows,
         "profile": profiled,
+        "cases": [time_case(case, case_repeats, where) for case in cases],
     }
+
+
+def time_case(case: Case, repeats: int, where: Device) -> dict:
+    """Medians over `repeats` rounds, after two warm-up calls each, of the case's plain
+    'auto' call and of its plan's call (the device's timer, interleaved in a new order each
+    round), and of the host's time of a plan call (:meth:`Device.host_time`)."""
+    rng, order = np.random.default_rng(0), random.Random(1)
+    x = where.xp.asarray(rng.standard_normal(case.x, dtype=np.float32))
+    w = where.xp.asarray(rng.standard_normal(case.w, dtype=np.float32))
+    if case.kind == "image":
+        plan = ac.plan_correlate(w, x.shape, case.mode, dtype=w.dtype)
+        calls = {"plain": lambda: ac.correlate(x, w, case.mode), "plan": lambda: plan(x)}
+    else:
+        plan = ac.plan_conv(w, x.shape, dtype=w.dtype, padding=case.padding)
+        calls = {"plain": lambda: ac.conv(x, w, padding=case.padding), "plan": lambda: plan(x)}
+    for fn in calls.values():
+        fn(), fn()
+    times: dict[str, list[float]] = {"plain": [], "plan": [], "plan host": []}
+    names = list(calls)
+    for _ in range(repeats):
+        order.shuffle(names)
+        for name in names:
+            times[name].append(where.time_call(calls[name]))
+        times["plan host"].append(where.host_time(calls["plan"]))
+    return {"case": case.id, "method": plan.method, "median_s": {name: statistics.median(t) for name, t in times.items()}}
 
 
 def _profile(call: Callable[[], object]) -> list[dict]:
@@ -135,6 +176,12 @@ def write(result: dict, folder: Path) -> Path:
     lines += [f"## Where a plain call's host time goes ({profile['problem']}; cProfile, per call)", ""]
     lines += ["| function | calls | own (us) | with callees (us) |", "|---|---|---|---|"]
     lines += [f"| {f['function']} | {f['calls']:g} | {f['own_us']:.1f} | {f['total_us']:.1f} |" for f in profile["functions"]]
+    lines += ["", "## The benchmark cases ('auto'; plan's host time: from an idle device to the call's return)", ""]
+    lines += ["| case | method | plain call (us) | plan call (us) | plan's host time (us) |", "|---|---|---|---|---|"]
+    lines += [
+        f"| {row['case']} | {row['method']} | " + " | ".join(f"{row['median_s'][name] * 1e6:.0f}" for name in ("plain", "plan", "plan host")) + " |"
+        for row in result.get("cases", [])
+    ]
     path = stem.with_suffix(".md")
     path.write_text("\n".join(lines) + "\n")
     return path
