@@ -207,6 +207,7 @@ def rescore(report: dict, memory_limit: int | None = None) -> tuple[dict, list[s
 
 
 def _rescore_points(report: dict, where: Device) -> tuple[dict, list[str]]:
+    """:func:`rescore` under the memory limit in force."""
     results, changed, rng = [], [], np.random.default_rng(0)
     for point in report["points"]:
         x = where.xp.zeros(tuple(point["x"]), dtype=_dtype(point))  # a float input's values are not read
