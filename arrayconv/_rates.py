@@ -94,9 +94,13 @@ ONE_WORKER_FFT_SHARE = 0.6
 # method's launches on the GPU are counted as measured there (the FFT's 42, im2col's 21,
 # direct's 9: bench/results/gpu-cost-refit-2026-11-26.md), at this cost each.
 DEFAULT_GPU_RATES = Rates(gemm_flops=23e12, stream_bytes=2.0e12, fft_flops=2.2e12, call_seconds=15e-6)
-# The probes on that H100 on 2026-11-26, the day of the sweeps the call cost was fitted
-# to: `calibrate('gpu')` scales the rates above by how a GPU's probes compare with these.
-GPU_REFERENCE_PROBES = Rates(gemm_flops=28.1e12, stream_bytes=2.29e12, fft_flops=3.25e12, call_seconds=41e-6)
+# The probes of the H100 machine the GPU's model was last fitted on (the evening of
+# 2026-11-26, bench/results/gpu-tests-2026-11-26-run4.md): `calibrate('gpu')` scales the
+# rates above by how a GPU's probes compare with these, so that machine gets the shipped
+# rates back. The call probe is a poor guide there: it read 41 us on the morning's H100
+# machine and 21-25 us on the evening's two, while the FFT's cheapest plain call took
+# 407-459 us on all three (sweep-gpu-2026-11-26*.json).
+GPU_REFERENCE_PROBES = Rates(gemm_flops=20.8e12, stream_bytes=1.85e12, fft_flops=1.89e12, call_seconds=20.9e-6)
 
 _loaded = LRUCache("rates", maxsize=8)
 # numpy.correlate past 11 taps makes one BLAS dot product per output sample, whose fixed
