@@ -1,5 +1,6 @@
 """The benchmark tooling: command line, README updater, sweep bookkeeping (no timing here)."""
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -342,3 +343,28 @@ def test_the_gpu_cost_model_picks_well_on_the_gpu_sweeps_it_was_fitted_to(xp, na
     report = json.loads((Path(__file__).parents[1] / "bench" / "results" / name).read_text())
     stats, _ = sweep.rescore(report, memory_limit=19 << 30)
     assert stats["within_1.2x"] >= 0.95 and stats["over_2x"] == 0, stats
+
+
+def test_compare_times_the_cases_with_both_packages(tmp_path):
+    """Before/after: each version's processes import that version (a copy of this package
+    stands in for an older one) and the report gives both, case by case."""
+    import shutil
+
+    from arrayconv.bench import compare
+
+    shutil.copytree(Path(ac.__file__).parent, tmp_path / "base" / "arrayconv", ignore=shutil.ignore_patterns("__pycache__"))
+    cases = [dataclasses.asdict(Case("tiny", "conv", (2, 3, 12, 10), (4, 3, 3, 3), padding=1))]
+    result = compare.run(tmp_path / "base", "cpu", rounds=1, repeats=2, cases=cases)
+    row = result["rows"][0]
+    assert row["case"] == "tiny" and set(row) == {"case", "before", "after"}
+    assert all(min(row[v]["median_s"].values()) > 0 and row[v]["method"] in ac.METHODS for v in ("before", "after"))
+    text = compare.write(result, tmp_path).read_text()
+    assert "Before and after, CPU" in text and "| tiny | " in text
+
+
+def test_compare_refuses_a_folder_without_arrayconv(tmp_path, capsys):
+    from arrayconv.bench import compare
+
+    with pytest.raises(SystemExit) as stop:
+        compare.main([str(tmp_path)])
+    assert stop.value.code == 2 and "holds no arrayconv package" in capsys.readouterr().err

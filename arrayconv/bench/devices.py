@@ -7,7 +7,6 @@ CUDA events on the GPU) and the versions to report.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -33,19 +32,6 @@ class Device:
         """`a` as a NumPy array (copied from the device on the GPU)."""
         return a.get() if self.name == "gpu" else np.asarray(a)
 
-    def host_time(self, fn: Callable[[], object]) -> float:
-        """Seconds the host spends in one call of `fn` started on an idle device: on a GPU,
-        its launches' cost where the call waits for nothing (the wall clock, without the
-        kernels' time); on the CPU, the call's time."""
-        if self.name == "gpu":
-            self.xp.cuda.Device().synchronize()
-        start = time.perf_counter()
-        fn()
-        seconds = time.perf_counter() - start
-        if self.name == "gpu":
-            self.xp.cuda.Device().synchronize()
-        return seconds
-
     @property
     def signal_name(self) -> str:
         """The peers' module as users import it."""
@@ -63,9 +49,10 @@ def device(name: str) -> Device:
     import cupy
     import cupyx.scipy.signal
 
-    from .gpu import _timer, gpu_versions
+    from .case_timer import cuda_events
+    from .gpu import gpu_versions
 
-    return Device("gpu", cupy, cupyx.scipy.signal, _timer(cupy), lambda: gpu_versions(cupy))
+    return Device("gpu", cupy, cupyx.scipy.signal, cuda_events(cupy), lambda: gpu_versions(cupy))
 
 
 def report_stem(kind: str, device_name: str, date: str) -> str:

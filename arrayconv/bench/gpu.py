@@ -23,6 +23,7 @@ import numpy as np
 
 import arrayconv as ac
 
+from .case_timer import cuda_events
 from .cases import CASES, Case
 from .peers import _macs, scipy_peers
 from .run import _data, _reference, command_line, plot, report_head, versions
@@ -30,18 +31,6 @@ from .run import _data, _reference, command_line, plot, report_head, versions
 # Calls slower than this (seconds) are timed this few times.
 SLOW_SECONDS, SLOW_REPEATS = 0.5, 3
 TORCH_FP32, TORCH_TF32 = "torch cuDNN (FP32)", "torch cuDNN (TF32)"
-
-
-def _timer(cp):  # type: ignore[no-untyped-def]
-    def time_call(fn: Callable[[], object]) -> float:
-        start, end = cp.cuda.Event(), cp.cuda.Event()
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        return cp.cuda.get_elapsed_time(start, end) / 1e3
-
-    return time_call
 
 
 def _arrayconv(case: Case, x, w) -> dict[str, Callable[[], object]]:  # type: ignore[no-untyped-def]
@@ -113,7 +102,7 @@ def _error(result: object, ref: np.ndarray, cp) -> float:  # type: ignore[no-unt
 
 def run_case(case: Case, repeats: int, ceilings: dict[str, float], cp) -> dict:  # type: ignore[no-untyped-def]
     """Time every callable of `case` on the GPU, interleaved, after two warm-ups each."""
-    time_call = _timer(cp)
+    time_call = cuda_events(cp)
     x_host, w_host = _data(case)
     ref = _reference(case, x_host, w_host)
     x, w = cp.asarray(x_host), cp.asarray(w_host)
@@ -166,7 +155,7 @@ def _chosen(case: Case, x, w) -> str:  # type: ignore[no-untyped-def]
 
 def ceilings(cp) -> dict[str, float]:  # type: ignore[no-untyped-def]
     """The device's measured FP32 GEMM rate (8192^3, TF32 off) and copy bandwidth (1 GiB)."""
-    time_call = _timer(cp)
+    time_call = cuda_events(cp)
     a = cp.random.standard_normal((8192, 8192), dtype=cp.float32)
     v = cp.empty(1 << 28, dtype=cp.float32)
     dst = cp.empty_like(v)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import dataclasses
 import datetime
 import json
 import pstats
@@ -34,6 +35,7 @@ import numpy as np
 
 import arrayconv as ac
 
+from .case_timer import time_case
 from .cases import CASES, Case
 from .devices import Device, device, report_stem
 from .run import command_line, report_head
@@ -83,8 +85,8 @@ def run(
 ) -> dict:
     """Median time of each callable on each problem over `repeats` interleaved rounds
     (after two warm-up calls each), the profile of the plain call on
-    ``problems[PROFILED]`` (the last problem if fewer), and :func:`time_case` of each of
-    `cases`."""
+    ``problems[PROFILED]`` (the last problem if fewer), and
+    :func:`.case_timer.time_case` of each of `cases`."""
     rng, order = np.random.default_rng(0), random.Random(0)
     rows, profiled = [], None
     for i, (label, x_shape, w_shape, mode) in enumerate(problems):
@@ -110,33 +112,8 @@ def run(
         "repeats": repeats,
         "rows": rows,
         "profile": profiled,
-        "cases": [time_case(case, case_repeats, where) for case in cases],
+        "cases": [{"case": case.id, **time_case(dataclasses.asdict(case), case_repeats, where.name)} for case in cases],
     }
-
-
-def time_case(case: Case, repeats: int, where: Device) -> dict:
-    """Medians over `repeats` rounds, after two warm-up calls each, of the case's plain
-    'auto' call and of its plan's call (the device's timer, interleaved in a new order each
-    round), and of the host's time of a plan call (:meth:`Device.host_time`)."""
-    rng, order = np.random.default_rng(0), random.Random(1)
-    x = where.xp.asarray(rng.standard_normal(case.x, dtype=np.float32))
-    w = where.xp.asarray(rng.standard_normal(case.w, dtype=np.float32))
-    if case.kind == "image":
-        plan = ac.plan_correlate(w, x.shape, case.mode, dtype=w.dtype)
-        calls = {"plain": lambda: ac.correlate(x, w, case.mode), "plan": lambda: plan(x)}
-    else:
-        plan = ac.plan_conv(w, x.shape, dtype=w.dtype, padding=case.padding)
-        calls = {"plain": lambda: ac.conv(x, w, padding=case.padding), "plan": lambda: plan(x)}
-    for fn in calls.values():
-        fn(), fn()
-    times: dict[str, list[float]] = {"plain": [], "plan": [], "plan host": []}
-    names = list(calls)
-    for _ in range(repeats):
-        order.shuffle(names)
-        for name in names:
-            times[name].append(where.time_call(calls[name]))
-        times["plan host"].append(where.host_time(calls["plan"]))
-    return {"case": case.id, "method": plan.method, "median_s": {name: statistics.median(t) for name, t in times.items()}}
 
 
 def _profile(call: Callable[[], object]) -> list[dict]:
