@@ -101,11 +101,11 @@ _DATA_PASSES_1D, _MAC_PASSES_1D = 1, 2
 # 3, 2026-11-26): the CPU's terms they had before charged the bytes 11x and the channel
 # sum 2.6x what they took (a (16, 256, 128, 128) x (64, 256, 5, 5) conv priced 35 ms ran
 # in 9.6). The fixed launches sit between two hosts: a plain call's fixed cost was about
-# 0.55 ms on one H100 machine and about 1 ms on another (seed 4's sweep); 30-35 gave the
-# picks as good on both, 25 (the first host's fit) left seed 4 at 89% within 1.2x, 45
-# took the first host's worst to 1.8. Measured / estimated over 10-90% of points: 0.67-1.34 on
-# seed 3 (was 0.42-2.25), 0.66-1.48 on seed 2's, 0.90-2.09 on seed 4's (was 0.52-3.59)
-# (bench/results/gpu-cost-refit-2026-11-26.md).
+# 0.55 ms on one H100 machine and about 1 ms on another (seed 4's sweep). Every count from
+# 27 to 35 gives seed 3's best picks, and seed 4 93-96% within 1.2x over that range; 25
+# (the first host's fit) left seed 4 at 89%, 45 took seed 3's worst to 1.8x. Measured /
+# estimated over 10-90% of points: 0.67-1.34 on seed 3 (was 0.42-2.25), 0.66-1.48 on seed
+# 2's, 0.90-2.09 on seed 4's (was 0.52-3.59) (bench/results/gpu-cost-refit-2026-11-26.md).
 _GPU_KERNEL_PASSES, _GPU_DATA_PASSES = 1.5, 0.5
 _GPU_CONTRACTION_WEIGHT, _GPU_CONTRACTION_PASSES = 3.8, 1.8
 _GPU_TRANSFORM_WEIGHT = 1.2

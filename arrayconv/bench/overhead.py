@@ -8,9 +8,9 @@ made once, and the peers' ``correlate`` (``scipy.signal``'s, or on the GPU
 ``cupyx.scipy.signal``'s 'direct' and 'fft', its 'auto' taking 1-D input only; and
 ``ndimage``'s where the mode is 'same' and the kernel odd) are timed interleaved, in a new
 order each round, with the device's timer (the wall clock, or CUDA events, which count the
-host's time between launches when the GPU waits for it); medians. Then the plain call on the 64x64
-image with a 3x3 kernel runs under cProfile: the functions where its host time goes, per
-call. Last, each benchmark case up to g7 ('auto'): its plain call, a call of its plan and
+host's time between launches when the GPU waits for it); medians. Then the plain call on
+the 64x64 image with a 3x3 kernel runs under cProfile: the functions where its host time
+goes, per call. Last, each benchmark case up to g7 ('auto'): its plain call, a call of its plan and
 the host's time of that plan call from an idle device (on a GPU, what the launches cost
 the host; where it nears the call's time, the call is host-bound). Writes
 ``overhead-<date>.md`` and ``.json`` (``overhead-gpu-<date>.*`` on the GPU).

@@ -202,23 +202,18 @@ def rescore(report: dict, memory_limit: int | None = None) -> tuple[dict, list[s
     the stand-in for CuPy). Picks are made under the memory limit the sweep recorded, else
     `memory_limit`, else this machine's."""
     where = device(report.get("device", "cpu"))
-    with ac.config(memory_limit=report.get("memory_limit", memory_limit)):
-        return _rescore_points(report, where)
-
-
-def _rescore_points(report: dict, where: Device) -> tuple[dict, list[str]]:
-    """:func:`rescore` under the memory limit in force."""
     results, changed, rng = [], [], np.random.default_rng(0)
-    for point in report["points"]:
-        x = where.xp.zeros(tuple(point["x"]), dtype=_dtype(point))  # a float input's values are not read
-        w = where.xp.asarray(random_array(rng, point["w"], _dtype(point)))  # random, as timed: never an outer product
-        pick = _choice(point, x, w).method
-        times = point["median_s"]
-        ratio = times.get(pick, math.inf) / min(times.values())
-        results.append({**point, "chosen": pick, "ratio": ratio})
-        if pick != point["chosen"]:
-            now = f"{ratio:.2f}" if pick in times else "not timed in this sweep"
-            changed.append(f"{point['id']} {tuple(point['x'])} x {tuple(point['w'])}: {point['chosen']} ({point['ratio']:.2f}) -> {pick} ({now})")
+    with ac.config(memory_limit=report.get("memory_limit", memory_limit)):
+        for point in report["points"]:
+            x = where.xp.zeros(tuple(point["x"]), dtype=_dtype(point))  # a float input's values are not read
+            w = where.xp.asarray(random_array(rng, point["w"], _dtype(point)))  # random, as timed: never an outer product
+            pick = _choice(point, x, w).method
+            times = point["median_s"]
+            ratio = times.get(pick, math.inf) / min(times.values())
+            results.append({**point, "chosen": pick, "ratio": ratio})
+            if pick != point["chosen"]:
+                now = f"{ratio:.2f}" if pick in times else "not timed in this sweep"
+                changed.append(f"{point['id']} {tuple(point['x'])} x {tuple(point['w'])}: {point['chosen']} ({point['ratio']:.2f}) -> {pick} ({now})")
     return summary(results), changed
 
 
