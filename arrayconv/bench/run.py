@@ -259,11 +259,13 @@ def plot_kernel_sizes(report: dict, path: Path) -> None:
     if len(cases) < 2:
         return
     sizes = [r["case"]["w"][0] for r in cases]
-    names = sorted({n for r in cases for n in r["median_s"]})
+    names = sorted({n for r in cases for n in r["median_s"]} - {"arrayconv auto"})
+    pairs = plt.get_cmap("tab20").colors  # dark and light of 10 hues: the dark ones first
+    colors = dict(zip(names, pairs[0::2] + pairs[1::2]))  # a colour of its own for up to 20 lines
     fig, ax = plt.subplots(figsize=(9, 5))
-    for name in names:
+    for name in ["arrayconv auto", *names]:
         points = [(k, r["median_s"][name] * 1e3) for k, r in zip(sizes, cases) if name in r["median_s"]]
-        style = {"lw": 2.5, "c": "black"} if name == "arrayconv auto" else {"lw": 1, "ls": "--" if name.startswith("arrayconv") else "-"}
+        style = {"lw": 2.5, "c": "black"} if name == "arrayconv auto" else {"lw": 1, "c": colors[name], "ls": "--" if name.startswith("arrayconv") else "-"}
         ax.plot(*zip(*points), marker="o", label=name, **style)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
