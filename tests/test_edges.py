@@ -262,9 +262,9 @@ def test_conv_nan_propagates_over_the_footprint_only(xp, method, x_shape, w_shap
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("func", [ac.correlate, ac.convolve])
 def test_nan_stays_in_its_footprint_where_scipy_swaps_the_inputs(xp, method, func, rng):
-    """In mode 'full' with `in2` the larger, SciPy's direct method swaps the inputs and
-    slides the image over the zero-padded kernel, so a NaN times those zeros makes every
-    output NaN. arrayconv keeps the NaN in its footprint, as in every other case."""
+    """In mode 'full' with `in2` the larger (more samples), SciPy's direct method swaps the
+    inputs and slides the image over the zero-padded kernel, so a NaN times those zeros
+    makes every output NaN. arrayconv keeps the NaN in its footprint, as in every other case."""
     x, k = random(rng, (5, 2, 3), "float64"), random(rng, (4, 6, 2), "float64")
     x[3, 1, 0] = np.nan
     scipy_func = scipy.signal.correlate if func is ac.correlate else scipy.signal.convolve
