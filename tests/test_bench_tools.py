@@ -23,6 +23,24 @@ def test_bench_command_rejects_unknown_cases(capsys):
     assert "unknown case ids ['zz']; known: a, b, c" in capsys.readouterr().err
 
 
+def test_quick_run_leaves_scipys_longest_direct_sums_to_the_full_run():
+    """SciPy's direct sums on cases c and g15 take 40-50 s a call: the quick run skips them
+    (and ndimage's), keeping g3's; the full run keeps them all."""
+    from arrayconv.bench.cases import CASES
+    from arrayconv.bench.peers import QUICK_MAX_DIRECT_MACS, peer_callables
+
+    for case in (c for c in CASES if c.id in ("c", "g3", "g15")):
+        rng = np.random.default_rng(0)
+        x, w = random_array(rng, case.x, "float32"), random_array(rng, case.w, "float32")
+        quick, quick_skipped = peer_callables(case, x, w, QUICK_MAX_DIRECT_MACS)
+        full, full_skipped = peer_callables(case, x, w)
+        long = case.id != "g3"
+        assert ("scipy.signal.correlate direct" in quick_skipped) is long
+        assert ("scipy.ndimage.correlate" in quick) is not long
+        assert "scipy.signal.correlate direct" in full and "scipy.ndimage.correlate" in full
+        assert set(quick) | set(quick_skipped) == set(full) | set(full_skipped)
+
+
 def _cpu_report():
     case = {
         "id": "a",

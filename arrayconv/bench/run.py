@@ -1,7 +1,8 @@
 """Run the CPU benchmark: arrayconv and its peers side by side, interleaved, medians.
 
 Usage: ``arrayconv bench [--full] [--cases a,b,...] [--repeats N] [--out DIR]`` (or
-``python -m arrayconv.bench.run``). Without ``--full`` or ``--cases``: the quick cases.
+``python -m arrayconv.bench.run``). Without ``--full`` or ``--cases``: the quick cases,
+two repeats, SciPy's direct sums only up to :data:`~.peers.QUICK_MAX_DIRECT_MACS`.
 Writes ``cpu-<date>[-quick].json``, ``.md`` and ``.png`` into DIR (default bench/results).
 Needs the ``bench`` extra (matplotlib, tqdm); torch is a peer when installed.
 """
@@ -39,7 +40,7 @@ from arrayconv._backend import NUMPY
 from arrayconv._rates import measure_rates
 
 from .cases import CASES, QUICK, Case
-from .peers import arrayconv_callables, peer_callables, time_call
+from .peers import MAX_DIRECT_MACS, QUICK_MAX_DIRECT_MACS, arrayconv_callables, peer_callables, time_call
 
 # A callable whose warm-up takes longer than this is timed once, not repeated.
 SLOW_SECONDS = 3.0
@@ -108,12 +109,13 @@ def _floor(case: Case, x: np.ndarray, w: np.ndarray, out_size: int, rates: dict[
     return max(2 * macs / rates["gemm_flops"], moved / rates["stream_bytes"])
 
 
-def run_case(case: Case, repeats: int, rates: dict[str, float]) -> dict:
-    """Time every callable of `case`, interleaved in a new order each repeat, after one warm-up each."""
+def run_case(case: Case, repeats: int, rates: dict[str, float], max_direct_macs: float = MAX_DIRECT_MACS) -> dict:
+    """Time every callable of `case`, interleaved in a new order each repeat, after one
+    warm-up each (SciPy's direct sums up to `max_direct_macs` multiply-adds)."""
     x, w = _data(case)
     ref = _reference(case, x, w)
     mine = arrayconv_callables(case, x, w)
-    peers, skipped = peer_callables(case, x, w)
+    peers, skipped = peer_callables(case, x, w, max_direct_macs)
     choice = _choice(case, x, w)
     estimates = {name: cost.seconds for name, cost in choice.estimates.items()}
     for name in list(mine):
@@ -302,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
     with tqdm(total=len(cases), unit="case", dynamic_ncols=True) as bar:
         for case in cases:
             bar.set_postfix_str(f"case {case.id}", refresh=True)
-            results.append(_in_own_process(case, repeats, rates))
+            results.append(_in_own_process(case, repeats, rates, QUICK_MAX_DIRECT_MACS if quick else MAX_DIRECT_MACS))
             r = results[-1]
             bar.write(
                 f"case {case.id}: auto {r['median_s']['arrayconv auto'] * 1e3:.1f} ms ({r['chosen']}), best peer "
@@ -314,11 +316,11 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _in_own_process(case: Case, repeats: int, rates: dict[str, float]) -> dict:
+def _in_own_process(case: Case, repeats: int, rates: dict[str, float], max_direct_macs: float) -> dict:
     """`run_case` in a fresh process: no allocator, cache or thread-pool state carries over
     from one case to the next."""
     with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
-        return pool.submit(run_case, case, repeats, rates).result()
+        return pool.submit(run_case, case, repeats, rates, max_direct_macs).result()
 
 
 def _write(results: list[dict], out: str, quick: bool, argv: list[str] | None, rates: dict[str, float], repeats: int) -> Path:
