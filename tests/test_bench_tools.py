@@ -11,8 +11,9 @@ import pytest
 import arrayconv as ac
 from arrayconv.__main__ import main
 from arrayconv.bench import accuracy, images, overhead, plans, readme, sweep
-from arrayconv.bench.cases import Case, random_array
+from arrayconv.bench.cases import CASES, Case, random_array
 from arrayconv.bench.devices import device
+from arrayconv.bench.peers import QUICK_MAX_DIRECT_MACS, peer_callables
 
 
 def test_bench_command_rejects_unknown_cases(capsys):
@@ -26,9 +27,6 @@ def test_bench_command_rejects_unknown_cases(capsys):
 def test_quick_run_leaves_scipys_longest_direct_sums_to_the_full_run():
     """SciPy's direct sums on cases c and g15 take 40-50 s a call: the quick run skips them
     (and ndimage's), keeping g3's; the full run keeps them all."""
-    from arrayconv.bench.cases import CASES
-    from arrayconv.bench.peers import QUICK_MAX_DIRECT_MACS, peer_callables
-
     for case in (c for c in CASES if c.id in ("c", "g3", "g15")):
         rng = np.random.default_rng(0)
         x, w = random_array(rng, case.x, "float32"), random_array(rng, case.w, "float32")
