@@ -132,6 +132,12 @@ def channel_blocks(problem: Problem) -> int:
     return -(-problem.out_per_group // channels_per_thread(problem))
 
 
+def _padded_channels(problem: Problem) -> int:
+    """Output channels per group in the prepared kernel: :func:`channel_blocks` whole blocks
+    (the kernel's weights and its launch's channel stride must agree on it)."""
+    return channel_blocks(problem) * channels_per_thread(problem)
+
+
 def _run_length(ob: int) -> int:
     """Neighbouring outputs per thread: up to 4, fewer when OB accumulators are many."""
     return max(1, min(4, 16 // ob))
@@ -141,7 +147,7 @@ def prepare(w: Array, problem: Problem, backend: Backend) -> Array:
     """The kernel as ``(G, Cg, taps, Og_padded)``, output channels last, zero-padded to a
     multiple of :func:`channels_per_thread`."""
     p, xp = problem, backend.xp
-    padded_og = channel_blocks(p) * channels_per_thread(p)
+    padded_og = _padded_channels(p)
     taps = w.reshape(p.groups, p.out_per_group, p.in_per_group, -1).transpose(0, 2, 3, 1)
     if padded_og == p.out_per_group:  # one copy kernel, no zeros
         return xp.ascontiguousarray(taps)
@@ -186,8 +192,7 @@ def _launch(problem: Problem, dtype: np.dtype[Any]) -> _Launch:
     segment = stride[2] == dilation[2] == 1 and kern[2] <= _MAX_SEGMENT_TAPS
     constants = dict(OB=ob, R=run_length, SEGMENT=int(segment), K0=kern[0], K1=kern[1], K2=kern[2])
     fn = kernel(_SOURCE, "direct_correlate", dtype, **constants)
-    padded_og = channel_blocks(p) * ob
-    scalars = (maps, p.groups, p.in_per_group, p.out_per_group, padded_og, *spatial, *n_out, *stride, *dilation, *pad)
+    scalars = (maps, p.groups, p.in_per_group, p.out_per_group, _padded_channels(p), *spatial, *n_out, *stride, *dilation, *pad)
     work = n_out[0] * n_out[1] * -(-n_out[2] // run_length)
     grid = (min(blocks(work, _THREADS), _MAX_BLOCKS), min(maps, _MAX_GRID_Y))
     return _Launch(fn, grid, tuple(np.int32(v) for v in scalars))
