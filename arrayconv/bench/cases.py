@@ -46,3 +46,11 @@ CASES = [
 ]
 
 QUICK = ["a", "c", "e3", "g3", "g15"]
+
+
+def unknown_ids_error(ids: list[str]) -> str | None:
+    """The command-line error for the ids in `ids` that name no case; None if all do."""
+    known = [case.id for case in CASES]
+    if unknown := sorted(set(ids) - set(known)):
+        return f"unknown case ids {unknown}; known: {', '.join(known)}"
+    return None

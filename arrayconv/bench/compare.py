@@ -26,7 +26,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .cases import CASES
+from .cases import CASES, unknown_ids_error
 from .devices import device, report_stem
 from .overhead import TIMED_CASES
 from .run import command_line, report_head
@@ -131,10 +131,9 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.base / "arrayconv" / "__init__.py").is_file():
         parser.error(f"{args.base} holds no arrayconv package (make one with `git archive REV arrayconv | tar -x -C {args.base}`)")
     wanted = args.cases.split(",")
+    if error := unknown_ids_error(wanted):
+        parser.error(error)
     by_id = {case.id: case for case in CASES}
-    unknown = [c for c in wanted if c not in by_id]
-    if unknown:
-        parser.error(f"unknown cases {unknown}; known: {', '.join(by_id)}")
     cases = [dataclasses.asdict(by_id[c]) for c in wanted]
     path = write(run(args.base, args.device, args.rounds, args.repeats, cases), Path(args.out))
     print(path.read_text())

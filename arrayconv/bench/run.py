@@ -39,7 +39,7 @@ from arrayconv._machine import blas, cores, cpu_name
 from arrayconv._backend import NUMPY
 from arrayconv._rates import measure_rates
 
-from .cases import CASES, QUICK, Case
+from .cases import CASES, QUICK, Case, unknown_ids_error
 from .peers import MAX_DIRECT_MACS, QUICK_MAX_DIRECT_MACS, arrayconv_callables, peer_callables, time_call
 
 # A callable whose warm-up takes longer than this is timed once, not repeated.
@@ -294,8 +294,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     known = [c.id for c in CASES]
     chosen = args.cases.split(",") if args.cases else known if args.full else QUICK
-    if unknown := sorted(set(chosen) - set(known)):
-        parser.error(f"unknown case ids {unknown}; known: {', '.join(known)}")
+    if error := unknown_ids_error(chosen):
+        parser.error(error)
     quick = not args.full and not args.cases
     repeats = args.repeats or (2 if quick else 5)
     rates = machine_rates()
