@@ -91,8 +91,9 @@ ONE_WORKER_FFT_SHARE = 0.6
 # 51, worst 3.60). At 15 us the same timings give 95% (worst 2.15, one past 2x: a
 # 64x64 image under a 63x63 kernel, now im2col, was direct at 1.08) and 94% (worst 2.22,
 # two past 2x); 11-30 us all gave a worst of 2.15-2.22. Since 2026-11-26's evening each
-# method's launches on the GPU are counted as measured there (the FFT's 42, im2col's 21,
-# direct's 9: bench/results/gpu-cost-refit-2026-11-26.md), at this cost each.
+# method's launches on the GPU are counted as measured there (im2col's 21, at this cost
+# each: bench/results/gpu-cost-refit-2026-11-26.md; since 2026-11-27 the FFT's 57 and
+# direct's 9.6: bench/results/gpu-direct-refit-2026-11-27.md).
 DEFAULT_GPU_RATES = Rates(gemm_flops=23e12, stream_bytes=2.0e12, fft_flops=2.2e12, call_seconds=15e-6)
 # The probes of the H100 machine the GPU's model was last fitted on (the evening of
 # 2026-11-26, bench/results/gpu-tests-2026-11-26-run4.md): `calibrate('gpu')` scales the

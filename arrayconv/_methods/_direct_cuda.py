@@ -107,17 +107,21 @@ _MAX_GRID_Y = 65535
 # Longest last-axis kernel whose input segment is held in registers.
 _MAX_SEGMENT_TAPS = 32
 # Threads that fill the GPU; with fewer, the kernel runs at that fraction of its rate.
-_FULL_THREADS = 1 << 17
-# Instruction cost of one tap's input read and bounds checks, in multiply-adds.
-_LOADS_PER_TAP = 6
+_FULL_THREADS = 1 << 16
+# A tap's instructions in multiply-adds at the GEMM rate, per thread: its ``OB * R``
+# multiply-adds, its ``OB`` weight reads and its input reads (with a register segment,
+# ``(R + K2 - 1) / K2`` a tap; else ``R``, each behind a bounds check). Reads, not
+# multiply-adds, set the pace: fitted to the direct kernel's plain calls on H100s in three
+# sweeps (seeds 3-5, 274 problems; least squares on relative error) and judged on two held
+# out (seeds 6-7, 264 problems; measured / estimated over 10-90% of them 0.83-1.48, was
+# 0.78-2.08 with one read cost for every tap); bench/results/gpu-direct-refit-2026-11-27.md.
+_MULTIPLY_ADD, _WEIGHT_READ, _INPUT_READ = 0.36, 1.7, 5.1
 # Passes over the input and output at the stream rate, and the fixed cost of a call and of
-# the kernel's form (launches at call_seconds each): fitted to the direct kernel's plain
-# calls on an H100 in a sweep of 96 problems (seed 3, 2026-11-26; least squares on
-# relative error), where one launch was charged and a plain call took at least 120 us;
-# the split between a call and the kernel's form is read from a plan's calls (37-42 us on
-# case a), not fitted (bench/results/gpu-cost-refit-2026-11-26.md).
-_STREAM_PASSES = 0.7
-_CALLS, _PREPARE_CALLS = 2.5, 6.3
+# the kernel's form (launches at call_seconds each), fitted with the terms above; the split
+# between a call and the kernel's form is read from a plan's calls (37-42 us on case a,
+# bench/results/gpu-launch-cache-2026-11-26.md), not fitted.
+_STREAM_PASSES = 0.74
+_CALLS, _PREPARE_CALLS = 2.5, 7.1
 
 _launches = LRUCache("direct_cuda_launches", maxsize=256)
 
@@ -136,6 +140,19 @@ def _padded_channels(problem: Problem) -> int:
     """Output channels per group in the prepared kernel: :func:`channel_blocks` whole blocks
     (the kernel's weights and its launch's channel stride must agree on it)."""
     return channel_blocks(problem) * channels_per_thread(problem)
+
+
+def _tap_cost(problem: Problem, ob: int, run_length: int) -> float:
+    """One tap of one thread, in multiply-adds: see :data:`_MULTIPLY_ADD`."""
+    k2 = problem.kernel[-1]
+    reads = (run_length + k2 - 1) / k2 if _segment(problem) else run_length
+    return _MULTIPLY_ADD * ob * run_length + _WEIGHT_READ * ob + _INPUT_READ * reads
+
+
+def _segment(problem: Problem) -> bool:
+    """Whether the kernel holds each run's inputs of a kernel row in registers: unit stride
+    and dilation on the last axis and at most :data:`_MAX_SEGMENT_TAPS` taps along it."""
+    return problem.stride[-1] == problem.dilation[-1] == 1 and problem.kernel[-1] <= _MAX_SEGMENT_TAPS
 
 
 def _run_length(ob: int) -> int:
@@ -189,8 +206,7 @@ def _launch(problem: Problem, dtype: np.dtype[Any]) -> _Launch:
     stride, dilation, pad = ones + p.stride, ones + p.dilation, zeros + p.pad_lo
     maps = p.batch * p.groups * channel_blocks(p)
     run_length = _run_length(ob)
-    segment = stride[2] == dilation[2] == 1 and kern[2] <= _MAX_SEGMENT_TAPS
-    constants = dict(OB=ob, R=run_length, SEGMENT=int(segment), K0=kern[0], K1=kern[1], K2=kern[2])
+    constants = dict(OB=ob, R=run_length, SEGMENT=int(_segment(p)), K0=kern[0], K1=kern[1], K2=kern[2])
     fn = kernel(_SOURCE, "direct_correlate", dtype, **constants)
     scalars = (maps, p.groups, p.in_per_group, p.out_per_group, _padded_channels(p), *spatial, *n_out, *stride, *dilation, *pad)
     work = n_out[0] * n_out[1] * -(-n_out[2] // run_length)
@@ -212,20 +228,19 @@ def takes(problem: Problem) -> bool:
 def cost(problem: Problem, rates: Rates) -> tuple[float, int, float]:
     """Estimated seconds, temporary bytes (none) and, of the seconds, the kernel's form's.
 
-    Multiply-adds (padded output channels included) at the GEMM rate, scaled by the
-    share of the GPU the threads fill and by the cost of a tap's reads and bounds checks
-    next to its ``OB * R`` multiply-adds; input and output :data:`_STREAM_PASSES` times at
-    the stream rate; the fixed costs of :data:`_CALLS` and :data:`_PREPARE_CALLS`.
+    Each thread's taps (padded output channels included) at :func:`_tap_cost` multiply-adds
+    apiece at the GEMM rate, scaled by the share of the GPU the threads fill; input and
+    output :data:`_STREAM_PASSES` times at the stream rate; the fixed costs of
+    :data:`_CALLS` and :data:`_PREPARE_CALLS`.
     """
     p = problem
     ob = channels_per_thread(p)
     run_length = _run_length(ob)
-    blocks_of_channels = channel_blocks(p)
-    threads = p.batch * p.groups * blocks_of_channels * math.prod(p.out_spatial) / run_length
-    fmas = p.macs * blocks_of_channels * ob / p.out_per_group
-    per_tap = ob * run_length
-    efficiency = min(1.0, threads / _FULL_THREADS) * per_tap / (per_tap + _LOADS_PER_TAP)
+    threads = p.batch * p.groups * channel_blocks(p) * math.prod(p.out_spatial) / run_length
+    thread_taps = threads * p.in_per_group * math.prod(p.kernel)
+    occupancy = min(1.0, threads / _FULL_THREADS)
     moved = (math.prod(p.x_shape) + math.prod(p.y_shape)) * p.dtype.itemsize
     prepare = _PREPARE_CALLS * rates.call_seconds
-    seconds = 2 * fmas / (rates.gemm_flops * efficiency) + _STREAM_PASSES * moved / rates.stream_bytes + _CALLS * rates.call_seconds
+    compute = 2 * thread_taps * _tap_cost(p, ob, run_length) / (rates.gemm_flops * occupancy)
+    seconds = compute + _STREAM_PASSES * moved / rates.stream_bytes + _CALLS * rates.call_seconds
     return seconds + prepare, 0, prepare
