@@ -95,13 +95,17 @@ ONE_WORKER_FFT_SHARE = 0.6
 # each: bench/results/gpu-cost-refit-2026-11-26.md; since 2026-11-27 the FFT's 57 and
 # direct's 9.6: bench/results/gpu-direct-refit-2026-11-27.md).
 DEFAULT_GPU_RATES = Rates(gemm_flops=23e12, stream_bytes=2.0e12, fft_flops=2.2e12, call_seconds=15e-6)
-# The probes of the H100 machine the GPU's model was last fitted on (the evening of
-# 2026-11-26, bench/results/gpu-tests-2026-11-26-run4.md): `calibrate('gpu')` scales the
-# rates above by how a GPU's probes compare with these, so that machine gets the shipped
-# rates back. The call probe is a poor guide there: it read 41 us on the morning's H100
-# machine and 21-25 us on the evening's two, while the FFT's cheapest plain call took
-# 407-459 us on all three (sweep-gpu-2026-11-26*.json).
-GPU_REFERENCE_PROBES = Rates(gemm_flops=20.8e12, stream_bytes=1.85e12, fft_flops=1.89e12, call_seconds=20.9e-6)
+# The probes of the H100 machines the GPU's model was fitted on (2026-11-26 and -27):
+# `calibrate('gpu')` scales the rates above by how a GPU's probes compare with these, so an
+# H100 gets the shipped rates back. They are the GPU bench's ceilings (an 8192^3 FP32 GEMM,
+# a 1 GiB copy; 51.0-51.9 TFLOP/s and 2885-2967 GB/s over six runs on H100 machines,
+# bench/results/gpu-h100-80gb-hbm3-*.md); the FFT and a call have no probe of their own on
+# a GPU (see :func:`measure_rates`), so theirs are the shipped rates. Small probes (a 1024^3
+# GEMM, a 64 MiB copy, a 2048x2048 FFT, one tap) timed each host's launch latency, not its
+# GPU: on the H100 of 2026-11-27 they read 1.2-2.1x the fit host's, and the rates scaled
+# by them took its three sweeps there from none to three points past 2x, where its
+# calls ran at 0.6-1.4x the fit host's speed (bench/results/gpu-direct-refit-2026-11-27.md).
+GPU_REFERENCE_PROBES = Rates(gemm_flops=51.3e12, stream_bytes=2.94e12, fft_flops=DEFAULT_GPU_RATES.fft_flops, call_seconds=DEFAULT_GPU_RATES.call_seconds)
 
 _loaded = LRUCache("rates", maxsize=8)
 # numpy.correlate past 11 taps makes one BLAS dot product per output sample, whose fixed
@@ -165,7 +169,9 @@ def calibrate(device: str = "cpu", *, save: bool = True) -> Rates:
     Takes a few seconds. Each probe (see :func:`measure_rates`) is compared with the same
     probe on the machine the cost model was fitted on, and the shipped rate scaled by that
     ratio: a machine whose GEMM runs at half the reference's gets half the shipped GEMM
-    rate (the shipped rates are the model's units, not a machine's peaks). The rates are
+    rate (the shipped rates are the model's units, not a machine's peaks). On a GPU the
+    probes are its GEMM and copy ceilings (:func:`gpu_ceilings`; the FFT's rate follows
+    the copy's, a call's cost stays the shipped one). The rates are
     stored in :func:`cache_dir` (when `save`) and used by every later ``method='auto'`` on
     this machine, in this and later sessions.
 
@@ -229,10 +235,22 @@ def _cupy() -> Backend:
 def measure_rates(backend: Backend) -> Rates:
     """The four rates of `backend`, each from the best of several timed probes.
 
-    The probes are the operations the methods are made of: a 1024x1024 float32 GEMM, a
-    64 MiB copy, a forward and inverse real FFT of a 2048x2048 float32 image, and one
-    kernel tap of the direct method on a tiny block (slice, small GEMM, in-place add).
+    On the CPU the probes are the operations the methods are made of: a 1024x1024 float32
+    GEMM, a 64 MiB copy, a forward and inverse real FFT of a 2048x2048 float32 image, and
+    one kernel tap of the direct method on a tiny block (slice, small GEMM, in-place add).
+    On a GPU they are :func:`gpu_ceilings`; its FFTs are memory-bound, so the FFT's rate
+    is scaled with the copy's, and a call's cost is not probed (a launch's latency is the
+    host's, and its probe did not follow the calls: see :data:`GPU_REFERENCE_PROBES`).
     """
+    if backend.name == "cupy":
+        gemm_flops, copy_bytes = gpu_ceilings(backend.xp)
+        reference = GPU_REFERENCE_PROBES
+        return dataclasses.replace(
+            reference,
+            gemm_flops=gemm_flops,
+            stream_bytes=copy_bytes,
+            fft_flops=reference.fft_flops * copy_bytes / reference.stream_bytes,
+        )
     xp, fft = backend.xp, backend.fft
     rng = np.random.default_rng(0)
     a = xp.asarray(rng.standard_normal((1024, 1024), dtype=np.float32))
@@ -240,12 +258,11 @@ def measure_rates(backend: Backend) -> Rates:
     image = xp.asarray(rng.standard_normal((2048, 2048), dtype=np.float32))
     dst = xp.empty_like(v)
     tap_w, tap_x, acc = xp.ones((4, 4), np.float32), xp.ones((4, 72), np.float32), xp.zeros((4, 64), np.float32)
-    workers = {"workers": _config.workers()} if backend.name == "numpy" else {}
-    sync = _synchronizer(backend)
-    gemm = _best(lambda: xp.matmul(a, a), sync)
-    copy = _best(lambda: xp.copyto(dst, v), sync)
-    round_trip = _best(lambda: fft.irfft2(fft.rfft2(image, **workers), s=image.shape, **workers), sync)
-    call = _best(lambda: acc.__iadd__(xp.matmul(tap_w, tap_x[:, 3:67])), sync, repeats=200)
+    workers = {"workers": _config.workers()}
+    gemm = _best(lambda: xp.matmul(a, a))
+    copy = _best(lambda: xp.copyto(dst, v))
+    round_trip = _best(lambda: fft.irfft2(fft.rfft2(image, **workers), s=image.shape, **workers))
+    call = _best(lambda: acc.__iadd__(xp.matmul(tap_w, tap_x[:, 3:67])), repeats=200)
     n = image.size
     return Rates(
         gemm_flops=2 * 1024**3 / gemm,
@@ -255,20 +272,39 @@ def measure_rates(backend: Backend) -> Rates:
     )
 
 
-def _synchronizer(backend: Backend) -> Callable[[], None]:
-    if backend.name == "cupy":
-        return backend.xp.cuda.get_current_stream().synchronize
-    return lambda: None
+def gpu_ceilings(cp: Any) -> tuple[float, float]:
+    """The current GPU's FP32 GEMM rate (8192^3; CuPy leaves TF32 off unless the
+    environment sets ``CUPY_TF32=1``) and its copy bandwidth (1 GiB, read and write), in
+    FLOP/s and bytes/s: best of 5 by CUDA events. Needs 2 GiB of device memory, and about
+    a second on an H100."""
+
+    def seconds(fn: Callable[[], object]) -> float:
+        start, end = cp.cuda.Event(), cp.cuda.Event()
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        return cp.cuda.get_elapsed_time(start, end) / 1e3
+
+    def gemm_flops() -> float:
+        a = cp.random.standard_normal((8192, 8192), dtype=cp.float32)
+        return 2 * 8192**3 / min(seconds(lambda: cp.matmul(a, a)) for _ in range(5))
+
+    def copy_bytes() -> float:
+        v = cp.empty(1 << 28, dtype=cp.float32)
+        dst = cp.empty_like(v)
+        return 2 * v.nbytes / min(seconds(lambda: cp.copyto(dst, v)) for _ in range(5))
+
+    return gemm_flops(), copy_bytes()
 
 
-def _best(fn: Callable[[], object], sync: Callable[[], None], repeats: int = 7) -> float:
+def _best(fn: Callable[[], object], repeats: int = 7) -> float:
+    """The shortest of `repeats` timed calls of `fn` (on the host), after one untimed."""
     fn()
-    sync()
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
         fn()
-        sync()
         times.append(time.perf_counter() - start)
     return min(times)
 
@@ -290,6 +326,6 @@ def measure_dot_extra_ns(itemsize: int, taps: int) -> float:
     dtype = np.dtype(f"f{itemsize}")
     signal = np.linspace(-1.0, 1.0, _DOT_PROBE_SAMPLES + taps - 1, dtype=dtype)
     kernel = np.linspace(0.5, 1.5, taps, dtype=dtype)
-    best = _best(lambda: np.correlate(signal, kernel, "valid"), lambda: None, repeats=5)
+    best = _best(lambda: np.correlate(signal, kernel, "valid"), repeats=5)
     fixed_ns = best / _DOT_PROBE_SAMPLES * 1e9 - _REFERENCE_DOT_NS_PER_BYTE * taps * itemsize
     return max(0.0, fixed_ns - _REFERENCE_DOT_NS)

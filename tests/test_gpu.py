@@ -139,18 +139,19 @@ def test_calibrate_gpu_measures_rates(cp, tmp_path, monkeypatch):
 
 
 def test_calibrate_gpu_scales_the_gpu_rates_by_the_gpu_reference_probes(cp, tmp_path, monkeypatch):
-    """The GPU reference's probes give back the shipped GPU rates (not the probes: the call
-    cost is a launch's in a run of them, not the probe's), and a GPU whose launches take
-    twice as long gets twice the call cost."""
+    """The GPU reference's ceilings give back the shipped GPU rates; a GPU with half the
+    GEMM rate and half the bandwidth gets half the GEMM, stream and FFT rates (its FFTs
+    are memory-bound) and the shipped call cost (a launch's latency is the host's: the
+    call is not probed on a GPU)."""
     from arrayconv import _rates
 
     monkeypatch.setenv("ARRAYCONV_CACHE_DIR", str(tmp_path))
     reference, shipped = _rates.GPU_REFERENCE_PROBES, _rates.DEFAULT_GPU_RATES
-    monkeypatch.setattr(_rates, "measure_rates", lambda backend: reference)
+    monkeypatch.setattr(_rates, "gpu_ceilings", lambda xp: (reference.gemm_flops, reference.stream_bytes))
     assert dataclasses.asdict(ac.calibrate("gpu", save=False)) == pytest.approx(dataclasses.asdict(shipped))
-    slower = dataclasses.replace(reference, call_seconds=2 * reference.call_seconds)
-    monkeypatch.setattr(_rates, "measure_rates", lambda backend: slower)
-    assert ac.calibrate("gpu", save=False).call_seconds == pytest.approx(2 * shipped.call_seconds)
+    monkeypatch.setattr(_rates, "gpu_ceilings", lambda xp: (reference.gemm_flops / 2, reference.stream_bytes / 2))
+    halved = dataclasses.replace(shipped, gemm_flops=shipped.gemm_flops / 2, stream_bytes=shipped.stream_bytes / 2, fft_flops=shipped.fft_flops / 2)
+    assert dataclasses.asdict(ac.calibrate("gpu", save=False)) == pytest.approx(dataclasses.asdict(halved))
     ac.clear_caches()
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 import arrayconv as ac
+from arrayconv._rates import gpu_ceilings
 
 from .case_timer import cuda_events
 from .cases import CASES, Case
@@ -154,14 +155,10 @@ def _chosen(case: Case, x, w) -> str:  # type: ignore[no-untyped-def]
 
 
 def ceilings(cp) -> dict[str, float]:  # type: ignore[no-untyped-def]
-    """The device's measured FP32 GEMM rate (8192^3, TF32 off) and copy bandwidth (1 GiB)."""
-    time_call = cuda_events(cp)
-    a = cp.random.standard_normal((8192, 8192), dtype=cp.float32)
-    v = cp.empty(1 << 28, dtype=cp.float32)
-    dst = cp.empty_like(v)
-    gemm = min(time_call(lambda: cp.matmul(a, a)) for _ in range(5))
-    copy = min(time_call(lambda: cp.copyto(dst, v)) for _ in range(5))
-    return {"fp32_flops": 2 * 8192**3 / gemm, "copy_bytes": 2 * v.nbytes / copy}
+    """The device's measured FP32 GEMM rate (8192^3, TF32 off) and copy bandwidth (1 GiB):
+    :func:`arrayconv._rates.gpu_ceilings`, the probes of ``calibrate('gpu')``."""
+    fp32_flops, copy_bytes = gpu_ceilings(cp)
+    return {"fp32_flops": fp32_flops, "copy_bytes": copy_bytes}
 
 
 def write_markdown(report: dict, path: Path) -> None:
