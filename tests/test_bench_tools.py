@@ -366,6 +366,19 @@ def test_the_gpu_cost_model_picks_well_on_the_gpu_sweeps(xp, name):
     assert stats["within_1.2x"] >= 0.95 and stats["over_2x"] == 0, stats
 
 
+def test_a_gpu_plan_of_case_c_uses_the_fft(xp):
+    """A plan pays a call's fixed launches every frame and the kernel spectrum's once: on an
+    H100 case c's plan ran 0.43-0.48 ms a frame by FFT, the direct kernel's calls 0.72-0.75
+    (bench/results/plans-gpu-2026-11-27.md). The extra fixed cost of a small plain FFT call
+    is the kernel spectrum's, so it must not move a plan's pick."""
+    if xp is np:
+        pytest.skip("the GPU's cost model")
+    rng = np.random.default_rng(0)
+    x, w = xp.zeros((1920, 1920), dtype=np.float32), xp.asarray(random_array(rng, (30, 30), "float32"))
+    with ac.config(memory_limit=19 << 30):
+        assert ac.choose_method(x, w, mode="valid", plan=True).method == "fft"
+
+
 def test_compare_times_the_cases_with_both_packages(tmp_path):
     """Before/after: each version's processes import that version (a copy of this package
     stands in for an older one) and the report gives both, case by case."""

@@ -95,25 +95,27 @@ _LINES_TRANSFORM_WEIGHT = 0.45
 _DATA_PASSES_1D, _MAC_PASSES_1D = 1, 2
 # On a GPU: passes over the kernel spectra and over the data's, the channel sum's weight
 # (its GEMMs' FLOPs at the GEMM rate) and its passes over the kernel spectra, the
-# transforms' weight, and the fixed cost of a call (45 launches, call_seconds each) and of
-# making the kernel spectrum (12). The rate terms were fitted (non-negative least squares
-# on relative error) to the FFT's plain calls on an H100 in a sweep of 96 problems (seed
-# 3, 2026-11-26): the CPU's terms they had before charged the bytes 11x and the channel
+# transforms' weight, and the fixed cost of a call (30 launches, call_seconds each) and of
+# making the kernel spectrum (27), which a plan pays once. The rate terms were fitted
+# (non-negative least squares on relative error) to the FFT's plain calls on an H100 in a
+# sweep of 96 problems (seed 3, 2026-11-26): the CPU's terms they had before charged the bytes 11x and the channel
 # sum 2.6x what they took (a (16, 256, 128, 128) x (64, 256, 5, 5) conv priced 35 ms ran
-# in 9.6) (bench/results/gpu-cost-refit-2026-11-26.md). The fixed launches are charged
-# near the upper quartile of a small problem's plain call (162 FFT calls on images up to
-# 256x256 in the seven GPU sweeps of 2026-11-26 and -27, H100s: quartiles 0.55, 0.65, 0.91 ms,
-# the same shape 0.64-1.80 ms within one sweep; without the held-out seeds 6-7 the upper
-# quartile is 0.85 ms, 45 launches), not at its median (31 launches): the
-# direct kernel's small calls hold at 0.11-0.34 ms, so a wrong FFT pick costs more than
-# a wrong direct one. 45-50 also gave the best worst case on the sweeps not held out (the
-# morning's two and seeds 3-5: worst 1.81, none past 2x; 30 left seed 4 one point at
-# 2.07); held out, seed 6 99% within 1.2x (worst 1.21), seed 7 95%
-# (worst 1.54) (bench/results/gpu-direct-refit-2026-11-27.md).
+# in 9.6) (bench/results/gpu-cost-refit-2026-11-26.md). A plain call's 57 launches are
+# charged near the upper quartile of a small problem's plain call (162 FFT calls on images
+# up to 256x256 in the seven GPU sweeps of 2026-11-26 and -27, H100s: quartiles 0.55,
+# 0.65, 0.91 ms, the same shape 0.64-1.80 ms within one sweep; without the held-out seeds
+# 6-7 the upper quartile is 0.85 ms, 57 launches), not at its median (43): the direct
+# kernel's small calls hold at 0.11-0.34 ms, so a wrong FFT pick costs more than a wrong
+# direct one. 57-62 also gave the best worst case on the sweeps not held out (the
+# morning's two and seeds 3-5: worst 1.81, none past 2x; 42 left seed 4 one point at
+# 2.07); held out, seed 6 99% within 1.2x (worst 1.21), seed 7 95% (worst 1.54). The 15
+# launches added since 2026-11-26 went to the kernel spectrum's share: a plan's calls
+# (case c 0.43-0.48 ms a frame by FFT, bench/results/plans-gpu-2026-11-27.md) do not pay
+# them (bench/results/gpu-direct-refit-2026-11-27.md).
 _GPU_KERNEL_PASSES, _GPU_DATA_PASSES = 1.5, 0.5
 _GPU_CONTRACTION_WEIGHT, _GPU_CONTRACTION_PASSES = 3.8, 1.8
 _GPU_TRANSFORM_WEIGHT = 1.2
-_FIXED_GPU_CALLS, _FIXED_GPU_KERNEL_CALLS = 45, 12
+_FIXED_GPU_CALLS, _FIXED_GPU_KERNEL_CALLS = 30, 27
 # The channel sum's per-frequency GEMMs of small (B, Cg) x (Cg, Og) complex matrices
 # (numpy.matmul, OpenBLAS, 2 cores; B 1-64, Cg 16-256, Og 1-256, 2048 frequencies) reached
 # 0.018 * B^0.23 * Og^0.26 * Cg^0.30 of the large-GEMM rate (4-125 GFLOP/s), or read the
