@@ -75,7 +75,7 @@ def choose_method(
     >>> import arrayconv as ac
     >>> ac.choose_method((4096, 4096), (63, 63), mode="same", dtype="float32").method
     'oa'
-    >>> ac.choose_method((4096, 4096), (3, 3), mode="same", dtype="float32").method
+    >>> ac.choose_method((256, 256), (3, 3), mode="same", dtype="float32").method
     'direct'
     >>> ac.choose_method((64, 64), (63, 63), mode="valid", dtype="float32", plan=True).method
     'im2col'

@@ -4,14 +4,20 @@ The threads live as long as the process, so their scratch buffers (:mod:`._scrat
 reused from call to call: a pool made per call gave each call fresh threads with fresh
 buffers, and its page faults made two threads slower than one on mid-size images (a
 1024x1024 3x3 float64 correlation: 7.8 ms on two new threads, 6.6 ms on one).
+
+Loops whose items each run a GEMM run them in parallel only where BLAS can be held to one
+thread meanwhile (:func:`one_blas_thread`, by threadpoolctl where it is installed): two
+threads' GEMMs, each on BLAS's two threads, ran slower than one thread's (case b: 73-88 ms
+against 55-79), and on one BLAS thread each, faster (35-58 ms).
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor, wait
-from typing import TypeVar
+from typing import Any, TypeVar
 
 Item = TypeVar("Item")
 
@@ -60,3 +66,45 @@ def _executor(threads: int) -> ThreadPoolExecutor:
 
 
 _DONE = object()
+
+_blas_controller: Any = None
+
+
+def gemm_lanes(workers: int) -> int:
+    """Threads that may each run their own GEMMs under :func:`one_blas_thread`: `workers`
+    on the main thread where threadpoolctl is installed (the ``threads`` extra), else 1.
+
+    Off the main thread BLAS keeps its threads: OpenBLAS (0.3.31, pthreads) ignores a
+    request for more threads made from another thread, so a limit set there could never be
+    lifted (threadpoolctl is made for limits set on the main thread), and a thread pool
+    that calls arrayconv (dask's) already runs its calls side by side.
+    """
+    on_main = threading.current_thread() is threading.main_thread()
+    return workers if on_main and _controller() is not None else 1
+
+
+@contextlib.contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """BLAS held to one thread inside, then given back its threads (about 55 us in all);
+    for the main thread, where :func:`gemm_lanes` is over 1. The setting is the process's:
+    another thread's GEMMs meanwhile run on one thread too."""
+    limit = _controller().limit(limits=1)
+    try:
+        yield
+    finally:
+        limit.restore_original_limits()
+
+
+def _controller() -> Any:
+    """threadpoolctl's view of the BLAS libraries loaded (made once), or None without
+    threadpoolctl or without a BLAS it knows."""
+    global _blas_controller
+    if _blas_controller is None:
+        try:
+            from threadpoolctl import ThreadpoolController
+        except ImportError:
+            _blas_controller = False
+        else:
+            blas = ThreadpoolController().select(user_api="blas")
+            _blas_controller = blas if len(blas) else False
+    return _blas_controller or None

@@ -49,3 +49,66 @@ def test_an_error_in_a_job_is_raised_after_every_lane_has_stopped():
         with pytest.raises(ValueError, match="first pool item"):
             run_parallel(range(30), job, 3)
         assert running[0] == 0  # nothing still running after the raise
+
+
+def _blas_threads():
+    from threadpoolctl import threadpool_info
+
+    return {lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"}
+
+
+def test_one_blas_thread_holds_blas_to_one_thread_on_the_main_thread_only():
+    pytest.importorskip("threadpoolctl")
+    from arrayconv._threads import gemm_lanes, one_blas_thread
+
+    before = _blas_threads()
+    assert before, "threadpoolctl found no BLAS"
+    with one_blas_thread():
+        assert _blas_threads() == {1}
+    assert _blas_threads() == before
+    assert gemm_lanes(2) == 2
+    lanes = []
+    worker = threading.Thread(target=lambda: lanes.append(gemm_lanes(2)))
+    worker.start()
+    worker.join()
+    assert lanes == [1], "another thread may not hold BLAS to one thread (OpenBLAS keeps it there)"
+
+
+@pytest.mark.parametrize("threadpoolctl", [True, False])
+def test_im2col_runs_its_chunks_on_every_worker_with_blas_on_one_thread(threadpoolctl, monkeypatch, rng):
+    # Each lane gathers its chunk's columns and runs its GEMMs on one BLAS thread; BLAS
+    # gets its threads back after. Without threadpoolctl the chunks run in the calling
+    # thread, BLAS untouched. 8 images of 16 channels: columns of 2.4 MB each, 4 chunks.
+    import sys
+
+    import arrayconv as ac
+    from arrayconv import _threads
+    from arrayconv._methods import im2col
+    from _reference import assert_matches, random, reference_conv
+
+    if threadpoolctl:
+        pytest.importorskip("threadpoolctl")
+    else:
+        monkeypatch.setitem(sys.modules, "threadpoolctl", None)
+    monkeypatch.setattr(_threads, "_blas_controller", None)
+    before = _blas_threads() if threadpoolctl else None
+    x, w = random(rng, (8, 16, 64, 64), "float32"), random(rng, (8, 16, 3, 3), "float32")
+    runs, limits = [], []
+
+    def recording(items, job, workers):  # type: ignore[no-untyped-def]
+        items = list(items)
+        runs.append((len(items), workers))
+        limits.append(_blas_threads() if threadpoolctl else None)
+        return run_parallel(items, job, workers)
+
+    monkeypatch.setattr(im2col, "run_parallel", recording)
+    with ac.config(workers=2):
+        got = ac.conv(x, w, padding=1, method="im2col")
+    assert_matches(got, reference_conv(x, w, padding=1), dtype="float32")
+    if threadpoolctl:
+        assert len(runs) == 1 and runs[0][0] > 1 and runs[0][1] == 2 and limits == [{1}]
+        assert _blas_threads() == before
+    else:
+        assert runs == [], "chunks ran on threads whose GEMMs would share BLAS's threads"
+
+

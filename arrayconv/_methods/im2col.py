@@ -24,6 +24,7 @@ from .._backend import NUMPY, Array, Backend
 from .._problem import Problem
 from .._rates import Rates
 from .._scratch import scratch
+from .._threads import gemm_lanes, one_blas_thread, run_parallel
 from . import Cost, Method, direct, exact_dtype, output, register
 from ._taps import Chunk, flat_length, layout, pad_input, padded_bytes, padded_grid, row_elements
 
@@ -273,13 +274,17 @@ def _run_exact(x: Array, w_cols: Array, problem: Problem, backend: Backend, out:
     gather and the GEMM, and the result needs no copy: against wide columns (junk
     included) in 32 MiB chunks, one GEMM per chunk and a transposing copy into `out`,
     1.07-1.90x faster on 12 of 13 convs on 2 cores (a 1.35x, b 1.14x, d 1.38x), 0.81-0.95x
-    on a batch of 8x8 images (bench/results/im2col-exact-2026-11-26.md).
+    on a batch of 8x8 images (bench/results/im2col-exact-2026-11-26.md). Chunks run on
+    every worker thread where BLAS can be held to one thread (:func:`.._threads.gemm_lanes`),
+    each gathering its own columns and running its own GEMMs.
     """
     p = problem
     grid, lay = padded_grid(pad_input(x, p, backend), p), layout(p)
     row_samples, depth = math.prod(p.out_spatial[1:]), len(lay.taps) * p.in_per_group
-    budget = min(_cpu_chunk_bytes(p), _config.budget(backend.name) // 2)
-    for chunk in lay.chunks(_bytes_per_sample(p), budget, exact=True):
+    lanes, chunk_bytes = _exact_lanes(p)
+    chunks = lay.chunks(_bytes_per_sample(p), chunk_bytes, exact=True)
+
+    def fill(chunk: Chunk) -> None:
         items, rows = chunk.b1 - chunk.b0, chunk.r1 - chunk.r0
         cols = scratch("im2col.cols", (items, p.groups, len(lay.taps), p.in_per_group, rows, *p.out_spatial[1:]), x.dtype, backend)
         for t in range(len(lay.taps)):
@@ -289,6 +294,24 @@ def _run_exact(x: Array, w_cols: Array, problem: Problem, backend: Backend, out:
             backend.xp.matmul(w_cols, cols, out=out[chunk.b0 : chunk.b1].reshape(items, p.groups, p.out_per_group, -1))
         else:  # one item: its rows r0:r1 of every output channel
             backend.xp.matmul(w_cols, cols[0], out=out[chunk.b0, :, :, chunk.r0 : chunk.r1].reshape(p.groups, p.out_per_group, -1))
+
+    if lanes > 1 and len(chunks) > 1:
+        with one_blas_thread():
+            run_parallel(chunks, fill, lanes)
+    else:
+        for chunk in chunks:
+            fill(chunk)
+
+
+def _exact_lanes(problem: Problem) -> tuple[int, int]:
+    """Threads of :func:`_run_exact` and the bytes of each one's chunk of columns: the
+    columns in flight stay within half the memory budget, and each thread holds at least a
+    row of them (else one thread)."""
+    budget = _config.budget(NUMPY.name) // 2
+    lanes = gemm_lanes(_config.workers())
+    if budget // lanes < _row_bytes(problem):
+        lanes = 1
+    return lanes, max(1, min(_cpu_chunk_bytes(problem), budget // lanes))
 
 
 def _cpu_chunk_bytes(problem: Problem) -> int:
@@ -416,25 +439,27 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
 def _exact_cost(problem: Problem, rates: Rates) -> Cost:
     """Cost of :func:`_run_exact` (the CPU's columns): passes over the padded input, the
     columns and the result at stream speed (:data:`_EXACT_COLUMN_PASSES`,
-    :data:`_EXACT_RESULT_PASSES`), the GEMMs' arithmetic at the GEMM rate scaled down for
-    few output channels, shallow columns or few columns per GEMM (one item's samples, or a
-    chunk's rows of one item), and per chunk one copy per tap and one GEMM call; shallow
-    columns (:data:`_SHALLOW_DEPTH`) no less than direct's run and the gather."""
+    :data:`_EXACT_RESULT_PASSES`; the columns' and the result's shared by the threads that
+    run chunks), the GEMMs' arithmetic at the GEMM rate scaled down for few output
+    channels, shallow columns or few columns per GEMM (one item's samples, or a chunk's
+    rows of one item), and per chunk one copy per tap and one GEMM call; shallow columns
+    (:data:`_SHALLOW_DEPTH`) no less than direct's run and the gather."""
     p, size = problem, problem.dtype.itemsize
     samples = math.prod(p.out_spatial)
     cols_bytes = p.batch * samples * _bytes_per_sample(p)
     out_bytes = p.batch * p.groups * p.out_per_group * samples * size
-    chunk = max(1, min(_cpu_chunk_bytes(p), _config.budget(NUMPY.name) // 2))
+    lanes, chunk = _exact_lanes(p)
     depth = math.prod(p.kernel) * p.in_per_group
     columns = min(samples, max(1, chunk // (depth * p.groups * size)))
     gemm = p.mac_flops * p.macs / (rates.gemm_rate(p.dtype, NUMPY.name) * _gemm_efficiency(p.out_per_group, depth, columns, NUMPY))
     chunks = min(-(-cols_bytes // chunk), p.batch * p.out_spatial[0])  # at least one row each
+    lanes = min(lanes, chunks)
     calls = chunks * (math.prod(p.kernel) + 1)
-    passes = padded_bytes(p) + _EXACT_COLUMN_PASSES * cols_bytes + _EXACT_RESULT_PASSES * out_bytes
+    passes = padded_bytes(p) + (_EXACT_COLUMN_PASSES * cols_bytes + _EXACT_RESULT_PASSES * out_bytes) / lanes
     seconds = passes / rates.stream_bytes + gemm + calls * rates.call_seconds
     if depth <= _SHALLOW_DEPTH:  # numpy's matmul over so few terms runs far below the GEMM rate
         seconds = max(seconds, direct.cost(p, NUMPY, rates).seconds + 2 * cols_bytes / rates.stream_bytes)
-    return Cost(seconds, padded_bytes(p) + min(cols_bytes, chunk))
+    return Cost(seconds, padded_bytes(p) + lanes * min(cols_bytes, chunk))
 
 
 def _operator_seconds(problem: Problem, rates: Rates, backend: Backend) -> float:
