@@ -3,6 +3,7 @@
 import threading
 import time
 
+import numpy as np
 import pytest
 
 from arrayconv._threads import run_parallel
@@ -112,3 +113,24 @@ def test_im2col_runs_its_chunks_on_every_worker_with_blas_on_one_thread(threadpo
         assert runs == [], "chunks ran on threads whose GEMMs would share BLAS's threads"
 
 
+
+
+@pytest.mark.parametrize("padding_mode", ["zeros", "circular", "reflect"])
+def test_im2col_on_threads_matches_one_thread_for_every_padding_and_batch_axes(padding_mode, monkeypatch, rng):
+    # Chunks on two threads (3 chunks of 2 items; 12 images of correlate's two batch axes
+    # in 2 chunks) give what one thread gives, and SciPy's result.
+    import arrayconv as ac
+    from arrayconv import _threads
+    from _reference import assert_matches, random, reference_correlate
+
+    pytest.importorskip("threadpoolctl")
+    monkeypatch.setattr(_threads, "_blas_controller", None)
+    x, w = random(rng, (6, 16, 40, 40), "float64"), random(rng, (8, 16, 3, 3), "float64")
+    with ac.config(workers=1):
+        one = ac.conv(x, w, padding=1, padding_mode=padding_mode, method="im2col")
+    with ac.config(workers=2):
+        np.testing.assert_array_equal(ac.conv(x, w, padding=1, padding_mode=padding_mode, method="im2col"), one)
+    images, kernel = random(rng, (3, 4, 128, 128), "float32"), random(rng, (1, 1, 3, 3), "float32")
+    with ac.config(workers=2):
+        got = ac.correlate(images, kernel, "same", "im2col", axes=(-2, -1))
+    assert_matches(got, reference_correlate(images, kernel, "same", axes=(-2, -1)), dtype="float32")
