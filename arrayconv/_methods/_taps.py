@@ -110,6 +110,17 @@ class Layout:
         )
         return grid[(slice(chunk.b0, chunk.b1), slice(None), slice(None), *window)]
 
+    def output_windows(self, grid: Array, chunk: Chunk, backend: Backend) -> Array:
+        """Every tap's input for `chunk` at once, any stride: a strided view (no copy)
+        ``(Bc, G, *kernel, Cg, rows, *out_spatial[1:])`` of the padded `grid` ``(B, G,
+        Cg, *padded)``, output samples only (:meth:`tap_window` of each tap, stacked)."""
+        p = self.problem
+        base = grid[chunk.b0 : chunk.b1, :, :, chunk.r0 * p.stride[0] :]
+        axes = base.strides[3:]
+        shape = (*base.shape[:2], *p.kernel, base.shape[2], chunk.r1 - chunk.r0, *p.out_spatial[1:])
+        steps = (*(d * a for d, a in zip(p.dilation, axes)), base.strides[2], *(s * a for s, a in zip(p.stride, axes)))
+        return backend.xp.lib.stride_tricks.as_strided(base, shape=shape, strides=(*base.strides[:2], *steps))
+
     def tap_windows(self, padded: Array, chunk: Chunk, backend: Backend) -> Array:
         """Every tap's input for `chunk` at once, unit stride only: a strided view (no
         copy) ``(Bc, G, Cg, *kernel, chunk_length)`` of the wide padded input."""
