@@ -438,16 +438,18 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
 def _exact_cost(problem: Problem, rates: Rates) -> Cost:
     """Cost of :func:`_run_exact` (the CPU's columns): passes over the padded input, the
     columns and the result at stream speed (:data:`_EXACT_COLUMN_PASSES`,
-    :data:`_EXACT_RESULT_PASSES`, as fitted to chunks on one thread: shared by the threads
-    that run chunks, they priced a 16-channel 7x7 conv on 2048x2048 under overlap-save,
-    whose estimate is 3.9x its time there, and 1x1 convs under direct, 1.5-2.4x misses in
-    a held-out sweep, bench/results/sweep-2026-11-27-seed68.md), the GEMMs' arithmetic at the GEMM rate scaled down for few output
-    channels, shallow columns or few columns per GEMM (one item's samples, or a chunk's
-    rows of one item), and per chunk a call per tap and one GEMM call (fitted when each tap
-    was a copy of its own; the gather is one copy since 2026-11-27, 4x faster on a 31x31
-    kernel over a 512x512 image, and these calls, unrefitted, now stand for the fixed cost
-    of im2col's call: 79 us on 32x32 with 3x3, direct's unplanned call 21); shallow columns
-    (:data:`_SHALLOW_DEPTH`) no less than direct's run and the gather."""
+    :data:`_EXACT_RESULT_PASSES`), as fitted to chunks on one thread even where they run on
+    several (shared between the threads, the passes priced a 16-channel 7x7 conv on
+    2048x2048 under overlap-save, whose estimate is 3.9x its time there, and 1x1 convs under
+    direct: 1.5-2.4x misses in a held-out sweep, bench/results/sweep-2026-11-27-seed68.md);
+    the GEMMs' arithmetic at the GEMM rate scaled down for few output channels, shallow
+    columns or few columns per GEMM (one item's samples, or a chunk's rows of one item);
+    and per chunk a call per tap and one GEMM call (fitted when each tap was a copy of its
+    own; the gather is one copy since 2026-11-27, 4x faster on a 31x31 kernel over a
+    512x512 image, and these calls, unrefitted, now stand for the fixed cost of im2col's
+    call: 79 us on 32x32 with 3x3, direct's unplanned call 21); shallow columns
+    (:data:`_SHALLOW_DEPTH`) no less than direct's run and the gather. The memory is the
+    padded input and a chunk of columns per thread."""
     p, size = problem, problem.dtype.itemsize
     samples = math.prod(p.out_spatial)
     cols_bytes = p.batch * samples * _bytes_per_sample(p)
