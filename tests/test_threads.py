@@ -1,12 +1,18 @@
-"""The shared worker pool: every item once, at most `workers` at a time, errors raised."""
+"""The shared worker pool: every item once, at most `workers` at a time, errors raised;
+BLAS held to one thread while im2col's chunks run on it."""
 
+import sys
 import threading
 import time
 
 import numpy as np
 import pytest
 
-from arrayconv._threads import run_parallel
+import arrayconv as ac
+from arrayconv import _threads
+from arrayconv._methods import im2col
+from arrayconv._threads import gemm_lanes, one_blas_thread, run_parallel
+from _reference import assert_matches, random, reference_conv, reference_correlate
 
 
 @pytest.mark.parametrize("workers", [1, 2, 3, 8])
@@ -60,8 +66,6 @@ def _blas_threads():
 
 def test_one_blas_thread_holds_blas_to_one_thread_on_the_main_thread_only():
     pytest.importorskip("threadpoolctl")
-    from arrayconv._threads import gemm_lanes, one_blas_thread
-
     before = _blas_threads()
     assert before, "threadpoolctl found no BLAS"
     with one_blas_thread():
@@ -80,13 +84,6 @@ def test_im2col_runs_its_chunks_on_every_worker_with_blas_on_one_thread(threadpo
     # Each lane gathers its chunk's columns and runs its GEMMs on one BLAS thread; BLAS
     # gets its threads back after. Without threadpoolctl the chunks run in the calling
     # thread, BLAS untouched. 8 images of 16 channels: columns of 2.4 MB each, 4 chunks.
-    import sys
-
-    import arrayconv as ac
-    from arrayconv import _threads
-    from arrayconv._methods import im2col
-    from _reference import assert_matches, random, reference_conv
-
     if threadpoolctl:
         pytest.importorskip("threadpoolctl")
     else:
@@ -113,16 +110,10 @@ def test_im2col_runs_its_chunks_on_every_worker_with_blas_on_one_thread(threadpo
         assert runs == [], "chunks ran on threads whose GEMMs would share BLAS's threads"
 
 
-
-
 @pytest.mark.parametrize("padding_mode", ["zeros", "circular", "reflect"])
 def test_im2col_on_threads_matches_one_thread_for_every_padding_and_batch_axes(padding_mode, monkeypatch, rng):
     # Chunks on two threads (3 chunks of 2 items; 12 images of correlate's two batch axes
     # in 2 chunks) give what one thread gives, and SciPy's result.
-    import arrayconv as ac
-    from arrayconv import _threads
-    from _reference import assert_matches, random, reference_correlate
-
     pytest.importorskip("threadpoolctl")
     monkeypatch.setattr(_threads, "_blas_controller", None)
     x, w = random(rng, (6, 16, 40, 40), "float64"), random(rng, (8, 16, 3, 3), "float64")
