@@ -123,6 +123,14 @@ _FIXED_GPU_CALLS, _FIXED_GPU_KERNEL_CALLS = 30, 27
 # weight in the FFT's cost (5; 3 to 10 gave the same picks) was fitted to the sweep.
 _SMALL_GEMM_EFFICIENCY = (0.018, 0.23, 0.26, 0.30)
 _CONTRACTION_WEIGHT = 5
+# An overlap-save block's channel sum: its spectra (135x68 frequencies on a 128x128 block)
+# stay in cache. Timed alone, numpy.matmul over a block's frequencies (B 1-16, Cg 16-64,
+# Og 16-64) took 0.08-0.25 of the time weight 5 charges; oa ran at a median 0.74 of its
+# estimate on 189 multichannel convs of eight CPU sweeps (seeds 63-70; 16-channel convs
+# on 2048x2048 at 0.26-0.40, which let a 2.44x slower im2col pick through). Weight 2 put
+# that median at 0.89 (mean |log| 0.41 -> 0.32) and no sweep's picks worse
+# (bench/results/cpu-cost-refit-2026-11-27.md).
+_BLOCK_CONTRACTION_WEIGHT = 2
 # On the CPU a transform call whose maps outgrow the cache runs slower per n log n: measured
 # on this 2-core machine, one map: 1.0x up to 2 MiB, 1.2x at 4, 1.45x at 8, 1.75x at 14; many
 # maps of 135x135 in one call: 1.4-1.9x per map at 4-18 MiB against 1 MiB, and of 540x540
@@ -476,7 +484,7 @@ def split_cost(problem: Problem, backend: Backend, rates: Rates, *, block: bool 
     if not _sums_by_gemm(p, backend):  # one pass of the kernel spectra per batch item, a few times over
         contraction = (_MAC_PASSES_1D if one_axis else _MAC_PASSES) * p.batch * kernels / rates.stream_bytes
     else:
-        contraction = _contraction_seconds(p, size if complex_data else size / 2, kernels, backend, rates)
+        contraction = _contraction_seconds(p, size if complex_data else size / 2, kernels, backend, rates, block=block)
     if not cpu:
         fixed, kernel_fixed, kernel_passes, data_passes = _FIXED_GPU_CALLS, _FIXED_GPU_KERNEL_CALLS, _GPU_KERNEL_PASSES, _GPU_DATA_PASSES
     else:
@@ -523,16 +531,18 @@ def _by_axis_share(kernel: tuple[int, ...], shape: tuple[int, ...]) -> float:
     return work / math.log2(max(math.prod(shape), 2))
 
 
-def _contraction_seconds(problem: Problem, frequencies: float, kernels: int, backend: Backend, rates: Rates) -> float:
+def _contraction_seconds(problem: Problem, frequencies: float, kernels: int, backend: Backend, rates: Rates, *, block: bool = False) -> float:
     """Seconds of the channel sum as per-frequency GEMMs over `frequencies`, reading
-    `kernels` bytes of kernel spectra."""
+    `kernels` bytes of kernel spectra; with `block`, of one overlap-save block on the CPU
+    (:data:`_BLOCK_CONTRACTION_WEIGHT`)."""
     p = problem
     flops = 8 * p.batch * p.groups * p.in_per_group * p.out_per_group * frequencies
     if backend.name == "cupy":
         return _GPU_CONTRACTION_WEIGHT * flops / rates.gemm_flops + _GPU_CONTRACTION_PASSES * kernels / rates.stream_bytes
     scale, batch, filters, channels = _SMALL_GEMM_EFFICIENCY
     efficiency = min(1.0, scale * p.batch**batch * p.out_per_group**filters * p.in_per_group**channels)
-    return _CONTRACTION_WEIGHT * max(flops / (rates.gemm_flops * efficiency), 1.1 * kernels / rates.stream_bytes)
+    weight = _BLOCK_CONTRACTION_WEIGHT if block else _CONTRACTION_WEIGHT
+    return weight * max(flops / (rates.gemm_flops * efficiency), 1.1 * kernels / rates.stream_bytes)
 
 
 METHOD = register(Method("fft", prepare, run, work_dtype, unsupported, cost))

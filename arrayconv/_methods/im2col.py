@@ -438,10 +438,9 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
 def _exact_cost(problem: Problem, rates: Rates) -> Cost:
     """Cost of :func:`_run_exact` (the CPU's columns): passes over the padded input, the
     columns and the result at stream speed (:data:`_EXACT_COLUMN_PASSES`,
-    :data:`_EXACT_RESULT_PASSES`), as fitted to chunks on one thread even where they run on
-    several (shared between the threads, the passes priced a 16-channel 7x7 conv on
-    2048x2048 under overlap-save, whose estimate is 3.9x its time there, and 1x1 convs under
-    direct: 1.5-2.4x misses in a held-out sweep, bench/results/sweep-2026-11-27-seed68.md);
+    :data:`_EXACT_RESULT_PASSES`), the columns' shared by the threads that gather them
+    (the result's, written by the GEMMs, as on one thread: shared too, they picked one
+    point of a sweep worse; bench/results/cpu-cost-refit-2026-11-27.md);
     the GEMMs' arithmetic at the GEMM rate scaled down for few output channels, shallow
     columns or few columns per GEMM (one item's samples, or a chunk's rows of one item);
     and per chunk a call per tap and one GEMM call (fitted when each tap was a copy of its
@@ -461,7 +460,7 @@ def _exact_cost(problem: Problem, rates: Rates) -> Cost:
     chunks = min(-(-cols_bytes // chunk), p.batch * p.out_spatial[0])  # at least one row each
     lanes = min(lanes, chunks)
     calls = chunks * (math.prod(p.kernel) + 1)
-    passes = padded_bytes(p) + _EXACT_COLUMN_PASSES * cols_bytes + _EXACT_RESULT_PASSES * out_bytes
+    passes = padded_bytes(p) + _EXACT_COLUMN_PASSES * cols_bytes / lanes + _EXACT_RESULT_PASSES * out_bytes
     seconds = passes / rates.stream_bytes + gemm + calls * rates.call_seconds
     if depth <= _SHALLOW_DEPTH:  # numpy's matmul over so few terms runs far below the GEMM rate
         seconds = max(seconds, direct.cost(p, NUMPY, rates).seconds + 2 * cols_bytes / rates.stream_bytes)
