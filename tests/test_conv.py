@@ -561,6 +561,53 @@ def test_direct_takes_the_banded_form_for_long_1d_kernels_and_keeps_nans_in_thei
     assert_matches(np.where(np.isnan(ref), 0, got), np.where(np.isnan(ref), 0, ref), dtype="float64")
 
 
+@pytest.mark.parametrize(
+    ("x_shape", "w_shape", "options"),
+    [
+        ((2, 32, 5, 6), (33, 32, 1, 1), dict()),  # many channels, batch
+        ((3, 8, 7, 9), (6, 4, 1, 1), dict(groups=2)),  # groups
+        ((1, 5, 40), (1, 5, 1), dict()),  # 1-D, one output
+        ((2, 3, 4, 5, 6), (2, 3, 1, 1, 1), dict(dilation=3)),  # 3-D; dilation moves no tap
+        ((5, 16, 1, 1), (7, 16, 1, 1), dict()),  # one sample per map
+    ],
+)
+@pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "complex128", "int32"])
+@pytest.mark.parametrize("into_out", [False, True])
+def test_direct_pointwise_form(x_shape, w_shape, options, dtype, into_out, rng):
+    # 1x1 kernels over several channels run as one matmul straight into the result.
+    from arrayconv._backend import NUMPY
+    from arrayconv._methods import direct
+    from arrayconv._rates import rates_for
+
+    x, w = random(rng, x_shape, dtype), random(rng, w_shape, dtype)
+    plan = ac.plan_conv(w, x.shape, method="direct", **options)
+    assert direct._form(plan._spec.problem, NUMPY, rates_for(NUMPY)) == ("pointwise", 0)
+    out = np.full(plan.y_shape, 7, dtype=plan.y_dtype) if into_out else None
+    got = plan(x, out=out)
+    assert got is out or not into_out
+    assert_matches(got, reference_conv(x, w, **options), dtype=dtype)
+
+
+@pytest.mark.parametrize(
+    ("x_shape", "w_shape", "options"),
+    [
+        ((2, 4, 5, 6), (3, 4, 1, 1), dict(padding=1)),  # padded
+        ((2, 4, 5, 6), (3, 4, 1, 1), dict(stride=2)),  # strided
+        ((2, 4, 5, 6), (4, 1, 1, 1), dict(groups=4)),  # one channel per group: a multiply
+        ((2, 4, 5, 6), (3, 4, 1, 2), dict()),  # two taps
+    ],
+)
+def test_direct_pointwise_form_only_for_1x1_kernels_read_in_place(x_shape, w_shape, options, rng):
+    from arrayconv._backend import NUMPY
+    from arrayconv._methods import direct
+    from arrayconv._rates import rates_for
+
+    x, w = random(rng, x_shape, "float64"), random(rng, w_shape, "float64")
+    plan = ac.plan_conv(w, x.shape, method="direct", **options)
+    assert direct._form(plan._spec.problem, NUMPY, rates_for(NUMPY))[0] != "pointwise"
+    assert_matches(plan(x), reference_conv(x, w, **options), dtype="float64")
+
+
 @pytest.mark.parametrize("workers", [1, 2, 3])
 def test_direct_chunks_on_worker_threads_reuse_their_buffers(workers, rng, monkeypatch):
     # Many chunks of elementwise taps run on the shared pool's threads, each summing into its

@@ -69,11 +69,20 @@ def _samples(problem: Problem) -> int:
     return p.batch * p.groups * math.prod(layout(p).row_shape) * p.out_spatial[0]
 
 
+def pointwise(problem: Problem) -> bool:
+    """Whether `problem` is one GEMM per batch item and group over the input as it is: a
+    1x1 kernel over several input channels, at unit stride, without padding."""
+    p = problem
+    return p.in_per_group > 1 and math.prod(p.kernel) == 1 and reads_in_place(p)
+
+
 def _form(problem: Problem, backend: Backend, rates: Rates) -> tuple[str, int]:
-    """How the CPU sums the taps: ``('taps', 0)``, ``('rows', 0)``, ``('banded', block)``
-    or ``('separable', 0)``, whichever applies and is estimated fastest (the separable
-    form only where its temporaries fit the memory budget). Cached: every call of a plain
-    function asks."""
+    """How the CPU sums the taps: ``('pointwise', 0)`` where it applies (the one tap's
+    GEMMs written straight into the result: no chunks, no sum; 12 1x1 convs in 0.35-0.90
+    of the taps' time and 0.17-0.91 of im2col's, bench/results/pointwise-2026-11-27.md), else
+    ``('taps', 0)``, ``('rows', 0)``, ``('banded', block)`` or ``('separable', 0)``,
+    whichever applies and is estimated fastest (the separable form only where its
+    temporaries fit the memory budget). Cached: every call of a plain function asks."""
     if backend.name != "numpy":
         return ("taps", 0)
     workers = _config.workers()
@@ -83,6 +92,8 @@ def _form(problem: Problem, backend: Backend, rates: Rates) -> tuple[str, int]:
 
 def _fastest_form(problem: Problem, backend: Backend, rates: Rates, workers: int, budget: int) -> tuple[str, int]:
     p = problem
+    if pointwise(p):
+        return ("pointwise", 0)
     estimates = {("taps", 0): _taps_cost(p, backend, rates).seconds}
     if _banded.takes(p):
         block = _banded.best_block(p, _samples(p), rates)
@@ -162,6 +173,9 @@ def run(x: Array, kernel: Kernel, problem: Problem, backend: Backend, out: Array
         return out.reshape(p.y_shape)
     if isinstance(kernel, _separable.SeparableTaps):
         _separable.run(x, kernel, p, backend, out)
+        return out.reshape(p.y_shape)
+    if _form(p, backend, rates_for(backend))[0] == "pointwise":
+        backend.xp.matmul(kernel[0], pad_input(x, p, backend), out=out.reshape(p.batch, p.groups, p.out_per_group, -1))
         return out.reshape(p.y_shape)
     padded, lay = pad_input(x, p, backend), layout(p)
     sums = _rows.accumulate if rows else accumulate
@@ -251,7 +265,8 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     batch items and groups in one call (about 0.15 us per GEMM inside it, against 3 us per
     call from Python). Refitted to the method-choice sweep (bench/results/sweep-*). The
     row and banded forms, where they apply and are estimated faster: :func:`._rows.seconds`
-    and :func:`._banded.seconds`. On the GPU: :func:`._direct_cuda.cost`.
+    and :func:`._banded.seconds`; 1x1 kernels: :func:`_pointwise_cost`. On the GPU:
+    :func:`._direct_cuda.cost`.
     """
     p = problem
     if _on_gpu(p, backend):
@@ -264,7 +279,17 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
         return _rows_cost(p, backend, rates, _config.workers())
     if form == "separable":
         return _separable.cost(p, backend, rates)
+    if form == "pointwise":
+        return _pointwise_cost(p, backend, rates)
     return _taps_cost(p, backend, rates)
+
+
+def _pointwise_cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
+    """:func:`cost` of the pointwise form: the GEMMs' arithmetic at the GEMM rate, the input
+    read and the result written once at the stream rate, and one call."""
+    p = problem
+    passes = _samples(p) * (p.in_per_group + p.out_per_group) * p.dtype.itemsize / rates.stream_bytes
+    return Cost(p.mac_flops * p.macs / rates.gemm_rate(p.dtype, backend.name) + passes + rates.call_seconds, 0)
 
 
 def _taps_cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:

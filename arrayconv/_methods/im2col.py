@@ -447,8 +447,9 @@ def _exact_cost(problem: Problem, rates: Rates) -> Cost:
     own; the gather is one copy since 2026-11-27, 4x faster on a 31x31 kernel over a
     512x512 image, and these calls, unrefitted, now stand for the fixed cost of im2col's
     call: 79 us on 32x32 with 3x3, direct's unplanned call 21); shallow columns
-    (:data:`_SHALLOW_DEPTH`) no less than direct's run and the gather. The memory is the
-    padded input and a chunk of columns per thread."""
+    (:data:`_SHALLOW_DEPTH`), and 1x1 kernels whose columns are the input itself (direct's
+    pointwise form runs the same GEMMs on the input in place), no less than direct's run
+    and the gather. The memory is the padded input and a chunk of columns per thread."""
     p, size = problem, problem.dtype.itemsize
     samples = math.prod(p.out_spatial)
     cols_bytes = p.batch * samples * _bytes_per_sample(p)
@@ -462,7 +463,7 @@ def _exact_cost(problem: Problem, rates: Rates) -> Cost:
     calls = chunks * (math.prod(p.kernel) + 1)
     passes = padded_bytes(p) + _EXACT_COLUMN_PASSES * cols_bytes / lanes + _EXACT_RESULT_PASSES * out_bytes
     seconds = passes / rates.stream_bytes + gemm + calls * rates.call_seconds
-    if depth <= _SHALLOW_DEPTH:  # numpy's matmul over so few terms runs far below the GEMM rate
+    if depth <= _SHALLOW_DEPTH or direct.pointwise(p):  # direct's run, and a copy of the input
         seconds = max(seconds, direct.cost(p, NUMPY, rates).seconds + 2 * cols_bytes / rates.stream_bytes)
     return Cost(seconds, padded_bytes(p) + lanes * min(cols_bytes, chunk))
 
