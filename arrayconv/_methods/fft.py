@@ -122,14 +122,15 @@ _FIXED_GPU_CALLS, _FIXED_GPU_KERNEL_CALLS = 30, 27
 # kernel spectra at about 0.9 of the stream rate (B = 1): within x1.26 on average. Its
 # weight in the FFT's cost (5; 3 to 10 gave the same picks) was fitted to the sweep.
 _SMALL_GEMM_EFFICIENCY = (0.018, 0.23, 0.26, 0.30)
-_CONTRACTION_WEIGHT = 5
+CONTRACTION_WEIGHT = 5
 # An overlap-save block's channel sum: its spectra (135x68 frequencies on a 128x128 block)
 # stay in cache. Timed alone, numpy.matmul over a block's frequencies (B 1-16, Cg 16-64,
 # Og 16-64) took 0.08-0.25 of the time weight 5 charges; oa ran at a median 0.74 of its
 # estimate on 189 multichannel convs of eight CPU sweeps (seeds 63-70; 16-channel convs
 # on 2048x2048 at 0.26-0.40, which let a 2.44x slower im2col pick through). Weight 2 put
 # that median at 0.89 (mean |log| 0.41 -> 0.32) and no sweep's picks worse
-# (bench/results/cpu-cost-refit-2026-11-27.md).
+# (bench/results/cpu-cost-refit-2026-11-27.md). Overlap-save still ranks its candidate
+# blocks at weight 5 (see overlap._weigh_blocks).
 _BLOCK_CONTRACTION_WEIGHT = 2
 # On the CPU a transform call whose maps outgrow the cache runs slower per n log n: measured
 # on this 2-core machine, one map: 1.0x up to 2 MiB, 1.2x at 4, 1.45x at 8, 1.75x at 14; many
@@ -458,12 +459,14 @@ def temp_bytes(problem: Problem, backend: Backend) -> int:
     return fixed.kernel_bytes + fixed.item_bytes * problem.batch
 
 
-def split_cost(problem: Problem, backend: Backend, rates: Rates, *, block: bool = False) -> tuple[float, float]:
+def split_cost(problem: Problem, backend: Backend, rates: Rates, *, block: bool = False, contraction_weight: float | None = None) -> tuple[float, float]:
     """Seconds of :func:`cost` spent on the kernel (its transforms and passes over its
     spectra, paid once per plan or call) and on the data (everything else); with `block`,
-    for one block of overlap-save (:data:`_BLOCK_FIXED_CALLS` on the CPU). On the CPU,
-    problems along one axis pay the 1-D counts (:data:`_FIXED_CALLS_1D`), and a call's
-    transforms of several lines :data:`_LINES_TRANSFORM_WEIGHT` of theirs."""
+    for one block of overlap-save (:data:`_BLOCK_FIXED_CALLS` and
+    :data:`_BLOCK_CONTRACTION_WEIGHT` on the CPU). On the CPU, problems along one axis pay
+    the 1-D counts (:data:`_FIXED_CALLS_1D`), a call's transforms of several lines
+    :data:`_LINES_TRANSFORM_WEIGHT` of theirs, and the channel sum `contraction_weight`
+    times its GEMMs' time where given."""
     p = problem
     shape = fft_shape(p, backend)
     size = math.prod(shape)
@@ -484,7 +487,8 @@ def split_cost(problem: Problem, backend: Backend, rates: Rates, *, block: bool 
     if not _sums_by_gemm(p, backend):  # one pass of the kernel spectra per batch item, a few times over
         contraction = (_MAC_PASSES_1D if one_axis else _MAC_PASSES) * p.batch * kernels / rates.stream_bytes
     else:
-        contraction = _contraction_seconds(p, size if complex_data else size / 2, kernels, backend, rates, block=block)
+        weight = contraction_weight or (_BLOCK_CONTRACTION_WEIGHT if block else CONTRACTION_WEIGHT)
+        contraction = _contraction_seconds(p, size if complex_data else size / 2, kernels, backend, rates, weight)
     if not cpu:
         fixed, kernel_fixed, kernel_passes, data_passes = _FIXED_GPU_CALLS, _FIXED_GPU_KERNEL_CALLS, _GPU_KERNEL_PASSES, _GPU_DATA_PASSES
     else:
@@ -531,17 +535,15 @@ def _by_axis_share(kernel: tuple[int, ...], shape: tuple[int, ...]) -> float:
     return work / math.log2(max(math.prod(shape), 2))
 
 
-def _contraction_seconds(problem: Problem, frequencies: float, kernels: int, backend: Backend, rates: Rates, *, block: bool = False) -> float:
+def _contraction_seconds(problem: Problem, frequencies: float, kernels: int, backend: Backend, rates: Rates, weight: float) -> float:
     """Seconds of the channel sum as per-frequency GEMMs over `frequencies`, reading
-    `kernels` bytes of kernel spectra; with `block`, of one overlap-save block on the CPU
-    (:data:`_BLOCK_CONTRACTION_WEIGHT`)."""
+    `kernels` bytes of kernel spectra, charged `weight` times on the CPU."""
     p = problem
     flops = 8 * p.batch * p.groups * p.in_per_group * p.out_per_group * frequencies
     if backend.name == "cupy":
         return _GPU_CONTRACTION_WEIGHT * flops / rates.gemm_flops + _GPU_CONTRACTION_PASSES * kernels / rates.stream_bytes
     scale, batch, filters, channels = _SMALL_GEMM_EFFICIENCY
     efficiency = min(1.0, scale * p.batch**batch * p.out_per_group**filters * p.in_per_group**channels)
-    weight = _BLOCK_CONTRACTION_WEIGHT if block else _CONTRACTION_WEIGHT
     return weight * max(flops / (rates.gemm_flops * efficiency), 1.1 * kernels / rates.stream_bytes)
 
 

@@ -99,14 +99,14 @@ def _most_threads(problem: Problem, backend: Backend, block: Shape) -> int:
     return min(_config.workers(), count)
 
 
-def _block_cost(problem: Problem, backend: Backend, block: Shape, threads: int, rates: Rates) -> Cost:
+def _block_cost(problem: Problem, backend: Backend, block: Shape, threads: int, rates: Rates, contraction_weight: float | None = None) -> Cost:
     """Time of the kernel's spectrum (once) and of every block (its transforms, and two passes
     over its input and result), `threads` blocks at a time, and the temporaries of the blocks
     in flight (their spectra, inputs and outputs). Only the result is copied (the input of
     a block inside the image is a view); charging one pass instead picked worse on sweeps
-    30-31, so two are kept."""
+    30-31, so two are kept. `contraction_weight`: as :func:`.fft.split_cost`'s."""
     one = block_problem(problem, backend, block)
-    kernel_seconds, data_seconds = fft.split_cost(one, backend, rates, block=True)  # the kernel once, the data per block
+    kernel_seconds, data_seconds = fft.split_cost(one, backend, rates, block=True, contraction_weight=contraction_weight)  # the kernel once, the data per block
     count = _block_count(problem, backend, block)
     data = (math.prod(one.x_shape) + math.prod(one.y_shape)) * fft.work_dtype(one).itemsize
     blocks_seconds = count * (data_seconds + 2 * data / rates.stream_bytes) / (_THREADED_SPEEDUP if threads > 1 else 1)
@@ -151,8 +151,16 @@ def block_plan(problem: Problem, backend: Backend, memory_limit: int, rates: Rat
 _TIE = 1.02
 
 
+# Candidate blocks are ranked with the channel sum charged at the whole-image FFT's weight,
+# as when the blocks were fitted: ranked at the block's own weight (which estimates the
+# chosen block's time better), 17 of 165 multichannel convs of the sweeps of 2026-11-27 got
+# smaller blocks, and 14 of them ran slower (1.35x geometric mean, up to 1.86x;
+# bench/results/cpu-cost-refit-2026-11-27.md).
+_RANKING_CONTRACTION_WEIGHT = fft.CONTRACTION_WEIGHT
+
+
 def _weigh_blocks(problem: Problem, backend: Backend, memory_limit: int, rates: Rates) -> tuple[Shape, int]:
-    costs = {block: _block_cost(problem, backend, block, 1, rates) for block in _candidates(problem)}
+    costs = {block: _block_cost(problem, backend, block, 1, rates, _RANKING_CONTRACTION_WEIGHT) for block in _candidates(problem)}
     fitting = [block for block, c in costs.items() if c.temp_bytes <= memory_limit]
     if not fitting:
         return _smallest(problem), 1
