@@ -569,12 +569,15 @@ def test_direct_takes_the_banded_form_for_long_1d_kernels_and_keeps_nans_in_thei
         ((1, 5, 40), (1, 5, 1), dict()),  # 1-D, one output
         ((2, 3, 4, 5, 6), (2, 3, 1, 1, 1), dict(dilation=3)),  # 3-D; dilation moves no tap
         ((5, 16, 1, 1), (7, 16, 1, 1), dict()),  # one sample per map
+        ((2, 6, 9, 10), (4, 3, 1, 1), dict(stride=2, groups=2)),  # every other sample, odd and even sides
+        ((1, 4, 7, 5, 8), (3, 4, 1, 1, 1), dict(stride=(3, 1, 2), dilation=2)),  # 3-D, strides of 1-3
     ],
 )
 @pytest.mark.parametrize("dtype", ["float32", "float64", "complex64", "complex128", "int32"])
 @pytest.mark.parametrize("into_out", [False, True])
 def test_direct_pointwise_form(x_shape, w_shape, options, dtype, into_out, rng):
-    # 1x1 kernels over several channels run as one matmul straight into the result.
+    # 1x1 kernels over several channels run as one matmul (of the input's samples, every
+    # stride-th along each axis) straight into the result.
     from arrayconv._backend import NUMPY
     from arrayconv._methods import direct
     from arrayconv._rates import rates_for
@@ -592,12 +595,12 @@ def test_direct_pointwise_form(x_shape, w_shape, options, dtype, into_out, rng):
     ("x_shape", "w_shape", "options"),
     [
         ((2, 4, 5, 6), (3, 4, 1, 1), dict(padding=1)),  # padded
-        ((2, 4, 5, 6), (3, 4, 1, 1), dict(stride=2)),  # strided
+        ((2, 4, 5, 6), (3, 4, 1, 1), dict(padding=(0, 1), stride=2)),  # padded along one axis, strided
         ((2, 4, 5, 6), (4, 1, 1, 1), dict(groups=4)),  # one channel per group: a multiply
         ((2, 4, 5, 6), (3, 4, 1, 2), dict()),  # two taps
     ],
 )
-def test_direct_pointwise_form_only_for_1x1_kernels_read_in_place(x_shape, w_shape, options, rng):
+def test_direct_pointwise_form_only_for_unpadded_1x1_kernels_over_channels(x_shape, w_shape, options, rng):
     from arrayconv._backend import NUMPY
     from arrayconv._methods import direct
     from arrayconv._rates import rates_for

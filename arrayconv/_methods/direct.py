@@ -70,16 +70,17 @@ def _samples(problem: Problem) -> int:
 
 
 def pointwise(problem: Problem) -> bool:
-    """Whether `problem` is one GEMM per batch item and group over the input as it is: a
-    1x1 kernel over several input channels, at unit stride, without padding."""
+    """Whether `problem` is one GEMM per batch item and group over the input's samples (all
+    of them, or every stride-th along each axis): a 1x1 kernel over several input channels,
+    without padding."""
     p = problem
-    return p.in_per_group > 1 and math.prod(p.kernel) == 1 and reads_in_place(p)
+    return p.in_per_group > 1 and math.prod(p.kernel) == 1 and not any(p.pad_lo) and not any(p.pad_hi)
 
 
 def _form(problem: Problem, backend: Backend, rates: Rates) -> tuple[str, int]:
     """How the CPU sums the taps: ``('pointwise', 0)`` where it applies (the one tap's
-    GEMMs written straight into the result: no chunks, no sum; 12 1x1 convs in 0.35-0.90
-    of the taps' time and 0.17-0.91 of im2col's, bench/results/pointwise-2026-11-27.md), else
+    GEMMs written straight into the result: no chunks, no sum; 18 1x1 convs, 6 of them
+    strided, in 0.26-0.93 of the taps' time, bench/results/pointwise-2026-11-27.md), else
     ``('taps', 0)``, ``('rows', 0)``, ``('banded', block)`` or ``('separable', 0)``,
     whichever applies and is estimated fastest (the separable form only where its
     temporaries fit the memory budget). Cached: every call of a plain function asks."""
@@ -175,7 +176,8 @@ def run(x: Array, kernel: Kernel, problem: Problem, backend: Backend, out: Array
         _separable.run(x, kernel, p, backend, out)
         return out.reshape(p.y_shape)
     if _form(p, backend, rates_for(backend))[0] == "pointwise":
-        backend.xp.matmul(kernel[0], pad_input(x, p, backend), out=out.reshape(p.batch, p.groups, p.out_per_group, -1))
+        samples = x.reshape(p.batch, p.groups, p.in_per_group, *p.spatial)[(..., *(slice(None, None, s) for s in p.stride))]
+        backend.xp.matmul(kernel[0], samples.reshape(p.batch, p.groups, p.in_per_group, -1), out=out.reshape(p.batch, p.groups, p.out_per_group, -1))
         return out.reshape(p.y_shape)
     padded, lay = pad_input(x, p, backend), layout(p)
     sums = _rows.accumulate if rows else accumulate
@@ -286,10 +288,13 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
 
 def _pointwise_cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     """:func:`cost` of the pointwise form: the GEMMs' arithmetic at the GEMM rate, the input
-    read and the result written once at the stream rate, and one call."""
+    read and the result written once at the stream rate (with a stride, the samples read
+    copied first), and one call."""
     p = problem
-    passes = _samples(p) * (p.in_per_group + p.out_per_group) * p.dtype.itemsize / rates.stream_bytes
-    return Cost(p.mac_flops * p.macs / rates.gemm_rate(p.dtype, backend.name) + passes + rates.call_seconds, 0)
+    copied = 0 if p.unit_stride else 2 * p.in_per_group
+    samples = p.batch * p.groups * math.prod(p.out_spatial)
+    passes = samples * (p.in_per_group + p.out_per_group + copied) * p.dtype.itemsize / rates.stream_bytes
+    return Cost(p.mac_flops * p.macs / rates.gemm_rate(p.dtype, backend.name) + passes + rates.call_seconds, samples * p.in_per_group * p.dtype.itemsize if copied else 0)
 
 
 def _taps_cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
