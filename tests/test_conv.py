@@ -253,6 +253,32 @@ def test_im2col_columns_of_output_samples_on_the_cpu(case, dtype, seed, chunk_by
     assert_matches(got, reference_conv(x, w, **options), dtype=dtype)
 
 
+@pytest.mark.parametrize("padding_mode", ["zeros", "circular"])
+@pytest.mark.parametrize("options", [dict(padding=(3, 1)), dict(padding=(2, 0), stride=(3, 2), dilation=(2, 1)), dict(padding=(0, 2)), dict(padding=(0, 0), stride=(1, 2))])
+@pytest.mark.parametrize("chunk_bytes", [1, 5000, 1 << 20])
+def test_im2col_chunks_pad_their_own_rows_on_the_cpu(padding_mode, options, chunk_bytes, rng, monkeypatch):
+    # With zero padding, each chunk pads the rows under its output rows (one row, a few
+    # rows of an item, or whole items per chunk; on two threads); the whole input is padded
+    # first only with circular padding, and never without padding.
+    from arrayconv._methods import _taps, im2col
+
+    x, w = random(rng, (3, 4, 23, 19), "float64"), random(rng, (5, 4, 4, 3), "float64")
+    monkeypatch.setattr(im2col, "_LAST_AXIS_DEPTH", 1 << 62)
+    monkeypatch.setattr(im2col, "_CPU_CHUNK_BYTES", chunk_bytes)
+    whole = []
+    monkeypatch.setattr(im2col, "pad_input", lambda *args: whole.append(args) or _taps.pad_input(*args))
+    with ac.config(workers=2):
+        got = ac.conv(x, w, method="im2col", padding_mode=padding_mode, **options)
+    pads = options["padding"]
+    if padding_mode == "circular":
+        extended = np.pad(x, ((0, 0), (0, 0), (pads[0], pads[0]), (pads[1], pads[1])), mode="wrap")
+        expected = reference_conv(extended, w, **{k: v for k, v in options.items() if k != "padding"})
+    else:
+        expected = reference_conv(x, w, **options)
+    assert_matches(got, expected, dtype="float64")
+    assert len(whole) == (padding_mode == "circular" and any(pads))
+
+
 @pytest.mark.parametrize("padding_mode, numpy_mode", [("circular", "wrap"), ("reflect", "reflect"), ("replicate", "edge")])
 @pytest.mark.parametrize("options", [dict(padding=2), dict(padding=(1, 3), stride=(2, 1), dilation=(1, 2))])
 @pytest.mark.parametrize("chunk_bytes", [None, 1])

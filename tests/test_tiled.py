@@ -589,7 +589,7 @@ def test_budgets_too_small_for_the_tiles_or_the_method_are_refused_before_any_re
     for limit in (100, 5759):  # the boxes in flight need 5 x 12 x 12 float64 samples
         with pytest.raises(ValueError, match=rf"`memory_limit`={limit} cannot hold the tiles in flight: even with one output sample each they need 5760 bytes"):
             ac.correlate_into(_Unread(x), k, out, memory_limit=limit, progress=False)
-    for method, limit, reason in (("fft", 11_000, "its spectra need"), ("oa", 12_000, "even blocks of one output sample need"), ("auto", 6_900, "'direct', the method with the smallest temporaries")):
+    for method, limit, reason in (("fft", 11_000, "its spectra need"), ("oa", 12_000, "even blocks of one output sample need"), ("auto", 6_900, "'im2col', the method with the smallest temporaries: the padded input under one output row and one row of columns need 1152 bytes")):
         which = "no method can" if method == "auto" else f"method '{method}' cannot"
         match = (
             rf"{which} filter the tiles within `memory_limit`={limit}, even tiles of one output sample: "
@@ -598,7 +598,7 @@ def test_budgets_too_small_for_the_tiles_or_the_method_are_refused_before_any_re
         with pytest.raises(ValueError, match=match):
             ac.correlate_into(_Unread(x), k, out, method=method, memory_limit=limit, progress=False)
     assert (out == -1).all()
-    ac.correlate_into(x, k, out, memory_limit=7_100, progress=False)  # direct fits in what tiles of one sample leave
+    ac.correlate_into(x, k, out, memory_limit=7_100, progress=False)  # im2col fits in what tiles of one sample leave
     assert_matches(out, ac.correlate(x, k, "same"), dtype="float64")
 
 

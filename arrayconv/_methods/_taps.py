@@ -205,6 +205,33 @@ def pad_input(x: Array, problem: Problem, backend: Backend, tail: int = 0) -> Ar
     return padded
 
 
+def padded_rows(x: Array, chunk: Chunk, problem: Problem, backend: Backend) -> Array:
+    """The input under `chunk`'s output rows, zero-padded into this thread's scratch buffer:
+    ``(Bc, G, Cg, rows, *padded[1:])`` from `x` ``(B, G, Cg, *spatial)``, whose row 0 is
+    padded row ``r0 * stride`` (the grid that :meth:`Layout.output_windows` reads for
+    ``Chunk(0, Bc, 0, r1 - r0)``). A chunk's rows are a small part of the input, so
+    padding them where they are gathered keeps them in cache and, chunks running on
+    several threads, pads on all of them."""
+    p = problem
+    shape = padded_rows_shape(chunk, p)
+    first, rows = chunk.r0 * p.stride[0], shape[3]
+    grid = scratch("taps.padded_rows", shape, x.dtype, backend)
+    grid.fill(0)
+    lo = max(first, p.pad_lo[0])
+    hi = min(first + rows, p.pad_lo[0] + p.spatial[0])
+    if hi > lo:
+        inner = tuple(slice(pad, pad + n) for pad, n in zip(p.pad_lo[1:], p.spatial[1:]))
+        grid[(..., slice(lo - first, hi - first), *inner)] = x[chunk.b0 : chunk.b1, :, :, lo - p.pad_lo[0] : hi - p.pad_lo[0]]
+    return grid
+
+
+def padded_rows_shape(chunk: Chunk, problem: Problem) -> tuple[int, ...]:
+    """Shape of :func:`padded_rows` for `chunk`: the padded rows its output rows read."""
+    p = problem
+    rows = (chunk.r1 - chunk.r0 - 1) * p.stride[0] + (p.kernel[0] - 1) * p.dilation[0] + 1
+    return (chunk.b1 - chunk.b0, p.groups, p.in_per_group, rows, *p.padded[1:])
+
+
 def reused(name: str, shape: tuple[int, ...], dtype: np.dtype[Any], backend: Backend) -> Array | None:
     """This thread's scratch buffer `name` (uninitialised) for arrays up to
     :data:`REUSED_BYTES` (fresh pages of a few MiB fault at a cost larger than the filters

@@ -26,7 +26,7 @@ from .._rates import Rates
 from .._scratch import scratch
 from .._threads import gemm_lanes, one_blas_thread, run_parallel
 from . import Cost, Method, direct, exact_dtype, output, register
-from ._taps import Chunk, assign_rows, flat_length, layout, pad_input, padded_bytes, padded_grid, row_elements
+from ._taps import Chunk, assign_rows, flat_length, layout, pad_input, padded_bytes, padded_grid, padded_rows, padded_rows_shape, row_elements
 
 # Preferred size of one chunk's column matrix: large enough for an efficient GEMM.
 _CHUNK_BYTES = 32 << 20
@@ -279,15 +279,20 @@ def _run_exact(x: Array, w_cols: Array, problem: Problem, backend: Backend, out:
     each gathering its own columns and running its own GEMMs.
     """
     p = problem
-    grid, lay = padded_grid(pad_input(x, p, backend), p), layout(p)
+    x = x.reshape(p.batch, p.groups, p.in_per_group, *p.spatial)
+    whole, lay = _whole_grid(x, p, backend), layout(p)
     row_samples, depth = math.prod(p.out_spatial[1:]), len(lay.taps) * p.in_per_group
     lanes, chunk_bytes = _exact_lanes(p)
     chunks = lay.chunks(_bytes_per_sample(p), chunk_bytes, exact=True)
 
     def fill(chunk: Chunk) -> None:
         items, rows = chunk.b1 - chunk.b0, chunk.r1 - chunk.r0
+        if whole is None:
+            grid, at = padded_rows(x, chunk, p, backend), Chunk(0, items, 0, rows)
+        else:
+            grid, at = whole, chunk
         cols = scratch("im2col.cols", (items, p.groups, *p.kernel, p.in_per_group, rows, *p.out_spatial[1:]), x.dtype, backend)
-        assign_rows(cols, lay.output_windows(grid, chunk, backend))  # one copy of every tap
+        assign_rows(cols, lay.output_windows(grid, at, backend))  # one copy of every tap
         cols = cols.reshape(items, p.groups, depth, rows * row_samples)
         if rows == p.out_spatial[0]:
             backend.xp.matmul(w_cols, cols, out=out[chunk.b0 : chunk.b1].reshape(items, p.groups, p.out_per_group, -1))
@@ -302,13 +307,35 @@ def _run_exact(x: Array, w_cols: Array, problem: Problem, backend: Backend, out:
             fill(chunk)
 
 
+def _whole_grid(x: Array, problem: Problem, backend: Backend) -> Array | None:
+    """The grid ``(B, G, Cg, *padded)`` that every chunk of :func:`_run_exact` reads: `x`
+    itself without padding, `x` padded once with circular padding; None with zero padding,
+    where each chunk pads its own rows (:func:`_pads_chunks`)."""
+    if _pads_whole_input(problem):
+        return padded_grid(pad_input(x, problem, backend), problem)
+    return None if _pads_chunks(problem) else x
+
+
+def _pads_whole_input(problem: Problem) -> bool:
+    """Whether :func:`_run_exact` pads the whole input before its chunks (circular padding)."""
+    return problem.circular and (any(problem.pad_lo) or any(problem.pad_hi))
+
+
+def _pads_chunks(problem: Problem) -> bool:
+    """Whether each chunk of :func:`_run_exact` pads its own rows with zeros
+    (:func:`._taps.padded_rows`), in cache and on its own thread: against the whole input
+    padded first, 0.83-0.91x the time of b, d, g3 and three more convs of 3x3 kernels on
+    2 cores, 0.98-1.02x on the rest (bench/results/im2col-chunk-padding-2026-11-27.md)."""
+    return not problem.circular and (any(problem.pad_lo) or any(problem.pad_hi))
+
+
 def _exact_lanes(problem: Problem) -> tuple[int, int]:
     """Threads of :func:`_run_exact` and the bytes of each one's chunk of columns: the
     columns in flight stay within half the memory budget, and each thread holds at least a
     row of them (else one thread)."""
     budget = _config.budget(NUMPY.name) // 2
     lanes = gemm_lanes(_config.workers())
-    if budget // lanes < _row_bytes(problem):
+    if budget // lanes < _row_bytes(problem, exact=True):
         lanes = 1
     return lanes, max(1, min(_cpu_chunk_bytes(problem), budget // lanes))
 
@@ -376,9 +403,11 @@ def _gather_last_axis(grid: Array, chunk: Chunk, problem: Problem, slab_problem:
     return slab if s.unit_stride else padded_grid(slab, s)
 
 
-def _row_bytes(problem: Problem) -> int:
-    """Bytes of the smallest chunk: one output row of one batch item."""
-    return layout(problem).row_length * _bytes_per_sample(problem)
+def _row_bytes(problem: Problem, exact: bool) -> int:
+    """Bytes of the smallest chunk: one output row of one batch item (its output samples
+    only when `exact`, as in :func:`_run_exact`; else a padded row)."""
+    samples = math.prod(problem.out_spatial[1:]) if exact else layout(problem).row_length
+    return samples * _bytes_per_sample(problem)
 
 
 def unsupported(problem: Problem, backend: Backend, memory_limit: int) -> str | None:
@@ -387,12 +416,14 @@ def unsupported(problem: Problem, backend: Backend, memory_limit: int) -> str | 
     p = problem
     if _operator_fits(p, memory_limit):
         return None
-    padded = padded_bytes(p)
-    if padded + _row_bytes(p) > memory_limit:
-        return (
-            f"its padded input and one row of columns need {padded + _row_bytes(p)} bytes, "
-            f"over memory_limit={memory_limit}"
-        )
+    exact = backend.name == "numpy" and not _gathers_last_axis(p, backend)
+    if exact and not _pads_whole_input(p):
+        padded, what = _chunk_padding_bytes(p, Chunk(0, 1, 0, 1)), "the padded input under one output row"
+    else:
+        padded, what = padded_bytes(p), "its padded input"
+    need = padded + _row_bytes(p, exact)
+    if need > memory_limit:
+        return f"{what} and one row of columns need {need} bytes, over memory_limit={memory_limit}"
     return None
 
 
@@ -461,11 +492,29 @@ def _exact_cost(problem: Problem, rates: Rates) -> Cost:
     chunks = min(-(-cols_bytes // chunk), p.batch * p.out_spatial[0])  # at least one row each
     lanes = min(lanes, chunks)
     calls = chunks * (math.prod(p.kernel) + 1)
-    passes = padded_bytes(p) + _EXACT_COLUMN_PASSES * cols_bytes / lanes + _EXACT_RESULT_PASSES * out_bytes
+    padding, padding_memory = _exact_padding_bytes(p, chunk, lanes)
+    passes = padding + _EXACT_COLUMN_PASSES * cols_bytes / lanes + _EXACT_RESULT_PASSES * out_bytes
     seconds = passes / rates.stream_bytes + gemm + calls * rates.call_seconds
     if depth <= _SHALLOW_DEPTH or direct.pointwise(p):  # direct's run, and a copy of the input
         seconds = max(seconds, direct.cost(p, NUMPY, rates).seconds + 2 * cols_bytes / rates.stream_bytes)
-    return Cost(seconds, padded_bytes(p) + lanes * min(cols_bytes, chunk))
+    return Cost(seconds, padding_memory + lanes * max(min(cols_bytes, chunk), _row_bytes(p, exact=True)))
+
+
+def _exact_padding_bytes(problem: Problem, chunk_bytes: int, lanes: int) -> tuple[float, int]:
+    """Bytes of :func:`_run_exact`'s padding that each thread passes over, and that are
+    held at once: none without padding; the whole padded input on one thread with circular
+    padding; with zero padding, each chunk's padded rows (:func:`._taps.padded_rows`),
+    shared by the threads, one chunk's on each."""
+    p = problem
+    if _pads_whole_input(p):
+        return padded_bytes(p), padded_bytes(p)
+    each = [_chunk_padding_bytes(p, c) for c in layout(p).chunks(_bytes_per_sample(p), chunk_bytes, exact=True)]
+    return sum(each) / lanes, lanes * max(each)
+
+
+def _chunk_padding_bytes(problem: Problem, chunk: Chunk) -> int:
+    """Bytes of `chunk`'s padded rows in :func:`_run_exact` (none where it reads a whole grid)."""
+    return math.prod(padded_rows_shape(chunk, problem)) * problem.dtype.itemsize if _pads_chunks(problem) else 0
 
 
 def _operator_seconds(problem: Problem, rates: Rates, backend: Backend) -> float:
