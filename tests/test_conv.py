@@ -279,6 +279,43 @@ def test_im2col_chunks_pad_their_own_rows_on_the_cpu(padding_mode, options, chun
     assert len(whole) == (padding_mode == "circular" and any(pads))
 
 
+@pytest.mark.parametrize(
+    "x_shape, w_shape, options, forms",
+    [
+        ((2, 1, 23, 19), (3, 1, 4, 3), dict(padding=(3, 1)), ("taps", "rows")),  # one channel: multiply-adds or rows
+        ((2, 4, 23, 19), (5, 4, 4, 3), dict(padding=(2, 0), dilation=(2, 1)), ("taps",)),  # GEMM taps, unequal padding
+        ((2, 1, 23, 19), (2, 1, 3, 5), dict(padding=0), ("taps", "rows")),  # unpadded: the wide copy, chunk by chunk
+        ((1, 2, 9, 10, 11), (2, 1, 3, 2, 3), dict(padding=(1, 2, 0), groups=2), ("taps", "rows")),  # 3-D, groups
+    ],
+)
+@pytest.mark.parametrize("padding_mode", ["zeros", "circular"])
+@pytest.mark.parametrize("chunk_bytes", [1, 3000, 13000])
+def test_direct_chunks_pad_their_own_rows(x_shape, w_shape, options, forms, padding_mode, chunk_bytes, rng, monkeypatch):
+    # With unit stride, each of several chunks pads the rows under its output rows into the
+    # wide layout (one row, a few rows or whole items per chunk; on two threads with one
+    # channel); the whole input is padded first only with circular padding.
+    from arrayconv._methods import _taps, direct
+
+    x, w = random(rng, x_shape, "float64"), random(rng, w_shape, "float64")
+    monkeypatch.setattr(direct, "_CHUNK_BYTES", chunk_bytes)
+    monkeypatch.setattr(direct, "_ROWS_CHUNK_BYTES", chunk_bytes)
+    whole = []
+    monkeypatch.setattr(direct, "pad_input", lambda *args: whole.append(args) or _taps.pad_input(*args))
+    pads = options["padding"] if isinstance(options["padding"], tuple) else (options["padding"],) * (len(x_shape) - 2)
+    if padding_mode == "circular":
+        extended = np.pad(x, ((0, 0), (0, 0), *((p, p) for p in pads)), mode="wrap")
+        expected = reference_conv(extended, w, **{k: v for k, v in options.items() if k != "padding"})
+    else:
+        expected = reference_conv(x, w, **options)
+    for form in forms:
+        whole.clear()
+        monkeypatch.setattr(direct, "_form", lambda problem, backend, rates: (form, 0))
+        with ac.config(workers=2):
+            got = ac.conv(x, w, method="direct", padding_mode=padding_mode, **options)
+        assert_matches(got, expected, dtype="float64")
+        assert len(whole) == (padding_mode == "circular" and any(pads)), form
+
+
 @pytest.mark.parametrize("padding_mode, numpy_mode", [("circular", "wrap"), ("reflect", "reflect"), ("replicate", "edge")])
 @pytest.mark.parametrize("options", [dict(padding=2), dict(padding=(1, 3), stride=(2, 1), dilation=(1, 2))])
 @pytest.mark.parametrize("chunk_bytes", [None, 1])

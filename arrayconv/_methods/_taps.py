@@ -205,16 +205,20 @@ def pad_input(x: Array, problem: Problem, backend: Backend, tail: int = 0) -> Ar
     return padded
 
 
-def padded_rows(x: Array, chunk: Chunk, problem: Problem, backend: Backend) -> Array:
+def padded_rows(x: Array, chunk: Chunk, problem: Problem, backend: Backend, wide: bool = False) -> Array:
     """The input under `chunk`'s output rows, zero-padded into this thread's scratch buffer:
     ``(Bc, G, Cg, rows, *padded[1:])`` from `x` ``(B, G, Cg, *spatial)``, whose row 0 is
     padded row ``r0 * stride`` (the grid that :meth:`Layout.output_windows` reads for
-    ``Chunk(0, Bc, 0, r1 - r0)``). A chunk's rows are a small part of the input, so
-    padding them where they are gathered keeps them in cache and, chunks running on
-    several threads, pads on all of them."""
+    ``Chunk(0, Bc, 0, r1 - r0)``); when `wide`, with one zero row more and flattened to
+    ``(Bc, G, Cg, (rows + 1) * prod(padded[1:]))``, as :func:`pad_input` lays out the whole
+    input (what :meth:`Layout.tap_block` reads for that chunk, unit stride). A chunk's rows
+    are a small part of the input, so padding them where they are read keeps them in
+    cache and, chunks running on several threads, pads on all of them."""
     p = problem
     shape = padded_rows_shape(chunk, p)
     first, rows = chunk.r0 * p.stride[0], shape[3]
+    if wide:
+        shape = (*shape[:3], rows + 1, *shape[4:])
     grid = scratch("taps.padded_rows", shape, x.dtype, backend)
     grid.fill(0)
     lo = max(first, p.pad_lo[0])
@@ -222,7 +226,14 @@ def padded_rows(x: Array, chunk: Chunk, problem: Problem, backend: Backend) -> A
     if hi > lo:
         inner = tuple(slice(pad, pad + n) for pad, n in zip(p.pad_lo[1:], p.spatial[1:]))
         grid[(..., slice(lo - first, hi - first), *inner)] = x[chunk.b0 : chunk.b1, :, :, lo - p.pad_lo[0] : hi - p.pad_lo[0]]
-    return grid
+    return grid.reshape(*shape[:3], -1) if wide else grid
+
+
+def pads_periodically(problem: Problem) -> bool:
+    """Whether `problem` pads periodically (circular padding of some samples): its halos
+    are copies from the far side of the input, so a chunk cannot pad its own rows
+    (:func:`padded_rows`)."""
+    return problem.circular and (any(problem.pad_lo) or any(problem.pad_hi))
 
 
 def padded_rows_shape(chunk: Chunk, problem: Problem) -> tuple[int, ...]:

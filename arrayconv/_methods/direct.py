@@ -25,7 +25,7 @@ from .._rates import Rates, rates_for
 from .._scratch import scratch
 from .._threads import run_parallel
 from . import Cost, Method, _banded, _direct_cuda, _one_map, _rows, _separable, exact_dtype, output, register
-from ._taps import Chunk, Layout, layout, pad_input, padded_bytes, reads_in_place
+from ._taps import Chunk, Layout, layout, pad_input, padded_bytes, padded_rows, pads_periodically, reads_in_place
 
 # Bytes of one chunk's working set (measured best on the benchmark cases: 256 KiB chunks
 # were 1.5-2x slower, from per-call overhead and small GEMMs).
@@ -179,16 +179,34 @@ def run(x: Array, kernel: Kernel, problem: Problem, backend: Backend, out: Array
         samples = x.reshape(p.batch, p.groups, p.in_per_group, *p.spatial)[(..., *(slice(None, None, s) for s in p.stride))]
         backend.xp.matmul(kernel[0], samples.reshape(p.batch, p.groups, p.in_per_group, -1), out=out.reshape(p.batch, p.groups, p.out_per_group, -1))
         return out.reshape(p.y_shape)
-    padded, lay = pad_input(x, p, backend), layout(p)
-    sums = _rows.accumulate if rows else accumulate
-
-    def job(chunk):  # type: ignore[no-untyped-def]
-        lay.store_block(out, sums(padded, kernel, lay, chunk, backend), chunk)
-
+    lay, sums = layout(p), (_rows.accumulate if rows else accumulate)
     work = lay.chunks(_bytes_per_sample(p), _chunk_bytes(rows))
+    if len(work) > 1 and _pads_chunks(p):
+        x = x.reshape(p.batch, p.groups, p.in_per_group, *p.spatial)
+
+        def job(chunk):  # type: ignore[no-untyped-def]
+            padded = padded_rows(x, chunk, p, backend, wide=True)
+            lay.store_block(out, sums(padded, kernel, lay, Chunk(0, chunk.b1 - chunk.b0, 0, chunk.r1 - chunk.r0), backend), chunk)
+
+    else:
+        padded = pad_input(x, p, backend)
+
+        def job(chunk):  # type: ignore[no-untyped-def]
+            lay.store_block(out, sums(padded, kernel, lay, chunk, backend), chunk)
+
     threads = _config.workers() if backend.name == "numpy" and p.in_per_group == 1 else 1
     run_parallel(work, job, threads)
     return out.reshape(p.y_shape)
+
+
+def _pads_chunks(problem: Problem) -> bool:
+    """Whether each chunk of the taps, where there are several, pads the input rows under
+    its output rows itself (:func:`._taps.padded_rows`, wide), on the thread that runs it:
+    unit stride, zero padding, and a copy needed (not :func:`._taps.reads_in_place`).
+    Against the whole input padded first on one thread, single images from 1024x1024 ran
+    in 0.92-0.98 of the time, the rest as before (bench/results/direct-chunk-padding-2026-11-27.md)."""
+    p = problem
+    return p.unit_stride and not pads_periodically(p) and not reads_in_place(p)
 
 
 def unplanned(kernel: Kernel, problem: Problem) -> Callable[[Array, Array], Array] | None:

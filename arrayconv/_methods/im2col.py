@@ -26,7 +26,7 @@ from .._rates import Rates
 from .._scratch import scratch
 from .._threads import gemm_lanes, one_blas_thread, run_parallel
 from . import Cost, Method, direct, exact_dtype, output, register
-from ._taps import Chunk, assign_rows, flat_length, layout, pad_input, padded_bytes, padded_grid, padded_rows, padded_rows_shape, row_elements
+from ._taps import Chunk, assign_rows, flat_length, layout, pad_input, padded_bytes, padded_grid, padded_rows, padded_rows_shape, pads_periodically, row_elements
 
 # Preferred size of one chunk's column matrix: large enough for an efficient GEMM.
 _CHUNK_BYTES = 32 << 20
@@ -311,22 +311,18 @@ def _whole_grid(x: Array, problem: Problem, backend: Backend) -> Array | None:
     """The grid ``(B, G, Cg, *padded)`` that every chunk of :func:`_run_exact` reads: `x`
     itself without padding, `x` padded once with circular padding; None with zero padding,
     where each chunk pads its own rows (:func:`_pads_chunks`)."""
-    if _pads_whole_input(problem):
+    if pads_periodically(problem):
         return padded_grid(pad_input(x, problem, backend), problem)
     return None if _pads_chunks(problem) else x
-
-
-def _pads_whole_input(problem: Problem) -> bool:
-    """Whether :func:`_run_exact` pads the whole input before its chunks (circular padding)."""
-    return problem.circular and (any(problem.pad_lo) or any(problem.pad_hi))
 
 
 def _pads_chunks(problem: Problem) -> bool:
     """Whether each chunk of :func:`_run_exact` pads its own rows with zeros
     (:func:`._taps.padded_rows`), in cache and on its own thread: against the whole input
-    padded first, 0.83-0.91x the time of b, d, g3 and three more convs of 3x3 kernels on
-    2 cores, 0.98-1.02x on the rest (bench/results/im2col-chunk-padding-2026-11-27.md)."""
-    return not problem.circular and (any(problem.pad_lo) or any(problem.pad_hi))
+    padded first on one thread, padded convs with 3x3 kernels ran in 0.81-0.94 of the time
+    on 2 cores (case b 0.84-0.86), larger kernels 0.93-0.95, unpadded ones as before
+    (bench/results/im2col-chunk-padding-2026-11-27.md)."""
+    return not pads_periodically(problem) and (any(problem.pad_lo) or any(problem.pad_hi))
 
 
 def _exact_lanes(problem: Problem) -> tuple[int, int]:
@@ -417,7 +413,7 @@ def unsupported(problem: Problem, backend: Backend, memory_limit: int) -> str | 
     if _operator_fits(p, memory_limit):
         return None
     exact = backend.name == "numpy" and not _gathers_last_axis(p, backend)
-    if exact and not _pads_whole_input(p):
+    if exact and not pads_periodically(p):
         padded, what = _chunk_padding_bytes(p, Chunk(0, 1, 0, 1)), "the padded input under one output row"
     else:
         padded, what = padded_bytes(p), "its padded input"
@@ -506,7 +502,7 @@ def _exact_padding_bytes(problem: Problem, chunk_bytes: int, lanes: int) -> tupl
     padding; with zero padding, each chunk's padded rows (:func:`._taps.padded_rows`),
     shared by the threads, one chunk's on each."""
     p = problem
-    if _pads_whole_input(p):
+    if pads_periodically(p):
         return padded_bytes(p), padded_bytes(p)
     each = [_chunk_padding_bytes(p, c) for c in layout(p).chunks(_bytes_per_sample(p), chunk_bytes, exact=True)]
     return sum(each) / lanes, lanes * max(each)
