@@ -316,6 +316,25 @@ def test_direct_chunks_pad_their_own_rows(x_shape, w_shape, options, forms, padd
         assert len(whole) == (padding_mode == "circular" and any(pads)), form
 
 
+@pytest.mark.parametrize("method", ["direct", "im2col"])
+def test_padded_rows_past_the_reuse_limit_are_not_kept(method, rng, monkeypatch):
+    # A chunk's padded rows reuse this thread's scratch buffer only up to REUSED_BYTES: a
+    # direct chunk of one output channel over many input channels pads far more input than
+    # its 4 MiB of sums, which a thread must not hold after the call.
+    from arrayconv import _scratch
+    from arrayconv._methods import _taps, direct, im2col
+
+    x, w = random(rng, (2, 8, 30, 20), "float64"), random(rng, (1, 8, 3, 3), "float64")
+    monkeypatch.setattr(direct, "_CHUNK_BYTES", 1000)
+    monkeypatch.setattr(im2col, "_CPU_CHUNK_BYTES", 1000)
+    for limit, kept in ((1 << 20, True), (1 << 10, False)):
+        monkeypatch.setattr(_taps, "REUSED_BYTES", limit)
+        _scratch.clear()
+        with ac.config(workers=1):
+            assert_matches(ac.conv(x, w, padding=1, method=method), reference_conv(x, w, padding=1), dtype="float64")
+        assert any(name == "taps.padded_rows" for name, *_ in _scratch._local.pool) == kept
+
+
 @pytest.mark.parametrize("padding_mode, numpy_mode", [("circular", "wrap"), ("reflect", "reflect"), ("replicate", "edge")])
 @pytest.mark.parametrize("options", [dict(padding=2), dict(padding=(1, 3), stride=(2, 1), dilation=(1, 2))])
 @pytest.mark.parametrize("chunk_bytes", [None, 1])

@@ -206,7 +206,8 @@ def pad_input(x: Array, problem: Problem, backend: Backend, tail: int = 0) -> Ar
 
 
 def padded_rows(x: Array, chunk: Chunk, problem: Problem, backend: Backend, wide: bool = False) -> Array:
-    """The input under `chunk`'s output rows, zero-padded into this thread's scratch buffer:
+    """The input under `chunk`'s output rows, zero-padded into this thread's scratch buffer
+    (a new array past :data:`REUSED_BYTES`, :func:`zeros`):
     ``(Bc, G, Cg, rows, *padded[1:])`` from `x` ``(B, G, Cg, *spatial)``, whose row 0 is
     padded row ``r0 * stride`` (the grid that :meth:`Layout.output_windows` reads for
     ``Chunk(0, Bc, 0, r1 - r0)``); when `wide`, with one zero row more and flattened to
@@ -219,8 +220,7 @@ def padded_rows(x: Array, chunk: Chunk, problem: Problem, backend: Backend, wide
     first, rows = chunk.r0 * p.stride[0], shape[3]
     if wide:
         shape = (*shape[:3], rows + 1, *shape[4:])
-    grid = scratch("taps.padded_rows", shape, x.dtype, backend)
-    grid.fill(0)
+    grid = zeros(shape, x.dtype, backend, "taps.padded_rows")
     lo = max(first, p.pad_lo[0])
     hi = min(first + rows, p.pad_lo[0] + p.spatial[0])
     if hi > lo:
@@ -254,10 +254,10 @@ def reused(name: str, shape: tuple[int, ...], dtype: np.dtype[Any], backend: Bac
     return scratch(name, shape, dtype, backend)
 
 
-def zeros(shape: tuple[int, ...], dtype: np.dtype[Any], backend: Backend) -> Array:
-    """Zeros: in this thread's scratch buffer up to :data:`REUSED_BYTES` (:func:`reused`),
-    a new array above."""
-    buffer = reused("taps.padded", shape, dtype, backend)
+def zeros(shape: tuple[int, ...], dtype: np.dtype[Any], backend: Backend, name: str = "taps.padded") -> Array:
+    """Zeros: in this thread's scratch buffer `name` up to :data:`REUSED_BYTES`
+    (:func:`reused`), a new array above (so that no thread keeps a large one)."""
+    buffer = reused(name, shape, dtype, backend)
     if buffer is None:
         return backend.xp.zeros(shape, dtype)
     buffer.fill(0)
