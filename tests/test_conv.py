@@ -248,14 +248,14 @@ def test_im2col_columns_of_output_samples_on_the_cpu(case, dtype, seed, chunk_by
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(im2col, "_LAST_AXIS_DEPTH", 1 << 62)
         patch.setattr(im2col, "_OPERATOR_BYTES", 0)
-        patch.setattr(im2col, "_CPU_CHUNK_BYTES", chunk_bytes)
+        patch.setattr(im2col, "_cpu_chunk_bytes", lambda problem: chunk_bytes)
         got = ac.conv(x, w, method="im2col", **options)
     assert_matches(got, reference_conv(x, w, **options), dtype=dtype)
 
 
 @pytest.mark.parametrize("padding_mode", ["zeros", "circular"])
 @pytest.mark.parametrize("options", [dict(padding=(3, 1)), dict(padding=(2, 0), stride=(3, 2), dilation=(2, 1)), dict(padding=(0, 2)), dict(padding=(0, 0), stride=(1, 2))])
-@pytest.mark.parametrize("chunk_bytes", [1, 5000, 1 << 20])
+@pytest.mark.parametrize("chunk_bytes", [1, 20000, 1 << 20])
 def test_im2col_chunks_pad_their_own_rows_on_the_cpu(padding_mode, options, chunk_bytes, rng, monkeypatch):
     # With zero padding, each chunk pads the rows under its output rows (one row, a few
     # rows of an item, or whole items per chunk; on two threads); the whole input is padded
@@ -264,9 +264,10 @@ def test_im2col_chunks_pad_their_own_rows_on_the_cpu(padding_mode, options, chun
 
     x, w = random(rng, (3, 4, 23, 19), "float64"), random(rng, (5, 4, 4, 3), "float64")
     monkeypatch.setattr(im2col, "_LAST_AXIS_DEPTH", 1 << 62)
-    monkeypatch.setattr(im2col, "_CPU_CHUNK_BYTES", chunk_bytes)
-    whole = []
+    monkeypatch.setattr(im2col, "_cpu_chunk_bytes", lambda problem: chunk_bytes)
+    whole, chunks = [], []
     monkeypatch.setattr(im2col, "pad_input", lambda *args: whole.append(args) or _taps.pad_input(*args))
+    monkeypatch.setattr(im2col, "padded_rows", lambda x, chunk, *args: chunks.append(chunk) or _taps.padded_rows(x, chunk, *args))
     with ac.config(workers=2):
         got = ac.conv(x, w, method="im2col", padding_mode=padding_mode, **options)
     pads = options["padding"]
@@ -277,6 +278,9 @@ def test_im2col_chunks_pad_their_own_rows_on_the_cpu(padding_mode, options, chun
         expected = reference_conv(x, w, **options)
     assert_matches(got, expected, dtype="float64")
     assert len(whole) == (padding_mode == "circular" and any(pads))
+    if padding_mode == "zeros" and any(pads):  # 3 items: one row, a few rows, or all items per chunk
+        rows = 3 * got.shape[2]
+        assert {1: len(chunks) == rows, 20000: 3 < len(chunks) < rows, 1 << 20: len(chunks) == 1}[chunk_bytes], len(chunks)
 
 
 @pytest.mark.parametrize(
@@ -326,7 +330,7 @@ def test_padded_rows_past_the_reuse_limit_are_not_kept(method, rng, monkeypatch)
 
     x, w = random(rng, (2, 8, 30, 20), "float64"), random(rng, (1, 8, 3, 3), "float64")
     monkeypatch.setattr(direct, "_CHUNK_BYTES", 1000)
-    monkeypatch.setattr(im2col, "_CPU_CHUNK_BYTES", 1000)
+    monkeypatch.setattr(im2col, "_cpu_chunk_bytes", lambda problem: 1000)
     for limit, kept in ((1 << 20, True), (1 << 10, False)):
         monkeypatch.setattr(_taps, "REUSED_BYTES", limit)
         _scratch.clear()
