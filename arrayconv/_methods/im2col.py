@@ -30,13 +30,16 @@ from ._taps import Chunk, assign_rows, flat_length, layout, pad_input, padded_by
 
 # Preferred size of one chunk's column matrix: large enough for an efficient GEMM.
 _CHUNK_BYTES = 32 << 20
-# On the CPU, chunks of columns of output samples hold this much per kernel tap (each tap
-# is one copy per chunk, whose fixed cost a tap of a few rows does not repay), at least
-# _CPU_CHUNK_BYTES and at most _CHUNK_BYTES. Measured on 13 convs (chunks of 1-32 MiB,
-# bench/results/im2col-exact-2026-11-26.md): 3x3 kernels ran fastest at 2-8 MiB, 5x5 at
-# 4-16 MiB, 63x63 at 32 MiB (in 2 MiB chunks, 10x slower than the wide columns before).
+# On the CPU, chunks of columns of output samples hold this much per kernel tap, at least
+# _CPU_CHUNK_BYTES and at most _CPU_MAX_CHUNK_BYTES. Measured on 13 convs (chunks of 1-32
+# MiB, bench/results/im2col-exact-2026-11-26.md), when each tap was a copy of its own: 3x3
+# kernels ran fastest at 2-8 MiB, 5x5 at 4-16 MiB. Since the gather is one copy and each
+# chunk pads its own rows, 8 MiB chunks ran 7x7-31x31 kernels in 0.48-0.88 of the time of
+# the 24-32 MiB the rule gave before, 5x5 in 0.93-1.05 of 12 MiB's, and a 63x63 kernel's
+# chunk is one output row at either size (bench/results/im2col-chunk-padding-2026-11-27.md).
 _CPU_TAP_BYTES = 512 << 10
 _CPU_CHUNK_BYTES = 2 << 20
+_CPU_MAX_CHUNK_BYTES = 8 << 20
 # Passes at stream speed over the CPU's columns (written by the gather and read by the
 # GEMM, in cache) and over the result (written by the GEMMs), fitted to the 79 points of a
 # CPU sweep with the GEMM rate and call costs as they were (seed 63: measured/estimated
@@ -338,7 +341,7 @@ def _exact_lanes(problem: Problem) -> tuple[int, int]:
 
 def _cpu_chunk_bytes(problem: Problem) -> int:
     """Preferred bytes of one chunk's columns on the CPU (:data:`_CPU_TAP_BYTES`)."""
-    return min(_CHUNK_BYTES, max(_CPU_CHUNK_BYTES, math.prod(problem.kernel) * _CPU_TAP_BYTES))
+    return min(_CPU_MAX_CHUNK_BYTES, max(_CPU_CHUNK_BYTES, math.prod(problem.kernel) * _CPU_TAP_BYTES))
 
 
 def _run_last_axis(x: Array, w_taps: Array, problem: Problem, backend: Backend, out: Array) -> None:
@@ -473,7 +476,10 @@ def _exact_cost(problem: Problem, rates: Rates) -> Cost:
     and per chunk a call per tap and one GEMM call (fitted when each tap was a copy of its
     own; the gather is one copy since 2026-11-27, 4x faster on a 31x31 kernel over a
     512x512 image, and these calls, unrefitted, now stand for the fixed cost of im2col's
-    call: 79 us on 32x32 with 3x3, direct's unplanned call 21); shallow columns
+    call: 79 us on 32x32 with 3x3, direct's unplanned call 21; they price large kernels
+    high, a 63x63 kernel on 512x512 at 8x its time, but charged as two calls per further
+    chunk they put single images with 5x5 kernels on im2col at up to 1.58x direct's time,
+    bench/results/im2col-chunk-padding-2026-11-27.md); shallow columns
     (:data:`_SHALLOW_DEPTH`), and 1x1 kernels whose columns are the input itself (direct's
     pointwise form runs the same GEMMs on the input in place), no less than direct's run
     and the gather. The memory is the padded input and a chunk of columns per thread."""
