@@ -108,6 +108,11 @@ class Problem:
         """True when every stride is 1."""
         return all(s == 1 for s in self.stride)
 
+    @property
+    def pads(self) -> bool:
+        """True when some axis is padded."""
+        return any(self.pad_lo) or any(self.pad_hi)
+
 
 _PROBLEM_FIELDS = tuple(f.name for f in fields(Problem))
 _problems = LRUCache("problems", maxsize=256)

@@ -267,7 +267,8 @@ def test_im2col_chunks_pad_their_own_rows_on_the_cpu(padding_mode, options, chun
     monkeypatch.setattr(im2col, "_cpu_chunk_bytes", lambda problem: chunk_bytes)
     whole, chunks = [], []
     monkeypatch.setattr(im2col, "pad_input", lambda *args: whole.append(args) or _taps.pad_input(*args))
-    monkeypatch.setattr(im2col, "padded_rows", lambda x, chunk, *args: chunks.append(chunk) or _taps.padded_rows(x, chunk, *args))
+    pad_rows = _taps.padded_rows
+    monkeypatch.setattr(_taps, "padded_rows", lambda x, chunk, *args: chunks.append(chunk) or pad_rows(x, chunk, *args))
     with ac.config(workers=2):
         got = ac.conv(x, w, method="im2col", padding_mode=padding_mode, **options)
     pads = options["padding"]

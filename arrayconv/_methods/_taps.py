@@ -75,16 +75,25 @@ class Layout:
         output sample, junk columns left out, when `exact`)."""
         p = self.problem
         rows = p.out_spatial[0]
-        per_row = max(1, (math.prod(p.out_spatial[1:]) if exact else self.row_length) * bytes_per_sample)
-        rows_per_chunk = max(1, target_bytes // per_row)
-        if rows_per_chunk >= rows:
-            items = max(1, target_bytes // (per_row * rows))
+        items, rows_per_chunk = self.chunk_extent(bytes_per_sample, target_bytes, exact=exact)
+        if rows_per_chunk == rows:
             return [Chunk(b, min(b + items, p.batch), 0, rows) for b in range(0, p.batch, items)]
         return [
             Chunk(b, b + 1, r, min(r + rows_per_chunk, rows))
             for b in range(p.batch)
             for r in range(0, rows, rows_per_chunk)
         ]
+
+    def chunk_extent(self, bytes_per_sample: int, target_bytes: int, *, exact: bool = False) -> tuple[int, int]:
+        """Batch items and output rows of :meth:`chunks`' first chunk (whole items, or rows
+        of one item), without listing them all."""
+        p = self.problem
+        rows = p.out_spatial[0]
+        per_row = max(1, (math.prod(p.out_spatial[1:]) if exact else self.row_length) * bytes_per_sample)
+        rows_per_chunk = max(1, target_bytes // per_row)
+        if rows_per_chunk >= rows:
+            return min(p.batch, max(1, target_bytes // (per_row * rows))), rows
+        return 1, rows_per_chunk
 
     def tap_block(self, padded: Array, t: int, chunk: Chunk) -> Array:
         """Input under tap number `t` for `chunk`: ``(Bc, G, Cg, chunk_length)``.
@@ -178,7 +187,7 @@ def reads_in_place(problem: Problem) -> bool:
     """Whether the taps read the input itself: unit stride, no padding, and taps along the
     first axis only (1x1 kernels, say), so that no junk column reads past the grid."""
     p = problem
-    return p.unit_stride and not any(p.pad_lo) and not any(p.pad_hi) and all(k == 1 for k in p.kernel[1:])
+    return p.unit_stride and not p.pads and all(k == 1 for k in p.kernel[1:])
 
 
 def pad_input(x: Array, problem: Problem, backend: Backend, tail: int = 0) -> Array:
@@ -229,11 +238,20 @@ def padded_rows(x: Array, chunk: Chunk, problem: Problem, backend: Backend, wide
     return grid.reshape(*shape[:3], -1) if wide else grid
 
 
+def chunk_input(whole: Array | None, x: Array, chunk: Chunk, problem: Problem, backend: Backend, wide: bool = False) -> tuple[Array, Chunk]:
+    """The padded input that `chunk`'s taps read, and the chunk's place in it: `whole` (padded
+    once for every chunk) at `chunk`; where `whole` is None, the chunk's own rows of `x`
+    (:func:`padded_rows`) from their first."""
+    if whole is not None:
+        return whole, chunk
+    return padded_rows(x, chunk, problem, backend, wide), Chunk(0, chunk.b1 - chunk.b0, 0, chunk.r1 - chunk.r0)
+
+
 def pads_periodically(problem: Problem) -> bool:
     """Whether `problem` pads periodically (circular padding of some samples): its halos
     are copies from the far side of the input, so a chunk cannot pad its own rows
     (:func:`padded_rows`)."""
-    return problem.circular and (any(problem.pad_lo) or any(problem.pad_hi))
+    return problem.circular and problem.pads
 
 
 def padded_rows_shape(chunk: Chunk, problem: Problem) -> tuple[int, ...]:

@@ -25,7 +25,7 @@ from .._rates import Rates, rates_for
 from .._scratch import scratch
 from .._threads import run_parallel
 from . import Cost, Method, _banded, _direct_cuda, _one_map, _rows, _separable, exact_dtype, output, register
-from ._taps import Chunk, Layout, layout, pad_input, padded_bytes, padded_rows, pads_periodically, reads_in_place
+from ._taps import Chunk, Layout, chunk_input, layout, pad_input, padded_bytes, pads_periodically, reads_in_place
 
 # Bytes of one chunk's working set (measured best on the benchmark cases: 256 KiB chunks
 # were 1.5-2x slower, from per-call overhead and small GEMMs).
@@ -74,7 +74,7 @@ def pointwise(problem: Problem) -> bool:
     of them, or every stride-th along each axis): a 1x1 kernel over several input channels,
     without padding."""
     p = problem
-    return p.in_per_group > 1 and math.prod(p.kernel) == 1 and not any(p.pad_lo) and not any(p.pad_hi)
+    return p.in_per_group > 1 and math.prod(p.kernel) == 1 and not p.pads
 
 
 def _form(problem: Problem, backend: Backend, rates: Rates) -> tuple[str, int]:
@@ -181,18 +181,13 @@ def run(x: Array, kernel: Kernel, problem: Problem, backend: Backend, out: Array
         return out.reshape(p.y_shape)
     lay, sums = layout(p), (_rows.accumulate if rows else accumulate)
     work = lay.chunks(_bytes_per_sample(p), _chunk_bytes(rows))
-    if len(work) > 1 and _pads_chunks(p):
-        x = x.reshape(p.batch, p.groups, p.in_per_group, *p.spatial)
+    own_rows = len(work) > 1 and _pads_chunks(p)
+    whole = None if own_rows else pad_input(x, p, backend)
+    x = x.reshape(p.batch, p.groups, p.in_per_group, *p.spatial) if own_rows else x
 
-        def job(chunk):  # type: ignore[no-untyped-def]
-            padded = padded_rows(x, chunk, p, backend, wide=True)
-            lay.store_block(out, sums(padded, kernel, lay, Chunk(0, chunk.b1 - chunk.b0, 0, chunk.r1 - chunk.r0), backend), chunk)
-
-    else:
-        padded = pad_input(x, p, backend)
-
-        def job(chunk):  # type: ignore[no-untyped-def]
-            lay.store_block(out, sums(padded, kernel, lay, chunk, backend), chunk)
+    def job(chunk):  # type: ignore[no-untyped-def]
+        padded, at = chunk_input(whole, x, chunk, p, backend, wide=True)
+        lay.store_block(out, sums(padded, kernel, lay, at, backend), chunk)
 
     threads = _config.workers() if backend.name == "numpy" and p.in_per_group == 1 else 1
     run_parallel(work, job, threads)

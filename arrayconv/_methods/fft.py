@@ -487,7 +487,7 @@ def split_cost(problem: Problem, backend: Backend, rates: Rates, *, block: bool 
     if not _sums_by_gemm(p, backend):  # one pass of the kernel spectra per batch item, a few times over
         contraction = (_MAC_PASSES_1D if one_axis else _MAC_PASSES) * p.batch * kernels / rates.stream_bytes
     else:
-        weight = contraction_weight or (_BLOCK_CONTRACTION_WEIGHT if block else CONTRACTION_WEIGHT)
+        weight = contraction_weight if contraction_weight is not None else (_BLOCK_CONTRACTION_WEIGHT if block else CONTRACTION_WEIGHT)
         contraction = _contraction_seconds(p, size if complex_data else size / 2, kernels, backend, rates, weight)
     if not cpu:
         fixed, kernel_fixed, kernel_passes, data_passes = _FIXED_GPU_CALLS, _FIXED_GPU_KERNEL_CALLS, _GPU_KERNEL_PASSES, _GPU_DATA_PASSES

@@ -26,7 +26,7 @@ from .._rates import Rates
 from .._scratch import scratch
 from .._threads import gemm_lanes, one_blas_thread, run_parallel
 from . import Cost, Method, direct, exact_dtype, output, register
-from ._taps import Chunk, assign_rows, flat_length, layout, pad_input, padded_bytes, padded_grid, padded_rows, padded_rows_shape, pads_periodically, row_elements
+from ._taps import Chunk, assign_rows, chunk_input, flat_length, layout, pad_input, padded_bytes, padded_grid, padded_rows_shape, pads_periodically, row_elements
 
 # Preferred size of one chunk's column matrix: large enough for an efficient GEMM.
 _CHUNK_BYTES = 32 << 20
@@ -290,10 +290,7 @@ def _run_exact(x: Array, w_cols: Array, problem: Problem, backend: Backend, out:
 
     def fill(chunk: Chunk) -> None:
         items, rows = chunk.b1 - chunk.b0, chunk.r1 - chunk.r0
-        if whole is None:
-            grid, at = padded_rows(x, chunk, p, backend), Chunk(0, items, 0, rows)
-        else:
-            grid, at = whole, chunk
+        grid, at = chunk_input(whole, x, chunk, p, backend)
         cols = scratch("im2col.cols", (items, p.groups, *p.kernel, p.in_per_group, rows, *p.out_spatial[1:]), x.dtype, backend)
         assign_rows(cols, lay.output_windows(grid, at, backend))  # one copy of every tap
         cols = cols.reshape(items, p.groups, depth, rows * row_samples)
@@ -325,7 +322,7 @@ def _pads_chunks(problem: Problem) -> bool:
     padded first on one thread, padded convs with 3x3 kernels ran in 0.81-0.94 of the time
     on 2 cores (case b 0.84-0.86), larger kernels 0.93-0.95, unpadded ones as before
     (bench/results/im2col-chunk-padding-2026-11-27.md)."""
-    return not pads_periodically(problem) and (any(problem.pad_lo) or any(problem.pad_hi))
+    return problem.pads and not pads_periodically(problem)
 
 
 def _exact_lanes(problem: Problem) -> tuple[int, int]:
@@ -482,7 +479,8 @@ def _exact_cost(problem: Problem, rates: Rates) -> Cost:
     bench/results/im2col-chunk-padding-2026-11-27.md); shallow columns
     (:data:`_SHALLOW_DEPTH`), and 1x1 kernels whose columns are the input itself (direct's
     pointwise form runs the same GEMMs on the input in place), no less than direct's run
-    and the gather. The memory is the padded input and a chunk of columns per thread."""
+    and the gather. The memory is the padding held (:func:`_exact_padding_bytes`) and a
+    chunk of columns per thread."""
     p, size = problem, problem.dtype.itemsize
     samples = math.prod(p.out_spatial)
     cols_bytes = p.batch * samples * _bytes_per_sample(p)
@@ -505,13 +503,20 @@ def _exact_cost(problem: Problem, rates: Rates) -> Cost:
 def _exact_padding_bytes(problem: Problem, chunk_bytes: int, lanes: int) -> tuple[float, int]:
     """Bytes of :func:`_run_exact`'s padding that each thread passes over, and that are
     held at once: none without padding; the whole padded input on one thread with circular
-    padding; with zero padding, each chunk's padded rows (:func:`._taps.padded_rows`),
-    shared by the threads, one chunk's on each."""
+    padding; with zero padding, each chunk's padded rows (:func:`._taps.padded_rows`: its
+    output rows' and the kernel's reach past the last), shared by the threads, one chunk's
+    on each."""
     p = problem
     if pads_periodically(p):
         return padded_bytes(p), padded_bytes(p)
-    each = [_chunk_padding_bytes(p, c) for c in layout(p).chunks(_bytes_per_sample(p), chunk_bytes, exact=True)]
-    return sum(each) / lanes, lanes * max(each)
+    if not _pads_chunks(p):
+        return 0, 0
+    items, rows = layout(p).chunk_extent(_bytes_per_sample(p), chunk_bytes, exact=True)
+    chunks_per_item = -(-p.out_spatial[0] // rows)
+    reach = padded_rows_shape(Chunk(0, 1, 0, 1), p)[3]  # padded rows under one output row
+    rows_per_item = (p.out_spatial[0] - chunks_per_item) * p.stride[0] + chunks_per_item * reach
+    row_bytes = p.groups * p.in_per_group * math.prod(p.padded[1:]) * p.dtype.itemsize
+    return p.batch * rows_per_item * row_bytes / lanes, lanes * _chunk_padding_bytes(p, Chunk(0, items, 0, rows))
 
 
 def _chunk_padding_bytes(problem: Problem, chunk: Chunk) -> int:
