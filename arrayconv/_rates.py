@@ -45,15 +45,25 @@ class Rates:
     fft_flops: float
     call_seconds: float
 
-    def gemm_rate(self, dtype: np.dtype[Any], backend_name: str) -> float:
-        """:attr:`gemm_flops` of GEMMs in `dtype`: double precision (float64, complex128)
-        at :data:`DOUBLE_GEMM_SHARE` of it on the CPU, and a process allotted one core at
-        :data:`ONE_CORE_GEMM_SHARE` (the GPU's model is as measured)."""
-        cpu = backend_name == "numpy"
-        share = DOUBLE_GEMM_SHARE if cpu and np.dtype(dtype).char in "dD" else 1.0
-        if cpu and _config.cores() == 1:
+    def gemm_rate(self, dtype: np.dtype[Any], backend_name: str, rows: int = 1) -> float:
+        """:attr:`gemm_flops` of GEMMs in `dtype` whose products have `rows` rows (output
+        channels): on the CPU, double precision (float64, complex128) at
+        :data:`DOUBLE_GEMM_SHARE` of it, a process allotted one core at
+        :data:`ONE_CORE_GEMM_SHARE`, and GEMMs of many rows faster (:func:`rows_gain`)
+        (the GPU's model is as measured)."""
+        if backend_name != "numpy":
+            return self.gemm_flops
+        share = DOUBLE_GEMM_SHARE if np.dtype(dtype).char in "dD" else 1.0
+        if _config.cores() == 1:
             share *= ONE_CORE_GEMM_SHARE
-        return self.gemm_flops * share
+        return self.gemm_flops * share * rows_gain(rows)
+
+
+def rows_gain(rows: int) -> float:
+    """How much faster than :attr:`Rates.gemm_flops` a CPU GEMM with `rows` rows runs: each
+    column it reads feeds `rows` products, so past :data:`GEMM_ROWS` rows the rate grows as
+    their cube root, up to :data:`GEMM_ROWS_MAX_GAIN`."""
+    return min(GEMM_ROWS_MAX_GAIN, max(1.0, rows / GEMM_ROWS) ** (1 / 3))
 
 
 # The CPU's rates are the cost model's units: first measured with `calibrate`'s probes on
@@ -72,6 +82,14 @@ REFERENCE_PROBES = Rates(gemm_flops=265e9, stream_bytes=45e9, fft_flops=21e9, ca
 # machine: 1024^3 133 against 278 GFLOP/s, (16 x 256) x (256 x 65536) 43 against 133,
 # (1 x 1023) x (1023 x 10000) 14 against 48; complex128 86-138 against complex64 137-277).
 DOUBLE_GEMM_SHARE = 0.5
+# The GEMM rate is what GEMMs of up to 16 output channels reach (the weights above were
+# fitted with it); with 64-256 channels, direct's taps and im2col's columns ran in 0.45-0.7
+# of the time charged, where their GEMMs were most of it (sweeps 79-82). Charged the rate
+# times (rows / 16) ** (1/3), at most 2x (reached at 128 rows; the reference host's GEMM probe
+# reads 2.65x the rate), the 8 CPU sweeps of 2026-11-27 (768 points) rescore at 96.4%
+# within 1.2x of the fastest, worst 1.86, none past 2x (95.7%, 2.41, two past 2x before;
+# bench/results/gemm-rows-2026-11-27.md).
+GEMM_ROWS, GEMM_ROWS_MAX_GAIN = 16, 2.0
 # The reference machine's BLAS ran on its 2 cores; allotted one core (a batch job, taskset),
 # the 1024^3 float32 GEMM probe ran at 0.51 of its 2-core rate (131 against 258 GFLOP/s).
 ONE_CORE_GEMM_SHARE = 0.5

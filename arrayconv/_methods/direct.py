@@ -271,8 +271,9 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
 
     Elementwise taps (one channel per group) stream a temporary, the accumulator and the
     input through cache-sized chunks on all cores. GEMM taps add their FLOPs at the GEMM
-    rate to the bytes they move per tap (the input channels once, the output channels
-    three times: product, accumulator read and write) at cache speed; with one output per
+    rate of their output channels (:func:`.._rates.rows_gain`) to the bytes they move per
+    tap (the input channels once, the output channels three times: product, accumulator
+    read and write) at cache speed; with one output per
     group, a tap is a matrix-vector product, bound by its bytes alone (BLAS does not pack
     its input). All pay zeroing the
     accumulator, storing it and padding the input (unless read in place) at the stream
@@ -326,7 +327,7 @@ def _taps_cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
         seconds = traffic / (_MATVEC_SPEEDUP * rates.stream_bytes)
     else:
         per_tap = samples * size * (p.in_per_group + 3 * p.out_per_group)
-        seconds = p.mac_flops * p.macs / rates.gemm_rate(p.dtype, backend.name) + n_taps * per_tap / (GEMM_CACHE_SPEEDUP * rates.stream_bytes)
+        seconds = p.mac_flops * p.macs / rates.gemm_rate(p.dtype, backend.name, p.out_per_group) + n_taps * per_tap / (GEMM_CACHE_SPEEDUP * rates.stream_bytes)
     calls = n_taps * n_chunks  # the batch items and groups of a chunk are one batched matmul
     call_seconds = _call_rates(p, False, backend, rates).call_seconds
     return Cost(seconds + once + calls * call_seconds, padded_bytes(p) + _chunk_temp(p, _CHUNK_BYTES))

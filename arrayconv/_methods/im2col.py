@@ -468,8 +468,9 @@ def _exact_cost(problem: Problem, rates: Rates) -> Cost:
     :data:`_EXACT_RESULT_PASSES`), the columns' shared by the threads that gather them
     (the result's, written by the GEMMs, as on one thread: shared too, they picked one
     point of a sweep worse; bench/results/cpu-cost-refit-2026-11-27.md);
-    the GEMMs' arithmetic at the GEMM rate scaled down for few output channels, shallow
-    columns or few columns per GEMM (one item's samples, or a chunk's rows of one item);
+    the GEMMs' arithmetic at the GEMM rate of their output channels (:func:`.._rates.rows_gain`)
+    scaled down for few output channels, shallow columns or few columns per GEMM (one
+    item's samples, or a chunk's rows of one item);
     and per chunk a call per tap and one GEMM call (fitted when each tap was a copy of its
     own; the gather is one copy since 2026-11-27, 4x faster on a 31x31 kernel over a
     512x512 image, and these calls, unrefitted, now stand for the fixed cost of im2col's
@@ -488,7 +489,7 @@ def _exact_cost(problem: Problem, rates: Rates) -> Cost:
     lanes, chunk = _exact_lanes(p)
     depth = math.prod(p.kernel) * p.in_per_group
     columns = min(samples, max(1, chunk // (depth * p.groups * size)))
-    gemm = p.mac_flops * p.macs / (rates.gemm_rate(p.dtype, NUMPY.name) * _gemm_efficiency(p.out_per_group, depth, columns, NUMPY))
+    gemm = p.mac_flops * p.macs / (rates.gemm_rate(p.dtype, NUMPY.name, p.out_per_group) * _gemm_efficiency(p.out_per_group, depth, columns, NUMPY))
     chunks = min(-(-cols_bytes // chunk), p.batch * p.out_spatial[0])  # at least one row each
     lanes = min(lanes, chunks)
     calls = chunks * (math.prod(p.kernel) + 1)
@@ -575,7 +576,7 @@ def _last_axis_cost(problem: Problem, rates: Rates) -> Cost:
     out_bytes = samples * p.out_per_group * size
     chunk_columns = min(samples, _CHUNK_BYTES // (depth * size))
     efficiency = _gemm_efficiency(p.out_per_group, depth, chunk_columns, NUMPY)  # a CPU-only path
-    gemm = p.mac_flops * samples * p.out_per_group * depth * lead_taps / (rates.gemm_rate(p.dtype, NUMPY.name) * efficiency)
+    gemm = p.mac_flops * samples * p.out_per_group * depth * lead_taps / (rates.gemm_rate(p.dtype, NUMPY.name, p.out_per_group) * efficiency)
     per_tap = samples * size * (depth + 3 * p.out_per_group)
     taps = lead_taps * per_tap / (direct.GEMM_CACHE_SPEEDUP * rates.stream_bytes)
     calls = max(1, slab_bytes // _CHUNK_BYTES) * lead_taps
