@@ -82,7 +82,7 @@ REFERENCE_PROBES = Rates(gemm_flops=265e9, stream_bytes=45e9, fft_flops=21e9, ca
 # machine: 1024^3 133 against 278 GFLOP/s, (16 x 256) x (256 x 65536) 43 against 133,
 # (1 x 1023) x (1023 x 10000) 14 against 48; complex128 86-138 against complex64 137-277).
 DOUBLE_GEMM_SHARE = 0.5
-# The GEMM rate is what GEMMs of up to 16 output channels reach (the weights above were
+# The GEMM rate is what GEMMs of up to 16 output channels reach (the model's weights were
 # fitted with it); with 64-256 channels, direct's taps and im2col's columns ran in 0.45-0.7
 # of the time charged, where their GEMMs were most of it (sweeps 79-82). Charged the rate
 # times (rows / 16) ** (1/3), at most 2x (reached at 128 rows; the reference host's GEMM probe
