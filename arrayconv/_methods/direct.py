@@ -30,6 +30,16 @@ from ._taps import Chunk, Layout, chunk_input, layout, pad_input, padded_bytes, 
 # Bytes of one chunk's working set (measured best on the benchmark cases: 256 KiB chunks
 # were 1.5-2x slower, from per-call overhead and small GEMMs).
 _CHUNK_BYTES = 4 << 20
+# GEMM taps with 2-8 outputs per group run memory-bound (each tap's GEMM reads its input
+# chunk for a few products): in 512 KiB chunks, which stay in cache from tap to tap, 19 of
+# 22 such convs on the CPU took 0.49-0.96 of their time in 4 MiB chunks (three 1.03-1.08);
+# one output (a matrix-vector product) and 16 or more ran as fast or faster in 4 MiB
+# (bench/results/direct-few-outputs-2026-11-27.md).
+_FEW_OUTPUTS_CHUNK_BYTES = 512 << 10
+_FEW_OUTPUTS = 8
+# Their bytes per tap then move at this multiple of the stream rate (3x the larger chunks'
+# GEMM_CACHE_SPEEDUP): 22 such convs ran at a median 0.57 of their estimate at 3, 0.88 at 9.
+_FEW_OUTPUTS_CACHE_SPEEDUP = 9
 # The row form's chunks: smaller, so that images from 512x512 float32 run on two threads.
 _ROWS_CHUNK_BYTES = 1 << 20
 # Elementwise taps on cached chunks, on all cores, ran about 6x the stream bandwidth.
@@ -111,8 +121,19 @@ def _chunk_temp(problem: Problem, chunk_bytes: int) -> int:
     return min(chunk_bytes, _samples(problem) * _bytes_per_sample(problem))
 
 
-def _chunk_bytes(rows: bool) -> int:
-    return _ROWS_CHUNK_BYTES if rows else _CHUNK_BYTES
+def _chunk_bytes(problem: Problem, rows: bool, backend: Backend) -> int:
+    """Bytes of one chunk's working set: the row form's, or the taps' (smaller for
+    :func:`_few_outputs`)."""
+    if rows:
+        return _ROWS_CHUNK_BYTES
+    return _FEW_OUTPUTS_CHUNK_BYTES if _few_outputs(problem, backend) else _CHUNK_BYTES
+
+
+def _few_outputs(problem: Problem, backend: Backend) -> bool:
+    """Whether the taps are GEMMs with 2 to :data:`_FEW_OUTPUTS` outputs per group on the
+    CPU, which run in :data:`_FEW_OUTPUTS_CHUNK_BYTES` chunks."""
+    few = 1 < problem.out_per_group <= _FEW_OUTPUTS and problem.in_per_group > 1
+    return few and backend.name == "numpy"
 
 
 def _single_map(problem: Problem, rows: bool, backend: Backend) -> _one_map.OneMap | None:
@@ -120,7 +141,7 @@ def _single_map(problem: Problem, rows: bool, backend: Backend) -> _one_map.OneM
     it is one map in one chunk; else None."""
     if backend.name != "numpy":
         return None
-    return _one_map.one_map(problem, rows, _chunk_bytes(rows), _bytes_per_sample(problem))
+    return _one_map.one_map(problem, rows, _chunk_bytes(problem, rows, backend), _bytes_per_sample(problem))
 
 
 def _call_rates(problem: Problem, rows: bool, backend: Backend, rates: Rates) -> Rates:
@@ -180,7 +201,7 @@ def run(x: Array, kernel: Kernel, problem: Problem, backend: Backend, out: Array
         backend.xp.matmul(kernel[0], samples.reshape(p.batch, p.groups, p.in_per_group, -1), out=out.reshape(p.batch, p.groups, p.out_per_group, -1))
         return out.reshape(p.y_shape)
     lay, sums = layout(p), (_rows.accumulate if rows else accumulate)
-    work = lay.chunks(_bytes_per_sample(p), _chunk_bytes(rows))
+    work = lay.chunks(_bytes_per_sample(p), _chunk_bytes(p, rows, backend))
     own_rows = len(work) > 1 and _pads_chunks(p)
     whole = None if own_rows else pad_input(x, p, backend)
     x = x.reshape(p.batch, p.groups, p.in_per_group, *p.spatial) if own_rows else x
@@ -317,7 +338,8 @@ def _taps_cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     n_taps = math.prod(p.kernel)
     samples = _samples(p)
     size = p.dtype.itemsize
-    n_chunks = max(1, samples * _bytes_per_sample(p) // _CHUNK_BYTES)
+    chunk_bytes = _chunk_bytes(p, False, backend)
+    n_chunks = max(1, samples * _bytes_per_sample(p) // chunk_bytes)
     once = _once_seconds(p, rates)
     if p.in_per_group == 1:
         traffic = n_taps * samples * 5 * p.out_per_group * size
@@ -327,10 +349,11 @@ def _taps_cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
         seconds = traffic / (_MATVEC_SPEEDUP * rates.stream_bytes)
     else:
         per_tap = samples * size * (p.in_per_group + 3 * p.out_per_group)
-        seconds = p.mac_flops * p.macs / rates.gemm_rate(p.dtype, backend.name, p.out_per_group) + n_taps * per_tap / (GEMM_CACHE_SPEEDUP * rates.stream_bytes)
+        speedup = _FEW_OUTPUTS_CACHE_SPEEDUP if _few_outputs(p, backend) else GEMM_CACHE_SPEEDUP
+        seconds = p.mac_flops * p.macs / rates.gemm_rate(p.dtype, backend.name, p.out_per_group) + n_taps * per_tap / (speedup * rates.stream_bytes)
     calls = n_taps * n_chunks  # the batch items and groups of a chunk are one batched matmul
     call_seconds = _call_rates(p, False, backend, rates).call_seconds
-    return Cost(seconds + once + calls * call_seconds, padded_bytes(p) + _chunk_temp(p, _CHUNK_BYTES))
+    return Cost(seconds + once + calls * call_seconds, padded_bytes(p) + _chunk_temp(p, chunk_bytes))
 
 
 def _rows_cost(problem: Problem, backend: Backend, rates: Rates, workers: int) -> Cost:
