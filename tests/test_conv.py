@@ -303,7 +303,7 @@ def test_direct_chunks_pad_their_own_rows(x_shape, w_shape, options, forms, padd
 
     x, w = random(rng, x_shape, "float64"), random(rng, w_shape, "float64")
     monkeypatch.setattr(direct, "_CHUNK_BYTES", chunk_bytes)
-    monkeypatch.setattr(direct, "_FEW_OUTPUTS_CHUNK_BYTES", chunk_bytes)  # the 5-output GEMM taps'
+    monkeypatch.setattr(direct, "_MEMORY_BOUND_CHUNK_BYTES", chunk_bytes)  # the 5-output GEMM taps'
     monkeypatch.setattr(direct, "_ROWS_CHUNK_BYTES", chunk_bytes)
     whole = []
     monkeypatch.setattr(direct, "pad_input", lambda *args: whole.append(args) or _taps.pad_input(*args))
@@ -322,33 +322,34 @@ def test_direct_chunks_pad_their_own_rows(x_shape, w_shape, options, forms, padd
         assert len(whole) == (padding_mode == "circular" and any(pads)), form
 
 
-def test_direct_gemm_taps_with_few_outputs_run_in_small_chunks(rng, monkeypatch):
-    # GEMM taps with 2-8 outputs per group are memory-bound: on the CPU their chunks hold
-    # 512 KiB (in cache from tap to tap), others' 4 MiB; one output (a matrix-vector
-    # product) and one input channel (elementwise taps) keep the large chunks.
+def test_direct_memory_bound_taps_run_in_small_chunks(rng, monkeypatch):
+    # GEMM taps with at most 8 multiply-adds per element they move (Og * Cg / (Og + Cg))
+    # are memory-bound: on the CPU their chunks hold 512 KiB (in cache from tap to tap),
+    # others' 4 MiB; one output (a matrix-vector product per tap) and one input channel
+    # (elementwise taps) keep the large chunks.
     from arrayconv._backend import NUMPY
     from arrayconv._methods import direct
 
-    def chunk_bytes(x_shape, w_shape):  # type: ignore[no-untyped-def]
+    def chunk_bytes(w_shape):  # type: ignore[no-untyped-def]
+        x_shape = (1, w_shape[1], 64, 64)
         problem = ac.plan_conv(np.zeros(w_shape, np.float32), x_shape, np.float32, padding=1, method="direct")._spec.problem
         return direct._chunk_bytes(problem, False, NUMPY)
 
-    for outputs in (2, 4, 8):
-        assert chunk_bytes((1, 16, 64, 64), (outputs, 16, 3, 3)) == direct._FEW_OUTPUTS_CHUNK_BYTES == 512 << 10
-    for w_shape in ((1, 16, 3, 3), (16, 16, 3, 3), (4, 1, 3, 3)):
-        assert chunk_bytes((1, w_shape[1], 64, 64), w_shape) == direct._CHUNK_BYTES == 4 << 20
+    for outputs, inputs in ((2, 16), (4, 16), (8, 16), (16, 16), (256, 4)):
+        assert chunk_bytes((outputs, inputs, 3, 3)) == direct._MEMORY_BOUND_CHUNK_BYTES == 512 << 10, (outputs, inputs)
+    for outputs, inputs in ((1, 16), (4, 1), (16, 64), (64, 256)):
+        assert chunk_bytes((outputs, inputs, 3, 3)) == direct._CHUNK_BYTES == 4 << 20, (outputs, inputs)
     # the result does not depend on the chunks: float64 against the reference, in one chunk
     # and in chunks of a few rows
     x, w = random(rng, (2, 6, 40, 33), "float64"), random(rng, (4, 6, 3, 5), "float64")
     expected = reference_conv(x, w, padding=(1, 2))
+    problem = ac.plan_conv(w, x.shape, padding=(1, 2), method="direct")._spec.problem
+    monkeypatch.setattr(direct, "_form", lambda problem, backend, rates: ("taps", 0))
     chunks = []
-    for size in (direct._FEW_OUTPUTS_CHUNK_BYTES, 3000):
-        monkeypatch.setattr(direct, "_FEW_OUTPUTS_CHUNK_BYTES", size)
-        monkeypatch.setattr(direct, "_form", lambda problem, backend, rates: ("taps", 0))
-        real_chunks = direct.layout(ac.plan_conv(w, x.shape, padding=(1, 2), method="direct")._spec.problem).chunks
+    for size in (direct._MEMORY_BOUND_CHUNK_BYTES, 3000):
+        monkeypatch.setattr(direct, "_MEMORY_BOUND_CHUNK_BYTES", size)
         assert_matches(ac.conv(x, w, padding=(1, 2), method="direct"), expected, dtype="float64")
-        problem = ac.plan_conv(w, x.shape, padding=(1, 2), method="direct")._spec.problem
-        chunks.append(len(real_chunks(direct._bytes_per_sample(problem), direct._chunk_bytes(problem, False, NUMPY))))
+        chunks.append(len(direct.layout(problem).chunks(direct._bytes_per_sample(problem), direct._chunk_bytes(problem, False, NUMPY))))
     assert chunks[0] == 1 < chunks[1]
 
 

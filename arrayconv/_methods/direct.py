@@ -30,16 +30,20 @@ from ._taps import Chunk, Layout, chunk_input, layout, pad_input, padded_bytes, 
 # Bytes of one chunk's working set (measured best on the benchmark cases: 256 KiB chunks
 # were 1.5-2x slower, from per-call overhead and small GEMMs).
 _CHUNK_BYTES = 4 << 20
-# GEMM taps with 2-8 outputs per group run memory-bound (each tap's GEMM reads its input
-# chunk for a few products): in 512 KiB chunks, which stay in cache from tap to tap, 19 of
-# 22 such convs on the CPU took 0.49-0.96 of their time in 4 MiB chunks (three 1.03-1.08);
-# one output (a matrix-vector product) and 16 or more ran as fast or faster in 4 MiB
-# (bench/results/direct-few-outputs-2026-11-27.md).
-_FEW_OUTPUTS_CHUNK_BYTES = 512 << 10
-_FEW_OUTPUTS = 8
-# Their bytes per tap then move at this multiple of the stream rate (3x the larger chunks'
-# GEMM_CACHE_SPEEDUP): 22 such convs ran at a median 0.57 of their estimate at 3, 0.88 at 9.
-_FEW_OUTPUTS_CACHE_SPEEDUP = 9
+# GEMM taps that do few multiply-adds per element they move, Og * Cg / (Og + Cg) of them
+# (a tap reads Cg input and writes Og output samples per position), are memory-bound: in
+# 512 KiB chunks, which stay in cache from tap to tap, 33 such convs with 2-256 outputs on
+# the CPU took 0.40-0.99 of their time in 4 MiB chunks (in earlier runs three took
+# 1.03-1.15: 256 input channels, a small batch that had been one chunk); one output (a
+# matrix-vector product) and more multiply-adds per element (16 outputs over 64 channels
+# and up) ran as fast or faster in 4 MiB (bench/results/direct-few-outputs-2026-11-27.md).
+_MEMORY_BOUND_CHUNK_BYTES = 512 << 10
+_MEMORY_BOUND_INTENSITY = 8
+# With at most this many outputs, their bytes per tap then move at this multiple of the
+# stream rate (3x the larger chunks' GEMM_CACHE_SPEEDUP): 22 convs with 2-8 outputs ran at
+# a median 0.57 of their estimate at 3, 0.88 at 9. With more outputs over few channels the
+# GEMM, not the bytes, was most of the time (charged 9x, 1.2-2.3x under their times).
+_FEW_OUTPUTS, _FEW_OUTPUTS_CACHE_SPEEDUP = 8, 9
 # The row form's chunks: smaller, so that images from 512x512 float32 run on two threads.
 _ROWS_CHUNK_BYTES = 1 << 20
 # Elementwise taps on cached chunks, on all cores, ran about 6x the stream bandwidth.
@@ -123,17 +127,19 @@ def _chunk_temp(problem: Problem, chunk_bytes: int) -> int:
 
 def _chunk_bytes(problem: Problem, rows: bool, backend: Backend) -> int:
     """Bytes of one chunk's working set: the row form's, or the taps' (smaller for
-    :func:`_few_outputs`)."""
+    :func:`_memory_bound` taps)."""
     if rows:
         return _ROWS_CHUNK_BYTES
-    return _FEW_OUTPUTS_CHUNK_BYTES if _few_outputs(problem, backend) else _CHUNK_BYTES
+    return _MEMORY_BOUND_CHUNK_BYTES if _memory_bound(problem, backend) else _CHUNK_BYTES
 
 
-def _few_outputs(problem: Problem, backend: Backend) -> bool:
-    """Whether the taps are GEMMs with 2 to :data:`_FEW_OUTPUTS` outputs per group on the
-    CPU, which run in :data:`_FEW_OUTPUTS_CHUNK_BYTES` chunks."""
-    few = 1 < problem.out_per_group <= _FEW_OUTPUTS and problem.in_per_group > 1
-    return few and backend.name == "numpy"
+def _memory_bound(problem: Problem, backend: Backend) -> bool:
+    """Whether the taps are GEMMs on the CPU (several inputs and outputs per group) that do
+    at most :data:`_MEMORY_BOUND_INTENSITY` multiply-adds per element they move; they run
+    in :data:`_MEMORY_BOUND_CHUNK_BYTES` chunks."""
+    outputs, inputs = problem.out_per_group, problem.in_per_group
+    gemm = outputs > 1 and inputs > 1
+    return backend.name == "numpy" and gemm and outputs * inputs <= _MEMORY_BOUND_INTENSITY * (outputs + inputs)
 
 
 def _single_map(problem: Problem, rows: bool, backend: Backend) -> _one_map.OneMap | None:
@@ -349,7 +355,8 @@ def _taps_cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
         seconds = traffic / (_MATVEC_SPEEDUP * rates.stream_bytes)
     else:
         per_tap = samples * size * (p.in_per_group + 3 * p.out_per_group)
-        speedup = _FEW_OUTPUTS_CACHE_SPEEDUP if _few_outputs(p, backend) else GEMM_CACHE_SPEEDUP
+        few = p.out_per_group <= _FEW_OUTPUTS and _memory_bound(p, backend)
+        speedup = _FEW_OUTPUTS_CACHE_SPEEDUP if few else GEMM_CACHE_SPEEDUP
         seconds = p.mac_flops * p.macs / rates.gemm_rate(p.dtype, backend.name, p.out_per_group) + n_taps * per_tap / (speedup * rates.stream_bytes)
     calls = n_taps * n_chunks  # the batch items and groups of a chunk are one batched matmul
     call_seconds = _call_rates(p, False, backend, rates).call_seconds
