@@ -454,6 +454,13 @@ def test_double_precision_gemms_are_charged_at_half_the_float32_rate():
         assert DEFAULT_RATES.gemm_rate(np.dtype(dtype), "numpy") == share * full
         assert DEFAULT_RATES.gemm_rate(np.dtype(dtype), "cupy") == full  # the GPU's model as measured
     assert ac.choose_method((10000,), (1023,), mode="same", dtype="float64").method == "fft"
+    # the FFT's channel sum too (complex128 GEMMs): 64 filters of 5x5 over 16 channels of 64
+    # float64 images go to im2col (239 ms), not overlap-save (529, estimated at 237 when its
+    # sum was charged at complex64's rate; sweep seed 90)
+    shapes = dict(x=(64, 16, 64, 64), w=(64, 16, 5, 5), op="conv", padding=2)
+    single, double = (ac.choose_method(**shapes, dtype=dtype) for dtype in ("float32", "float64"))
+    assert double.method == "im2col"
+    assert double.estimates["oa"].seconds > 1.5 * single.estimates["oa"].seconds
 
 
 def test_gemms_of_many_output_channels_are_charged_faster():
