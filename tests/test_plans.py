@@ -458,9 +458,10 @@ def test_double_precision_gemms_are_charged_at_half_the_float32_rate():
     # float64 images go to im2col (239 ms), not overlap-save (529, estimated at 237 when its
     # sum was charged at complex64's rate; sweep seed 90)
     shapes = dict(x=(64, 16, 64, 64), w=(64, 16, 5, 5), op="conv", padding=2)
-    single, double = (ac.choose_method(**shapes, dtype=dtype) for dtype in ("float32", "float64"))
+    single, double, integer = (ac.choose_method(**shapes, dtype=dtype) for dtype in ("float32", "float64", "int8"))
     assert double.method == "im2col"
     assert double.estimates["oa"].seconds > 1.5 * single.estimates["oa"].seconds
+    assert integer.estimates["oa"].seconds == double.estimates["oa"].seconds  # transformed in float64
 
 
 def test_gemms_of_many_output_channels_are_charged_faster():

@@ -538,7 +538,8 @@ def _by_axis_share(kernel: tuple[int, ...], shape: tuple[int, ...]) -> float:
 def _contraction_seconds(problem: Problem, frequencies: float, kernels: int, backend: Backend, rates: Rates, weight: float) -> float:
     """Seconds of the channel sum as per-frequency GEMMs over `frequencies`, reading
     `kernels` bytes of kernel spectra, charged `weight` times on the CPU, at the GEMM rate
-    of the problem's dtype (complex128's at half of complex64's: until 2026-11-27 at
+    of the spectra's precision (:func:`work_dtype`: complex128's, for float64 and integer
+    data, at half of complex64's: until 2026-11-27 at
     complex64's, which put a float64 (64, 16, 64, 64) x (64, 16, 5, 5) conv on overlap-save
     at 2.21x im2col's time; bench/results/fft-double-contraction-2026-11-27.md)."""
     p = problem
@@ -547,7 +548,7 @@ def _contraction_seconds(problem: Problem, frequencies: float, kernels: int, bac
         return _GPU_CONTRACTION_WEIGHT * flops / rates.gemm_flops + _GPU_CONTRACTION_PASSES * kernels / rates.stream_bytes
     scale, batch, filters, channels = _SMALL_GEMM_EFFICIENCY
     efficiency = min(1.0, scale * p.batch**batch * p.out_per_group**filters * p.in_per_group**channels)
-    return weight * max(flops / (rates.gemm_rate(p.dtype, backend.name) * efficiency), 1.1 * kernels / rates.stream_bytes)
+    return weight * max(flops / (rates.gemm_rate(work_dtype(p), backend.name) * efficiency), 1.1 * kernels / rates.stream_bytes)
 
 
 METHOD = register(Method("fft", prepare, run, work_dtype, unsupported, cost))
