@@ -69,6 +69,8 @@ def test_readme_section_uses_the_newest_full_results(tmp_path):
     (tmp_path / "sweep-2026-01-01.json").write_text(json.dumps({"command": "old sweep", "date": "2026-01-01", "summary": summary}))
     double = {"command": "sweep --seed 4 --dtype float64", "date": "2026-01-02", "summary": summary}
     (tmp_path / "sweep-2026-01-02-float64.json").write_text(json.dumps(double))
+    layers = {"command": "sweep --seed 5 --op conv --layers", "date": "2026-01-02", "summary": summary}
+    (tmp_path / "sweep-2026-01-02-seed5-layers.json").write_text(json.dumps(layers))
     (tmp_path / "sweep-gpu-2026-01-02.json").write_text("the GPU's: not in the CPU section")
     (tmp_path / "plans-gpu-2026-01-02.json").write_text("the GPU's: not in the CPU section")
     text = readme.section(tmp_path)
@@ -79,7 +81,8 @@ def test_readme_section_uses_the_newest_full_results(tmp_path):
     assert "- `sweep`: 10 problems, within 1.2x on 90%, worst 1.70x" in text
     assert "- `sweep --seed 3`: 10 problems, within 1.2x on 90%, worst 1.90x" in text
     assert "- `sweep --seed 4 --dtype float64`: 10 problems" in text
-    assert "![method choice sweep](" + str(tmp_path / "sweep-2026-01-02-seed3.png") + ")" in text  # float32's plot
+    assert "- `sweep --seed 5 --op conv --layers`: 10 problems" in text
+    assert "![method choice sweep](" + str(tmp_path / "sweep-2026-01-02-seed3.png") + ")" in text  # float32's sizes plot
     assert "old sweep" not in text
 
 
@@ -119,6 +122,26 @@ def test_sweep_points_of_another_dtype_say_so_and_fit_at_its_size():
     assert len(points) < len(sweep.draw_points(6, seed=3))  # the largest corners no longer fit
     data = random_array(np.random.default_rng(0), (3, 4), "complex64")
     assert data.dtype == np.complex64 and np.all(data.imag != 0)
+
+
+def test_sweep_points_of_layers_have_a_stride_dilation_or_groups(tmp_path):
+    """--layers: every random conv point has a stride, dilation or groups other than 1, its
+    kernel's channels are the input's over its groups, and it is timed and reported with them."""
+    points = [p for p in sweep.draw_points(30, seed=3, op="conv", layers=True) if p["id"].startswith("p")]
+    assert len(points) == 30 and points == [p for p in sweep.draw_points(30, seed=3, op="conv", layers=True) if p["id"].startswith("p")]
+    for p in points:
+        assert (p["stride"], p["dilation"], p["groups"]) != (1, 1, 1)
+        assert p["w"][1] * p["groups"] == p["x"][1] and p["w"][0] % p["groups"] == 0
+        assert p["padding"] == p["dilation"] * (p["w"][-1] - 1) // 2
+    assert {p["stride"] for p in points} == set(sweep.STRIDES) and {p["dilation"] for p in points} == set(sweep.DILATIONS)
+    assert any(p["groups"] == p["x"][1] > 4 for p in points)  # depthwise
+    point = {"id": "p0", "op": "conv", "x": (2, 4, 20, 20), "w": (6, 2, 3, 3), "padding": 2, "stride": 2, "dilation": 2, "groups": 2}
+    result = sweep.time_point(point, device("cpu"))
+    assert result["ratio"] >= 1 and set(result["median_s"]) == set(ac.METHODS)
+    path = sweep.write([{**result, "layers": True}], tmp_path, ["--layers"], device("cpu"))
+    assert path.name.endswith("-layers.md") and "| (6, 2, 3, 3), stride 2, dilation 2, groups 2 |" in path.read_text()
+    stats, changed = sweep.rescore({"points": [result]})
+    assert stats["points"] == 1 and not changed
 
 
 def test_sweep_times_points_in_their_dtype(tmp_path):

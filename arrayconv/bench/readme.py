@@ -39,13 +39,14 @@ def _link(report: Path) -> str:
     return f"[{page}]({page})"
 
 
-def _sweep_order(found: tuple[Path, dict]) -> tuple[str, bool, bool, int]:
-    """Sweeps by date, then float32 after other dtypes, plain calls after plans, then seed
-    (the plot shown is the newest day's float32 sweep of plain calls of the highest seed,
-    where there is one)."""
+def _sweep_order(found: tuple[Path, dict]) -> tuple[str, bool, bool, bool, int]:
+    """Sweeps by date, then float32 after other dtypes, plain calls after plans, sizes
+    after layers (``--layers``), then seed (the plot shown is the newest day's float32
+    sweep of sizes by plain calls of the highest seed, where there is one)."""
     words = shlex.split(found[1].get("command", ""))
     seed = int(words[words.index("--seed") + 1]) if "--seed" in words else 0
-    return found[1].get("date", ""), "--dtype" not in words or "float32" in words, "--plans" not in words, seed
+    float32 = "--dtype" not in words or "float32" in words
+    return found[1].get("date", ""), float32, "--plans" not in words, "--layers" not in words, seed
 
 
 def section(folder: Path) -> str:

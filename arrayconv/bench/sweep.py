@@ -1,7 +1,8 @@
 """How good is ``method='auto'``? Time every method over a sweep of problem sizes.
 
 Usage: ``python -m arrayconv.bench.sweep [--points 60] [--seed 0] [--device cpu|gpu] [--out bench/results]
-[--op both|correlate|conv] [--max-side 4096] [--dtype float32|float64|complex64|complex128] [--plans]``.
+[--op both|correlate|conv] [--max-side 4096] [--dtype float32|float64|complex64|complex128] [--plans]
+[--layers]``.
 Points are drawn at random (seeded) from image sides 64..4096, kernels 1..63, input and
 output channels 1..256 and batches 1..256 (``conv``, padding 'same'), plus
 single-image ``correlate`` points, the corners of those ranges and the DESIGN.md cases,
@@ -12,6 +13,11 @@ than the best estimate and over 3 s is not run. Writes ``sweep-<date>[-<dtype>][
 and ``.png``: for each point, time(auto's method) / time(best method). Plain calls with a
 kernel of at most 16 KiB reuse the plan they kept from their second call on (sweeps from
 2026-11-24 seed 39 on), so their timings leave out the kernel's form, as a loop's would.
+
+With ``--layers`` every random ``conv`` point also has a stride (1-4), a dilation (1-3) or
+groups (2, 4 or depthwise), at least one of them not 1, padded as 'same' would be at unit
+stride: the options of a network layer, which the other sweeps leave at 1. Reports are
+``sweep-<date>[-<dtype>]-layers.*``.
 
 With ``--plans`` each method runs through its plan, made once before the timing (the kernel
 form paid once), and auto's pick is the plan's choice (``choose_method(..., plan=True)``).
@@ -60,6 +66,8 @@ MAX_BYTES = 256 << 20
 MAX_BEST_ESTIMATE = 2.0
 SKIP_FACTOR, SKIP_SECONDS = 20.0, 3.0
 WITHIN, NEVER = 1.2, 2.0
+# --layers: the strides, dilations and groups drawn (groups 0: one per input channel).
+STRIDES, DILATIONS, GROUPS = (1, 2, 3, 4), (1, 2, 3), (1, 2, 4, 0)
 # Calls under 1 s are repeated (interleaved) until each has 0.2 s of timings, 2 to 15 times;
 # calls of 1 to 3 s twice (their single timings varied up to 4x); slower ones run once.
 MIN_SECONDS, MAX_REPEATS, ONCE_SECONDS = 0.2, 15, 3.0
@@ -88,11 +96,12 @@ def corner_points() -> list[dict]:
     return [{"id": f"k{i}", **point} for i, point in enumerate(kept)]
 
 
-def draw_points(n: int, seed: int, op: str = "both", max_side: int = SIDES[-1], dtype: str = "float32") -> list[dict]:
+def draw_points(n: int, seed: int, op: str = "both", max_side: int = SIDES[-1], dtype: str = "float32", layers: bool = False) -> list[dict]:
     """DESIGN.md cases, the corners of the ranges, then random conv and correlate points
     that pass the size filters; only `op`'s points ('correlate', 'conv' or 'both') with
     image sides up to `max_side`. Points of another `dtype` than float32 say so (key
-    ``dtype``) and pass the filters at its size."""
+    ``dtype``) and pass the filters at its size. With `layers`, random conv points have a
+    stride, dilation or groups (:func:`_layer_options`)."""
     points = [
         {"id": c.id, "op": "correlate", "x": c.x, "w": c.w, "mode": c.mode}
         if c.kind == "image"
@@ -114,11 +123,36 @@ def draw_points(n: int, seed: int, op: str = "both", max_side: int = SIDES[-1], 
         else:
             b, c, o = (int(rng.choice(v)) for v in (BATCHES, CHANNELS, CHANNELS))
             point = {"op": "conv", "x": (b, c, side, side), "w": (o, c, k, k), "padding": k // 2}
+            if layers:
+                point = _layer_options(point, rng)
         if dtype != "float32":
             point["dtype"] = dtype
         if _wanted(point, op, max_side) and _fits(point):
             points.append({"id": f"p{len(points) - fixed}", **point})
     return points
+
+
+def _layer_options(point: dict, rng: np.random.Generator) -> dict:
+    """`point` (a conv with padding ``k // 2``) with a stride, dilation and groups drawn from
+    :data:`STRIDES`, :data:`DILATIONS` and :data:`GROUPS` (groups that divide its channels),
+    at least one of them not 1, and padded as 'same' would be at unit stride; the output
+    is at least one sample a side."""
+    b, c, side, _ = point["x"]
+    o, _, k, _ = point["w"]
+    while True:
+        stride, dilation = int(rng.choice(STRIDES)), int(rng.choice(DILATIONS))
+        groups = [g or c for g in GROUPS if c % (g or c) == 0 and o % (g or c) == 0]
+        g = int(rng.choice(groups))
+        reach = dilation * (k - 1)
+        if (stride, dilation, g) != (1, 1, 1) and reach < side + 2 * (reach // 2):
+            options = {"padding": reach // 2, "stride": stride, "dilation": dilation, "groups": g}
+            return {**point, "w": (o, c // g, k, k), **options}
+
+
+def conv_options(point: dict) -> dict:
+    """The keyword arguments of `point`'s conv: padding, and stride, dilation and groups
+    where it has them."""
+    return {key: point[key] for key in ("padding", "stride", "dilation", "groups") if key in point}
 
 
 def _wanted(point: dict, op: str, max_side: int) -> bool:
@@ -129,13 +163,21 @@ def _fits(point: dict) -> bool:
     choice = _choice(point)
     best = min((c.seconds for n, c in choice.estimates.items() if n not in choice.rejected), default=math.inf)
     size = np.dtype(_dtype(point)).itemsize
-    out_bytes = size * math.prod(point["x"]) * (point["w"][0] / point["x"][1] if point["op"] == "conv" else 1)
+    out_bytes = size * (_conv_outputs(point) if point["op"] == "conv" else math.prod(point["x"]))
     return size * math.prod(point["x"]) <= MAX_BYTES and out_bytes <= MAX_BYTES and best <= MAX_BEST_ESTIMATE
+
+
+def _conv_outputs(point: dict) -> int:
+    """Samples of the result of `point`'s conv."""
+    options = conv_options(point)
+    stride, dilation, pad = options.get("stride", 1), options.get("dilation", 1), options["padding"]
+    sides = [(n + 2 * pad - dilation * (k - 1) - 1) // stride + 1 for n, k in zip(point["x"][2:], point["w"][2:])]
+    return point["x"][0] * point["w"][0] * math.prod(sides)
 
 
 def _choice(point: dict, x: object = None, w: object = None) -> ac.Choice:
     """'auto's choice for `point`: from its shapes on the CPU, or for arrays `x` and `w`."""
-    options = {"mode": point["mode"]} if point["op"] == "correlate" else {"padding": point["padding"]}
+    options = {"mode": point["mode"]} if point["op"] == "correlate" else conv_options(point)
     plan = point.get("plans", False)
     if x is None:
         return ac.choose_method(tuple(point["x"]), tuple(point["w"]), op=point["op"], dtype=_dtype(point), plan=plan, **options)
@@ -154,11 +196,11 @@ def _caller(point: dict, x: object, w: object, method: str) -> Callable[[], obje
         if point["op"] == "correlate":
             plan = ac.plan_correlate(w, x.shape, point["mode"], method)
         else:
-            plan = ac.plan_conv(w, x.shape, padding=point["padding"], method=method)
+            plan = ac.plan_conv(w, x.shape, method=method, **conv_options(point))
         return lambda: plan(x)
     if point["op"] == "correlate":
         return lambda: ac.correlate(x, w, point["mode"], method)
-    return lambda: ac.conv(x, w, padding=point["padding"], method=method)
+    return lambda: ac.conv(x, w, method=method, **conv_options(point))
 
 
 def time_point(point: dict, where: Device) -> dict:
@@ -234,7 +276,8 @@ def write(results: list[dict], folder: Path, argv: list[str], where: Device, not
     date = datetime.date.today().isoformat()
     folder.mkdir(parents=True, exist_ok=True)
     dtype = _dtype(results[0])
-    stem = folder / (report_stem("sweep", where.name, date) + ("" if dtype == "float32" else f"-{dtype}") + ("-plans" if results[0].get("plans") else ""))
+    suffixes = ("" if dtype == "float32" else f"-{dtype}") + ("-layers" if results[0].get("layers") else "") + ("-plans" if results[0].get("plans") else "")
+    stem = folder / (report_stem("sweep", where.name, date) + suffixes)
     stats = summary(results)
     rates = rates_for(get_backend(probe=where.xp.empty(1)))
     default = rates in (DEFAULT_RATES, DEFAULT_GPU_RATES)
@@ -268,12 +311,18 @@ def write(results: list[dict], folder: Path, argv: list[str], where: Device, not
             for m in ac.METHODS
         ]
         lines.append(
-            f"| {r['id']} | {r['op']} | {tuple(r['x'])} | {tuple(r['w'])} | {r['chosen']} | {r['best']} | "
+            f"| {r['id']} | {r['op']} | {tuple(r['x'])} | {tuple(r['w'])}{_layer_text(r)} | {r['chosen']} | {r['best']} | "
             f"{'**' if r['ratio'] > WITHIN else ''}{r['ratio']:.2f}{'**' if r['ratio'] > WITHIN else ''} | " + " | ".join(cells) + " |"
         )
     stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
     _plot(results, stats, stem.with_suffix(".png"))
     return stem.with_suffix(".md")
+
+
+def _layer_text(point: dict) -> str:
+    """`point`'s stride, dilation and groups other than 1, as ' stride 2, groups 4'."""
+    options = {key: point.get(key, 1) for key in ("stride", "dilation", "groups")}
+    return "".join(f", {key} {value}" for key, value in options.items() if value != 1)
 
 
 def _plot(results: list[dict], stats: dict, path: Path) -> None:
@@ -313,6 +362,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-side", type=int, default=SIDES[-1], help="draw only images with sides up to this")
     parser.add_argument("--dtype", default="float32", choices=["float32", "float64", "complex64", "complex128"], help="dtype of the arrays")
     parser.add_argument("--plans", action="store_true", help="time each method's plan (kernel form made once) and judge the plans' choice")
+    parser.add_argument("--layers", action="store_true", help="random conv points with a stride, dilation or groups")
     parser.add_argument("--note", default="", help="what the sweep was run after or for (shown in the README)")
     parser.add_argument("--rescore", nargs="+", metavar="JSON", help="judge committed sweeps' timings by the current cost model; time nothing")
     parser.add_argument("--memory-limit", type=int, help="with --rescore: the limit of sweeps that recorded none (bytes)")
@@ -328,8 +378,10 @@ def main(argv: list[str] | None = None) -> int:
     where = device(args.device)
     results = []
     with ac.config(memory_limit=ac.memory_limit(where.name)):  # one budget for the whole sweep
-        for point in tqdm(draw_points(args.points, args.seed, args.op, args.max_side, args.dtype), unit="point", dynamic_ncols=True):
-            results.append(time_point({**point, "plans": True} if args.plans else point, where))
+        for point in tqdm(draw_points(args.points, args.seed, args.op, args.max_side, args.dtype, args.layers), unit="point", dynamic_ncols=True):
+            marks = {"plans": True} if args.plans else {}
+            marks |= {"layers": True} if args.layers else {}
+            results.append(time_point({**point, **marks}, where))
             path = write(results, Path(args.out), argv, where, args.note)
     print(path.read_text().split("\n\n")[2])
     return 0
