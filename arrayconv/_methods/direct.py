@@ -46,6 +46,13 @@ _MEMORY_BOUND_INTENSITY = 8
 _FEW_OUTPUTS, _FEW_OUTPUTS_CACHE_SPEEDUP = 8, 9
 # The row form's chunks: smaller, so that images from 512x512 float32 run on two threads.
 _ROWS_CHUNK_BYTES = 1 << 20
+# With a stride, each tap's input is a stepped view that is copied before its product (and
+# the pointwise form copies the samples it reads): the copies are charged this many passes
+# at the stream rate. Uncharged, direct ran 3-20x over its estimate on strided problems of
+# the first sweep of strides, dilations and groups (seed 92, 0.17-0.67 s per GB copied
+# over it); 2 to 8 passes make the same picks there, and the pointwise form's copies of
+# short rows (22-43 samples at stride 3) took about 6 (bench/results/strided-copies-2026-11-27.md).
+STRIDED_COPY_PASSES = 6
 # Elementwise taps on cached chunks, on all cores, ran about 6x the stream bandwidth.
 _CACHE_SPEEDUP = 6
 # GEMM taps on cached chunks moved their bytes at about three times the stream bandwidth.
@@ -332,7 +339,7 @@ def _pointwise_cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     read and the result written once at the stream rate (with a stride, the samples read
     copied first), and one call."""
     p = problem
-    copied = 0 if p.unit_stride else 2 * p.in_per_group
+    copied = 0 if p.unit_stride else STRIDED_COPY_PASSES * p.in_per_group
     samples = p.batch * p.groups * math.prod(p.out_spatial)
     passes = samples * (p.in_per_group + p.out_per_group + copied) * p.dtype.itemsize / rates.stream_bytes
     return Cost(p.mac_flops * p.macs / rates.gemm_rate(p.dtype, backend.name) + passes + rates.call_seconds, samples * p.in_per_group * p.dtype.itemsize if copied else 0)
@@ -358,6 +365,8 @@ def _taps_cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
         few = p.out_per_group <= _FEW_OUTPUTS and _memory_bound(p, backend)
         speedup = _FEW_OUTPUTS_CACHE_SPEEDUP if few else GEMM_CACHE_SPEEDUP
         seconds = p.mac_flops * p.macs / rates.gemm_rate(p.dtype, backend.name, p.out_per_group) + n_taps * per_tap / (speedup * rates.stream_bytes)
+    if not p.unit_stride:  # each tap's stepped view is copied before its product (:meth:`Layout.tap_block`)
+        seconds += n_taps * samples * p.in_per_group * size * STRIDED_COPY_PASSES / rates.stream_bytes
     calls = n_taps * n_chunks  # the batch items and groups of a chunk are one batched matmul
     call_seconds = _call_rates(p, False, backend, rates).call_seconds
     return Cost(seconds + once + calls * call_seconds, padded_bytes(p) + _chunk_temp(p, chunk_bytes))

@@ -478,9 +478,10 @@ def _exact_cost(problem: Problem, rates: Rates) -> Cost:
     high, a 63x63 kernel on 512x512 at 8x its time, but charged as two calls per further
     chunk they put single images with 5x5 kernels on im2col at up to 1.58x direct's time,
     bench/results/im2col-chunk-padding-2026-11-27.md); shallow columns
-    (:data:`_SHALLOW_DEPTH`), and 1x1 kernels whose columns are the input itself (direct's
-    pointwise form runs the same GEMMs on the input in place), no less than direct's run
-    and the gather. The memory is the padding held (:func:`_exact_padding_bytes`) and a
+    (:data:`_SHALLOW_DEPTH`), and unit-stride 1x1 kernels, whose columns are the input itself (direct's
+    pointwise form runs the same GEMMs on the input in place; with a stride both copy the
+    samples, and im2col's copies run on every thread), no less than direct's run and the
+    gather. The memory is the padding held (:func:`_exact_padding_bytes`) and a
     chunk of columns per thread."""
     p, size = problem, problem.dtype.itemsize
     samples = math.prod(p.out_spatial)
@@ -496,7 +497,7 @@ def _exact_cost(problem: Problem, rates: Rates) -> Cost:
     padding, padding_memory = _exact_padding_bytes(p, chunk, lanes)
     passes = padding + _EXACT_COLUMN_PASSES * cols_bytes / lanes + _EXACT_RESULT_PASSES * out_bytes
     seconds = passes / rates.stream_bytes + gemm + calls * rates.call_seconds
-    if depth <= _SHALLOW_DEPTH or direct.pointwise(p):  # direct's run, and a copy of the input
+    if depth <= _SHALLOW_DEPTH or (direct.pointwise(p) and p.unit_stride):  # direct's run, and a copy of the input
         seconds = max(seconds, direct.cost(p, NUMPY, rates).seconds + 2 * cols_bytes / rates.stream_bytes)
     return Cost(seconds, padding_memory + lanes * max(min(cols_bytes, chunk), _row_bytes(p, exact=True)))
 
@@ -567,7 +568,8 @@ def _gemm_efficiency(filters: int, depth: int, columns: int, backend: Backend) -
 def _last_axis_cost(problem: Problem, rates: Rates) -> Cost:
     """Cost of gathering only the last axis's taps: the slab written and read at stream
     speed, then per remaining tap a GEMM as deep as ``Cg * k_last`` plus the accumulator's
-    traffic at cache speed, as :func:`direct.cost` counts it."""
+    traffic at cache speed, as :func:`direct.cost` counts it (with a stride along the other
+    axes, each tap's stepped view copied too)."""
     p, size = problem, problem.dtype.itemsize
     whole = _slab_problem(p, p.batch, p.out_spatial[0])
     samples = p.batch * p.groups * p.out_spatial[0] * layout(whole).row_length  # junk included
@@ -579,6 +581,8 @@ def _last_axis_cost(problem: Problem, rates: Rates) -> Cost:
     gemm = p.mac_flops * samples * p.out_per_group * depth * lead_taps / (rates.gemm_rate(p.dtype, NUMPY.name, p.out_per_group) * efficiency)
     per_tap = samples * size * (depth + 3 * p.out_per_group)
     taps = lead_taps * per_tap / (direct.GEMM_CACHE_SPEEDUP * rates.stream_bytes)
+    if not whole.unit_stride:  # strided along the other axes: each tap's view copied, as direct's
+        taps += lead_taps * samples * depth * size * direct.STRIDED_COPY_PASSES / rates.stream_bytes
     calls = max(1, slab_bytes // _CHUNK_BYTES) * lead_taps
     seconds = (2 * slab_bytes + 3 * out_bytes) / rates.stream_bytes + gemm + taps + calls * rates.call_seconds
     return Cost(seconds, padded_bytes(p) + min(slab_bytes, _CHUNK_BYTES) + min(out_bytes, _CHUNK_BYTES))
