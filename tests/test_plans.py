@@ -492,6 +492,7 @@ def test_strided_taps_are_charged_the_copies_of_their_stepped_views(monkeypatch)
     from arrayconv._methods import direct
     from arrayconv._rates import DEFAULT_RATES
 
+    passes = direct.STRIDED_COPY_PASSES
     x, w = (1, 4, 512, 512), (1, 4, 15, 15)
     options = dict(op="conv", stride=2, dilation=3, padding=21, dtype="float32")
     charged = ac.choose_method(x, w, **options)
@@ -499,7 +500,7 @@ def test_strided_taps_are_charged_the_copies_of_their_stepped_views(monkeypatch)
     monkeypatch.setattr(direct, "STRIDED_COPY_PASSES", 0)
     ac.clear_caches()
     uncharged = ac.choose_method(x, w, **options)
-    copies = 15 * 15 * 256 * 256 * 4 * 4 * 6 / DEFAULT_RATES.stream_bytes  # taps, outputs, channels, bytes, passes
+    copies = 15 * 15 * 256 * 256 * 4 * 4 * passes / DEFAULT_RATES.stream_bytes  # taps, outputs, channels, bytes, passes
     assert charged.estimates["direct"].seconds - uncharged.estimates["direct"].seconds == pytest.approx(copies)
     assert uncharged.method == "direct"
     monkeypatch.undo()
@@ -508,6 +509,13 @@ def test_strided_taps_are_charged_the_copies_of_their_stepped_views(monkeypatch)
     # 256 channels in 2 groups under 5x5 at stride 3 stay on direct (143 ms, im2col 200)
     assert ac.choose_method((64, 16, 128, 128), (16, 16, 1, 1), op="conv", stride=3, dilation=2).method == "im2col"
     assert ac.choose_method((4, 256, 128, 128), (16, 128, 5, 5), op="conv", stride=3, dilation=2, groups=2, padding=4).method == "direct"
+    # seed 94: im2col's calls per tap (a stand-in for unit-stride costs) are capped with a
+    # stride: 256 images of 64x64 under 16 filters of 31x31 at stride 3 go to im2col (76
+    # ms, overlap-save 163); at unit stride its estimate keeps every tap's call
+    strided = ac.choose_method((256, 1, 64, 64), (16, 1, 31, 31), op="conv", stride=3, dilation=2, padding=30)
+    assert strided.method == "im2col"
+    unit = ac.choose_method((256, 1, 22, 22), (16, 1, 31, 31), op="conv", padding=15)
+    assert unit.estimates["im2col"].seconds > strided.estimates["im2col"].seconds
 
 
 def test_one_core_loses_the_reference_machines_second_thread(monkeypatch):

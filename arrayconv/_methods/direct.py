@@ -46,13 +46,15 @@ _MEMORY_BOUND_INTENSITY = 8
 _FEW_OUTPUTS, _FEW_OUTPUTS_CACHE_SPEEDUP = 8, 9
 # The row form's chunks: smaller, so that images from 512x512 float32 run on two threads.
 _ROWS_CHUNK_BYTES = 1 << 20
-# With a stride, each tap's input is a stepped view that is copied before its product (and
-# the pointwise form copies the samples it reads): the copies are charged this many passes
-# at the stream rate. Uncharged, direct ran 3-20x over its estimate on strided problems of
-# the first sweep of strides, dilations and groups (seed 92, 0.17-0.67 s per GB copied
-# over it); 2 to 8 passes make the same picks there, and the pointwise form's copies of
-# short rows (22-43 samples at stride 3) took about 6 (bench/results/strided-copies-2026-11-27.md).
-STRIDED_COPY_PASSES = 6
+# With a stride, each tap's input is a stepped view that is copied before its product: the
+# copies are charged this many passes at the stream rate. Uncharged, direct ran 3-20x over
+# its estimate on the strided problems of the first sweep of strides, dilations and groups
+# (seed 92); over the 88 strided points of direct's taps in seeds 92 and 93, 4.5 passes
+# put the median of measured over estimated at 1.00 (6: 0.88, 3: 1.25). The pointwise form
+# copies the samples it reads, in rows of a few dozen samples at strides of 3-4 and on one
+# thread: about 6 passes (bench/results/strided-copies-2026-11-27.md).
+STRIDED_COPY_PASSES = 4.5
+POINTWISE_COPY_PASSES = 6
 # Elementwise taps on cached chunks, on all cores, ran about 6x the stream bandwidth.
 _CACHE_SPEEDUP = 6
 # GEMM taps on cached chunks moved their bytes at about three times the stream bandwidth.
@@ -339,7 +341,7 @@ def _pointwise_cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     read and the result written once at the stream rate (with a stride, the samples read
     copied first), and one call."""
     p = problem
-    copied = 0 if p.unit_stride else STRIDED_COPY_PASSES * p.in_per_group
+    copied = 0 if p.unit_stride else POINTWISE_COPY_PASSES * p.in_per_group
     samples = p.batch * p.groups * math.prod(p.out_spatial)
     passes = samples * (p.in_per_group + p.out_per_group + copied) * p.dtype.itemsize / rates.stream_bytes
     return Cost(p.mac_flops * p.macs / rates.gemm_rate(p.dtype, backend.name) + passes + rates.call_seconds, samples * p.in_per_group * p.dtype.itemsize if copied else 0)

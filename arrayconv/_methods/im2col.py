@@ -86,6 +86,12 @@ _OPERATOR_CACHE_SPEEDUP = 2
 # 88 ms gathering the last axis's; e3 (3 x 256) 5.8 vs 4.5 ms; e16 (16 x 256) 121 vs 65
 # ms; a sweep point with 4 channels and a 15x15 kernel (15 x 4) 234 vs 542 ms.
 _LAST_AXIS_DEPTH = 512
+# With a stride, a chunk's calls are charged as if its kernel had at most this many taps:
+# the calls per tap stand in for costs measured at unit stride (see :func:`_exact_cost`),
+# and priced strided kernels of 15x15 to 63x63 at 2-18x im2col's time (sweep seed 94:
+# 256 images of 64x64 under 16 filters of 31x31 at stride 3 estimated 344 ms, run in 76,
+# while overlap-save ran in 163; bench/results/strided-copies-2026-11-27.md).
+_STRIDED_CALLED_TAPS = 25
 
 
 @dataclass(frozen=True, slots=True)
@@ -493,7 +499,7 @@ def _exact_cost(problem: Problem, rates: Rates) -> Cost:
     gemm = p.mac_flops * p.macs / (rates.gemm_rate(p.dtype, NUMPY.name, p.out_per_group) * _gemm_efficiency(p.out_per_group, depth, columns, NUMPY))
     chunks = min(-(-cols_bytes // chunk), p.batch * p.out_spatial[0])  # at least one row each
     lanes = min(lanes, chunks)
-    calls = chunks * (math.prod(p.kernel) + 1)
+    calls = chunks * ((math.prod(p.kernel) if p.unit_stride else min(math.prod(p.kernel), _STRIDED_CALLED_TAPS)) + 1)
     padding, padding_memory = _exact_padding_bytes(p, chunk, lanes)
     passes = padding + _EXACT_COLUMN_PASSES * cols_bytes / lanes + _EXACT_RESULT_PASSES * out_bytes
     seconds = passes / rates.stream_bytes + gemm + calls * rates.call_seconds
