@@ -393,9 +393,22 @@ def test_im2col_last_axis_path_on_deep_kernels(padding_mode, numpy_mode, options
 
 
 @pytest.mark.parametrize("method", ["direct", "im2col"])
-@pytest.mark.parametrize("w_shape, options", [((6, 8, 1, 1), dict()), ((6, 4, 3, 1), dict(groups=2, dilation=2)), ((5, 8, 2, 1, 1), dict())])
+@pytest.mark.parametrize(
+    "w_shape, options",
+    [
+        ((6, 8, 1, 1), dict()),
+        ((6, 4, 3, 1), dict(groups=2, dilation=2)),
+        ((5, 8, 2, 1, 1), dict()),
+        ((6, 8, 3, 3), dict(stride=2)),
+        ((4, 2, 2, 3), dict(stride=(3, 2), dilation=2, groups=4)),
+        ((8, 1, 1, 1), dict(stride=3, groups=8)),
+        ((5, 8, 2, 2, 2), dict(stride=(2, 1, 2))),
+    ],
+)
 def test_taps_read_the_input_in_place_without_padding(method, w_shape, options, rng):
-    # Unit stride, no padding and taps along the first axis only: no padded copy is made.
+    # No padding, and taps along the first axis only or a stride (stepped views of the input):
+    # no padded copy is made (a strided 1x1 conv of 64 float64 images of 4x128x128 spent 8.4
+    # of its 9.3 ms copying the input).
     from arrayconv._methods import _taps
 
     x = random(rng, (3, 8, 9, 7, 5)[: len(w_shape)], "float32")

@@ -184,20 +184,25 @@ def _layout(problem: Problem) -> Layout:
 
 
 def reads_in_place(problem: Problem) -> bool:
-    """Whether the taps read the input itself: unit stride, no padding, and taps along the
-    first axis only (1x1 kernels, say), so that no junk column reads past the grid."""
+    """Whether the taps read the input itself: no padding, and either a stride (stepped
+    views of the input, no junk columns) or taps along the first axis only (1x1 kernels,
+    say), so that no junk column reads past the grid. Copying the whole input first cost a
+    strided 1x1 conv over 64 float64 images of 4x128x128 8.4 of its 9.3 ms."""
     p = problem
-    return p.unit_stride and not p.pads and all(k == 1 for k in p.kernel[1:])
+    return not p.pads and (not p.unit_stride or all(k == 1 for k in p.kernel[1:]))
 
 
 def pad_input(x: Array, problem: Problem, backend: Backend, tail: int = 0) -> Array:
     """`x` padded (with zeros, or periodically) into a new array: ``(B, G, Cg, *padded)``,
     or when wide ``(B, G, Cg, prod(padded) + row + tail)`` with the grid flattened and one
-    zero row and `tail` more zeros after it; `x` itself, as ``(B, G, Cg, prod(spatial))``,
-    where it :func:`reads_in_place` and no `tail` is asked for."""
+    zero row and `tail` more zeros after it; `x` itself where it :func:`reads_in_place` and
+    no `tail` is asked for, as ``(B, G, Cg, prod(spatial))`` (with a stride, ``(B, G, Cg,
+    *spatial)``)."""
     p = problem
     lead = (p.batch, p.groups, p.in_per_group)
     if reads_in_place(p) and not tail:
+        if not p.unit_stride:
+            return x.reshape(*lead, *p.spatial)
         return backend.xp.ascontiguousarray(x).reshape(*lead, -1)
     flat = zeros((*lead, flat_length(p) + tail), x.dtype, backend)
     grid = padded_grid(flat, p)

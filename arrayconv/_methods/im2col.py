@@ -90,8 +90,10 @@ _LAST_AXIS_DEPTH = 512
 # the calls per tap stand in for costs measured at unit stride (see :func:`_exact_cost`),
 # and priced strided kernels of 15x15 to 63x63 at 2-18x im2col's time (sweep seed 94:
 # 256 images of 64x64 under 16 filters of 31x31 at stride 3 estimated 344 ms, run in 76,
-# while overlap-save ran in 163; bench/results/strided-copies-2026-11-27.md).
-_STRIDED_CALLED_TAPS = 25
+# while overlap-save ran in 163). Over six sweeps of strides, dilations and groups (468
+# points), no cap put 6 picks past 2x, caps of 25, 100 and 225 taps 4, 3 and 4
+# (bench/results/strided-copies-2026-11-27.md).
+_STRIDED_CALLED_TAPS = 100
 
 
 @dataclass(frozen=True, slots=True)
