@@ -53,6 +53,7 @@ import numpy as np
 import arrayconv as ac
 from arrayconv._backend import get_backend
 from arrayconv._rates import DEFAULT_GPU_RATES, DEFAULT_RATES, rates_for
+from arrayconv._shapes import conv_output_shape
 
 from .cases import CASES, random_array
 from .devices import Device, device, ms_digits, report_stem
@@ -137,7 +138,7 @@ def _layer_options(point: dict, rng: np.random.Generator) -> dict:
     :data:`STRIDES`, :data:`DILATIONS` and :data:`GROUPS` (groups that divide its channels),
     at least one of them not 1, and padded as 'same' would be at unit stride; the output
     is at least one sample a side."""
-    b, c, side, _ = point["x"]
+    _, c, side, _ = point["x"]
     o, _, k, _ = point["w"]
     while True:
         stride, dilation = int(rng.choice(STRIDES)), int(rng.choice(DILATIONS))
@@ -169,9 +170,9 @@ def _fits(point: dict) -> bool:
 
 def _conv_outputs(point: dict) -> int:
     """Samples of the result of `point`'s conv."""
-    options = conv_options(point)
-    stride, dilation, pad = options.get("stride", 1), options.get("dilation", 1), options["padding"]
-    sides = [(n + 2 * pad - dilation * (k - 1) - 1) // stride + 1 for n, k in zip(point["x"][2:], point["w"][2:])]
+    nd = len(point["x"]) - 2
+    pad, stride, dilation = ((point.get(key, default),) * nd for key, default in (("padding", 0), ("stride", 1), ("dilation", 1)))
+    sides = conv_output_shape(point["x"][2:], point["w"][2:], pad, pad, stride, dilation)
     return point["x"][0] * point["w"][0] * math.prod(sides)
 
 
