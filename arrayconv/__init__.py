@@ -3,7 +3,8 @@
 Public API: :func:`correlate`, :func:`convolve` (SciPy semantics), :func:`conv`
 (multichannel filter banks), :func:`patch_conv` (patch stacks), their adjoints
 (:func:`conv_transpose`, :func:`conv_weight_grad`, :func:`correlate_transpose`, ...), their plans (:func:`plan_correlate`, :func:`plan_convolve`,
-:func:`plan_conv`), :func:`choose_method`, :func:`calibrate`, and settings
+:func:`plan_conv`), :func:`match_template` (normalized cross-correlation),
+:func:`choose_method`, :func:`calibrate`, and settings
 (:func:`config`, :func:`memory_limit`, :func:`cache_info`, :func:`clear_caches`).
 """
 
@@ -21,6 +22,7 @@ from ._choose_method import choose_method
 from ._config import config, memory_limit
 from ._conv import conv, plan_conv
 from ._correlate import convolve, correlate, plan_convolve, plan_correlate
+from ._match import match_template
 from ._methods import METHODS
 from ._patch import patch_conv
 from ._plan import Plan
@@ -52,6 +54,7 @@ __all__ = [
     "correlate_into",
     "correlate_transpose",
     "correlate_weight_grad",
+    "match_template",
     "memory_limit",
     "patch_conv",
     "plan_conv",

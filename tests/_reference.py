@@ -125,3 +125,33 @@ def random(rng, shape, dtype):
     if dtype.kind == "c":
         data = data + 1j * rng.standard_normal(shape)
     return data.astype(dtype)
+
+
+_NUMPY_PAD = {"fill": "constant", "wrap": "wrap", "symm": "symmetric", "reflect": "symmetric", "mirror": "reflect", "nearest": "edge"}
+
+
+def reference_match_template(image, template, mode="valid", *, boundary="fill", fillvalue=0, axes=None, spread=False):
+    """Normalized cross-correlation by its definition, in float64: each window of the image
+    (extended by ``numpy.pad`` as `mode` and `boundary` read it) and the template, each
+    less its own mean, their dot product over the product of their norms; 0 for a window
+    with no spread, NaN for one holding a NaN or inf. With `spread`, also each window's
+    spread (its samples' squared deviations from their mean, summed)."""
+    image, template = _wide(image).astype(np.float64), _wide(template).astype(np.float64)
+    nd = image.ndim
+    axes = tuple(range(nd)) if axes is None else tuple(sorted(a % nd for a in np.atleast_1d(axes)))
+    pads = [(0, 0)] * nd
+    for ax in axes:
+        k = template.shape[ax]
+        pads[ax] = {"valid": (0, 0), "same": (k // 2, (k - 1) // 2), "full": (k - 1, k - 1)}[mode]
+    extra = {"constant_values": fillvalue} if boundary == "fill" else {}
+    x = np.pad(image, pads, mode=_NUMPY_PAD[boundary], **extra)
+    windows = np.lib.stride_tricks.sliding_window_view(x, [template.shape[a] for a in axes], axis=axes)
+    ends = tuple(range(nd, nd + len(axes)))  # the windows' own axes
+    t = np.moveaxis(template, axes, range(nd - len(axes), nd))
+    t = t.reshape([template.shape[a] if a not in axes else 1 for a in range(nd)] + [template.shape[a] for a in axes])
+    with np.errstate(invalid="ignore"):
+        w = windows - windows.mean(axis=ends, keepdims=True)
+        t = t - t.mean(axis=ends, keepdims=True)
+        spreads = (w * w).sum(axis=ends)
+        scores = np.where(spreads == 0, 0.0, (w * t).sum(axis=ends) / np.sqrt(spreads * (t * t).sum(axis=ends)))
+    return (scores, spreads) if spread else scores

@@ -1,0 +1,293 @@
+"""`match_template`: normalized cross-correlation, to find a template in an image.
+
+Each output is the Pearson correlation of the template with the window of the image
+under it, in [-1, 1]: 1 where the window is the template up to an offset and a positive
+scale. It is computed as
+
+``score = sum(window * t) / sqrt(spread(window))``
+
+with ``t`` the template less its mean, scaled to unit norm, and ``spread = sum(window**2)
+- sum(window)**2 / n`` (``n`` samples per window). Since ``t`` sums to zero, the
+numerator is a plain correlation of the image with ``t``, by any method (the FFT too).
+
+The spread's two terms cancel where a window's mean is far above its spread, so they are
+summed in float64, from the image less its mean (a microscope's offset of 1000 counts
+costs nothing), and each window's sums add its own samples only: sums of 1, 2, 4, ...
+neighbours, doubled (about ``2 log2(k)`` passes per axis). Neither a running sum's
+rounding (the whole row's) nor an FFT's (the whole image's) reaches a window's spread,
+which would swamp dark, flat regions; a NaN or inf reaches only the windows over it. On
+the CPU this runs in slabs that stay in cache, on all cores.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from . import _config
+from ._backend import Array, get_backend, on_arrays_device
+from ._boundary import BOUNDARIES, extend, fill_number
+from ._correlate import MODES, Boundary, MethodName, Mode, correlate
+from ._problem import as_array, check_choice, normalize_axes
+from ._shapes import mode_padding
+from ._threads import run_parallel
+
+# A window whose spread is at most this many float64 roundings of its squared sum over n,
+# per sample, is flat: its score is 0 (no variance to correlate with).
+_FLAT_ROUNDINGS = 1.0
+# A template whose deviations from its mean are all within this many roundings of its
+# largest sample is constant along the correlated axes: its scores are undefined.
+_CONSTANT_ROUNDINGS = 16
+
+
+@on_arrays_device
+def match_template(
+    image: Array,
+    template: Array,
+    mode: Mode = "valid",
+    *,
+    boundary: Boundary = "fill",
+    fillvalue: float = 0,
+    axes: int | Sequence[int] | None = None,
+    method: MethodName = "auto",
+) -> Array:
+    """Normalized cross-correlation of `template` over `image`: where it matches, and how well.
+
+    Parameters
+    ----------
+    image : ndarray
+        Real data, NumPy or CuPy, any ndim.
+    template : ndarray
+        Real and finite, the same ndim as `image`, no larger than it along the matched
+        axes, and not constant along them.
+    mode : {'valid', 'same', 'full'}, optional
+        Which windows are scored, as in :func:`correlate`: 'valid' (default) those inside
+        the image (``skimage.feature.match_template``'s default), 'same' one centred on
+        each sample (skimage's ``pad_input=True``), 'full' every window that overlaps the
+        image. Windows past the edges read the samples that `boundary` puts there, which
+        count in their mean and variance.
+    boundary : {'fill', 'wrap', 'symm', 'reflect', 'mirror', 'nearest'}, optional
+        How `image` continues past its edges, as in :func:`correlate`. Default 'fill'.
+    fillvalue : float, optional
+        The value past the edges with boundary='fill'. Default 0.
+    axes : int or sequence of int, optional
+        Axes to match along (default: all). The others are batched: each equal in both
+        inputs or 1 in one of them (one template over a stack of frames, or a stack of
+        templates over one image).
+    method : {'auto', 'direct', 'im2col', 'fft', 'oa'}, optional
+        The method of the correlation with the template (see :func:`correlate`). The
+        windows' means and variances are always summed directly, in float64.
+
+    Returns
+    -------
+    ndarray
+        The scores, in [-1, 1]: the shape of ``correlate(image, template, mode, axes=axes)``,
+        float32 for float32 (or float16, or small integer with a float32 template) data,
+        else float64. A window with no variance (all its samples equal, to float64
+        rounding) scores 0. A NaN or inf in `image` makes the scores of the windows over
+        it NaN, and only those.
+
+    Raises
+    ------
+    TypeError
+        For complex or non-numeric inputs.
+    ValueError
+        For different ndims, a template larger than the image, constant along the
+        matched axes or holding NaN or inf, batch axes that do not broadcast, or an
+        unknown `mode`, `boundary` or `method`.
+
+    See Also
+    --------
+    correlate : The correlation behind the numerator.
+    skimage.feature.match_template : The same scores (mode 'valid', or 'same' with
+        ``pad_input=True``), by FFT and cumulative sums.
+
+    Notes
+    -----
+    By 'fft' or 'oa', a score's rounding is that of the correlation with the template,
+    which is relative to the whole image: in a window whose spread is far below the
+    largest window's, it grows by the square root of their ratio (float32 scores lose
+    digits there). 'direct' and 'im2col' sum each window's own products.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import arrayconv as ac
+    >>> image = np.random.default_rng(0).standard_normal((64, 64))
+    >>> scores = ac.match_template(image, image[20:27, 30:35])
+    >>> np.unravel_index(np.argmax(scores), scores.shape), round(float(scores.max()), 6)
+    ((np.int64(20), np.int64(30)), 1.0)
+    """
+    backend = get_backend(image=image, template=template)
+    xp = backend.xp
+    image, template = as_array(image, "image", backend), as_array(template, "template", backend)
+    check_choice("mode", mode, MODES)
+    check_choice("boundary", boundary, BOUNDARIES)
+    fill = _real_fill(fillvalue)
+    axes = _check_shapes(image, template, axes)
+    dtype = _score_dtype(image, template)
+
+    # The image, extended past its edges as `mode` reads it, less its mean: every window
+    # is then scored by 'valid' correlations.
+    pads = [mode_padding(image.shape[ax], template.shape[ax], mode) for ax in axes]
+    x = extend(xp, image, axes, pads, BOUNDARIES[boundary], fill, dtype=dtype)  # a new array
+    x -= xp.asarray(_finite_mean(x, xp), dtype)
+
+    t = template.astype(np.float64)
+    t0 = t - xp.mean(t, axis=axes, keepdims=True)
+    _check_template(t0, t, axes, xp)
+    t0 /= xp.sqrt(xp.sum(t0 * t0, axis=axes, keepdims=True))  # unit norm: the scores' scale
+    numerator = correlate(x, t0.astype(dtype), "valid", method, axes=axes)
+
+    window = tuple(template.shape[ax] for ax in axes)
+    scores = xp.empty(numerator.shape, dtype)
+
+    def score_slab(rows: tuple[int, int]) -> None:
+        lo, hi = rows
+        reach = hi + (window[0] - 1 if axes[0] == 0 else 0)  # the samples the slab's windows read
+        with np.errstate(invalid="ignore"):  # inf - inf where a window holds an inf: NaN
+            sums, squares = _window_sums(_slab(x, lo, reach), window, axes, xp)
+            scores[lo:hi] = _scores(_slab(numerator, lo, hi), sums, squares, math.prod(window), xp)
+
+    run_parallel(_slabs(scores, window[0] if axes[0] == 0 else 1, xp), score_slab, _config.workers())
+    return scores
+
+
+# On the CPU the windows are scored in slabs along the first axis, each slab's float64
+# temporaries of about this many bytes (more where the window is tall: its rows are read
+# twice), on all cores.
+_SLAB_BYTES = 1 << 20
+_SLABS_PER_WINDOW = 4
+
+
+def _slabs(scores: Array, window_rows: int, xp: object) -> list[tuple[int, int]]:
+    """``(first, end)`` indices along the first axis of `scores` of the slabs to score: one
+    on a GPU, else slabs of :data:`_SLAB_BYTES` and at least :data:`_SLABS_PER_WINDOW`
+    times the window's height, less one."""
+    n = scores.shape[0]
+    if xp is not np:
+        return [(0, n)]
+    per_row = max(1, scores.size // n) * 8
+    rows = max(1, _SLAB_BYTES // per_row, _SLABS_PER_WINDOW * (window_rows - 1))
+    return [(lo, min(n, lo + rows)) for lo in range(0, n, rows)]
+
+
+def _slab(a: Array, lo: int, hi: int) -> Array:
+    """Indices ``lo:hi`` along the first axis of `a`, or all of it where that axis is
+    broadcast (length 1)."""
+    return a[lo:hi] if a.shape[0] > 1 else a
+
+
+def _window_sums(x: Array, window: tuple[int, ...], axes: tuple[int, ...], xp: object) -> tuple[Array, Array]:
+    """The sums of `x` and of its squares over every window of shape `window` (along
+    `axes`) that fits in it, in float64: each a sum of the window's own samples."""
+    pair = xp.empty((2, *x.shape), np.float64)
+    pair[0] = x
+    xp.multiply(pair[0], pair[0], out=pair[1])
+    for ax, k in zip(axes, window):
+        pair = _sliding_sums(pair, k, ax + 1)
+    return pair[0], pair[1]
+
+
+def _sliding_sums(a: Array, k: int, axis: int) -> Array:
+    """The sums of every `k` consecutive samples of `a` along `axis`, as a new array: sums
+    of 1, 2, 4, ... samples, each two of the last, added where `k` has their bit (about
+    ``2 log2(k)`` passes, every output a sum of its own samples)."""
+    n, before = a.shape[axis], (slice(None),) * axis
+
+    def part(b: Array, start: int, length: int) -> Array:
+        return b[(*before, slice(start, start + length))]
+
+    sums, start, width, run = None, 0, 1, a  # run: the sums of `width` samples from each index
+    while True:
+        if k & width:
+            piece = part(run, start, n - k + 1)
+            if sums is None:
+                sums = piece.copy()
+            else:
+                sums += piece
+            start += width
+        if 2 * width > k:
+            return sums
+        run = part(run, 0, n - 2 * width + 1) + part(run, width, n - 2 * width + 1)
+        width *= 2
+
+
+def _scores(numerator: Array, sums: Array, squares: Array, samples: int, xp: object) -> Array:
+    """The windows' scores (float64) from their correlations with the template (centred,
+    of unit norm) and their sums and sums of squares (float64, consumed): 0 where a
+    window's spread is within rounding of zero, clipped to [-1, 1]."""
+    sums *= sums
+    sums /= samples  # the squared sum's share of the sum of squares
+    squares -= sums  # the spread
+    sums *= _FLAT_ROUNDINGS * np.finfo(np.float64).eps * samples
+    flat = squares <= sums
+    squares[flat] = 1.0
+    xp.sqrt(squares, out=squares)
+    scores = numerator / squares  # the shape of `numerator`: the batch axes of both inputs
+    xp.clip(scores, -1.0, 1.0, out=scores)  # rounding past |1|; NaN stays NaN
+    return xp.where(flat, xp.zeros((), scores.dtype), scores)  # `flat` may broadcast over templates
+
+
+def _real_fill(fillvalue: object) -> float:
+    """`fillvalue` as a real number; ValueError for a complex one."""
+    value = fill_number(fillvalue)
+    if isinstance(value, complex):
+        msg = f"`fillvalue` must be a real number, got {fillvalue!r}"
+        raise ValueError(msg)
+    return value
+
+
+def _check_shapes(image: Array, template: Array, axes: int | Sequence[int] | None) -> tuple[int, ...]:
+    """The correlated axes, after refusing complex inputs and shapes that do not fit."""
+    for name, a in (("image", image), ("template", template)):
+        if a.dtype.kind == "c":
+            msg = f"`{name}` must be real, got dtype {a.dtype}; match the real and imaginary parts, or the magnitude"
+            raise TypeError(msg)
+    if image.ndim == 0:
+        msg = "`image` and `template` must have at least one dimension, got 0-d arrays"
+        raise ValueError(msg)
+    if image.ndim != template.ndim:
+        msg = f"`image` and `template` must have the same ndim, got shapes {image.shape} and {template.shape}"
+        raise ValueError(msg)
+    axes = normalize_axes(axes, image.ndim)
+    for ax in range(image.ndim):
+        n, k = image.shape[ax], template.shape[ax]
+        if ax in axes and k > n:
+            msg = f"`template` must be no larger than `image` along the matched axes, got shapes {template.shape} and {image.shape} with axes={axes}"
+            raise ValueError(msg)
+        if ax not in axes and n != k and 1 not in (n, k):
+            msg = f"`image` and `template` must agree (or be 1) on axis {ax}, which is not in `axes`; got shapes {image.shape} and {template.shape} with axes={axes}"
+            raise ValueError(msg)
+    return axes
+
+
+def _score_dtype(image: Array, template: Array) -> np.dtype:
+    """float32 where NumPy's promotion of the inputs is float16 or float32, else float64."""
+    promoted = np.result_type(image.dtype, template.dtype)
+    return np.dtype(np.float32 if promoted.kind == "f" and promoted.itemsize <= 4 else np.float64)
+
+
+def _finite_mean(x: Array, xp: object) -> float:
+    """The mean of `x`'s finite samples (0 if none), in float64."""
+    with np.errstate(invalid="ignore"):  # inf - inf
+        mean = float(xp.mean(x, dtype=np.float64))
+    if math.isfinite(mean):
+        return mean
+    finite = x[xp.isfinite(x)]
+    return float(xp.mean(finite, dtype=np.float64)) if finite.size else 0.0
+
+
+def _check_template(t0: Array, t: Array, axes: tuple[int, ...], xp: object) -> None:
+    """Refuse a template holding NaN or inf, or whose samples are all equal (to rounding)
+    along `axes`."""
+    if not bool(xp.isfinite(t).all()):
+        msg = "`template` must be finite: a NaN or inf in it would make every score NaN"
+        raise ValueError(msg)
+    spread = xp.max(xp.abs(t0), axis=axes)
+    scale = xp.max(xp.abs(t), axis=axes)
+    if bool(xp.any(spread <= _CONSTANT_ROUNDINGS * np.finfo(np.float64).eps * scale)):
+        msg = "`template` is constant along the matched axes: its normalized cross-correlation is undefined"
+        raise ValueError(msg)

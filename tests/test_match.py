@@ -1,0 +1,159 @@
+"""match_template: normalized cross-correlation against its definition in float64."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import arrayconv as ac
+from _reference import assert_matches, random, reference_match_template, to_numpy
+from _strategies import MODES, examples
+
+METHODS = ("auto", *ac.METHODS)
+BOUNDARIES = ("fill", "wrap", "symm", "mirror", "nearest")
+
+
+@st.composite
+def match_shapes(draw, max_ndim=3):
+    """``(image_shape, template_shape)``: templates no larger than the image, odd and even,
+    some as long as the image along an axis, none of one sample in all."""
+    ndim = draw(st.integers(1, max_ndim))
+    size = 40 if ndim == 1 else max(6, 24 // ndim)
+    image = tuple(draw(st.integers(2, size)) for _ in range(ndim))
+    template = tuple(draw(st.integers(1, n)) for n in image)
+    if max(template) == 1:
+        template = (2, *template[1:])
+    return image, template
+
+
+@pytest.mark.parametrize("method", METHODS)
+@settings(max_examples=examples(20))
+@given(
+    shapes=match_shapes(),
+    mode=st.sampled_from(MODES),
+    boundary=st.sampled_from(BOUNDARIES),
+    dtype=st.sampled_from(["float32", "float64", "int16"]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_matches_the_definition(xp, method, shapes, mode, boundary, dtype, seed):
+    rng = np.random.default_rng(seed)
+    image, template = random(rng, shapes[0], dtype), random(rng, shapes[1], dtype)
+    template.flat[0] = template.max() + 1  # never constant
+    fillvalue = float(rng.standard_normal())
+    ref, spreads = reference_match_template(image, template, mode, boundary=boundary, fillvalue=fillvalue, spread=True)
+    got = ac.match_template(xp.asarray(image), xp.asarray(template), mode, boundary=boundary, fillvalue=fillvalue, method=method)
+    assert_scores_match(got, ref, spreads, dtype="float32" if dtype == "float32" else "float64", backend=xp.__name__)
+
+
+def assert_scores_match(got, ref, spreads, *, dtype, backend):
+    """:func:`assert_matches` on the scores, each error scaled down by how far its window's
+    spread is below the largest: an FFT's rounding of the correlation with the template is
+    the whole image's, and dividing by a window's small norm magnifies it there."""
+    assert type(got).__module__.split(".")[0] == backend, type(got)
+    assert got.dtype == np.dtype(dtype) and got.shape == ref.shape, (got.dtype, got.shape, ref.shape)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):  # flat windows: 0 / 0
+        scale = np.sqrt(np.fmax(1.0, spreads.max() / spreads))
+    err = np.abs(to_numpy(got) - ref) / scale
+    assert err.max() <= (1e-5 if dtype == "float32" else 1e-12), f"max scaled error {err.max():.2e}"
+
+
+@pytest.mark.parametrize("axes, image, template", [
+    ((1, 2), (3, 30, 20), (1, 4, 5)),  # one template over a stack of frames
+    ((-2, -1), (1, 30, 20), (3, 4, 5)),  # a stack of templates over one image
+    ((0, 2), (25, 2, 18), (6, 2, 3)),  # a batch axis between the matched ones
+    (-1, (4, 3, 50), (4, 1, 7)),  # lines
+])
+@pytest.mark.parametrize("mode", MODES)
+def test_batch_axes_match_each_pair_alone(xp, axes, image, template, mode, rng):
+    image, template = rng.standard_normal(image), rng.standard_normal(template)
+    ref = reference_match_template(image, template, mode, boundary="symm", axes=axes)
+    assert_matches(ac.match_template(xp.asarray(image), xp.asarray(template), mode, boundary="symm", axes=axes), ref, dtype="float64", backend=xp.__name__)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_cut_out_scores_one_where_it_was_cut_and_its_negative_minus_one(xp, dtype, rng):
+    image = rng.standard_normal((90, 70)).astype(dtype)
+    template = 3 * image[40:51, 25:34] + 7  # a positive scale and an offset do not matter
+    scores = to_numpy(ac.match_template(xp.asarray(image), xp.asarray(template)))
+    assert np.unravel_index(np.argmax(scores), scores.shape) == (40, 25)
+    assert scores.max() == pytest.approx(1, abs=1e-5 if dtype == "float32" else 1e-12)
+    assert to_numpy(ac.match_template(xp.asarray(image), xp.asarray(-template))).min() == pytest.approx(-1, abs=1e-5 if dtype == "float32" else 1e-12)
+
+
+@pytest.mark.parametrize("offset", [1e3, 1e6])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_an_offset_far_above_the_spread_costs_no_precision(offset, dtype, rng):
+    """A window's spread is its sum of squares less its squared sum over n, which cancel
+    where the mean is far above the spread: the image's mean is taken off first."""
+    image = (offset + rng.standard_normal((60, 50))).astype(dtype)
+    template = rng.standard_normal((7, 6)).astype(dtype)
+    for mode in MODES:
+        ref = reference_match_template(image, template, mode, boundary="nearest")
+        assert_matches(ac.match_template(image, template, mode, boundary="nearest"), ref, dtype=dtype)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_flat_windows_score_zero(xp, method, rng):
+    image = rng.standard_normal((40, 40))
+    image[5:25, 8:30] = 3.0
+    template = rng.standard_normal((6, 5))
+    ref = reference_match_template(image, template)
+    got = to_numpy(ac.match_template(xp.asarray(image), xp.asarray(template), method=method))
+    assert (ref == 0).sum() == 15 * 18
+    np.testing.assert_array_equal(got == 0, ref == 0)
+    assert_matches(got, ref, dtype="float64")
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_a_nan_or_inf_makes_only_the_windows_over_it_nan(xp, method, bad, rng):
+    image = rng.standard_normal((30, 32))
+    image[12, 20] = bad
+    template = rng.standard_normal((5, 4))
+    ref = reference_match_template(image, template, "same")
+    got = to_numpy(ac.match_template(xp.asarray(image), xp.asarray(template), "same", method=method))
+    assert np.isnan(ref).sum() == 20
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+    np.testing.assert_allclose(got[~np.isnan(ref)], ref[~np.isnan(ref)], rtol=0, atol=1e-12)
+
+
+def test_matches_skimage(rng):
+    skimage = pytest.importorskip("skimage.feature")
+    image = rng.standard_normal((80, 90)).astype(np.float32)
+    for template in (image[10:21, 30:37], image[50:60, 5:21]):  # odd and even
+        np.testing.assert_allclose(ac.match_template(image, template), skimage.match_template(image, template), atol=1e-5)
+        same = skimage.match_template(image, template, pad_input=True)
+        np.testing.assert_allclose(ac.match_template(image, template, "same"), same, atol=1e-5)
+
+
+def test_slabs_give_the_whole_image_scores(monkeypatch, rng):
+    """Scores made slab by slab (tiny slabs here, a slab per row) equal those of one slab."""
+    from arrayconv import _match
+
+    image, template = rng.standard_normal((70, 40)), rng.standard_normal((9, 4))
+    whole = ac.match_template(image, template, "full")
+    monkeypatch.setattr(_match, "_SLAB_BYTES", 8)
+    monkeypatch.setattr(_match, "_SLABS_PER_WINDOW", 0)
+    np.testing.assert_array_equal(ac.match_template(image, template, "full"), whole)
+    assert_matches(whole, reference_match_template(image, template, "full"), dtype="float64")
+
+
+@pytest.mark.parametrize("image, template, options, error, match", [
+    (np.ones((5, 5), complex), np.eye(2), {}, TypeError, "`image` must be real"),
+    (np.ones((5, 5)), np.eye(2, dtype=complex), {}, TypeError, "`template` must be real"),
+    (np.ones((5, 5)), np.eye(2)[0], {}, ValueError, "same ndim"),
+    (np.ones((5, 5)), np.eye(6), {}, ValueError, "no larger than `image`"),
+    (np.ones((5, 5)), np.full((2, 2), 0.3), {}, ValueError, "constant"),
+    (np.ones((5, 5)), np.array([[1.0, np.nan]]), {}, ValueError, "must be finite"),
+    (np.ones((3, 5, 5)), np.ones((2, 2, 2)) * np.eye(2), {"axes": (1, 2)}, ValueError, "agree \\(or be 1\\) on axis 0"),
+    (np.ones((5, 5)), np.eye(2), {"mode": "middle"}, ValueError, "`mode` must be one of"),
+    (np.ones((5, 5)), np.eye(2), {"boundary": "zero"}, ValueError, "`boundary` must be one of"),
+    (np.ones((5, 5)), np.eye(2), {"method": "fast"}, ValueError, "`method` must be one of"),
+    (np.ones((5, 5)), np.eye(2), {"fillvalue": 1j}, ValueError, "`fillvalue` must be a real number"),
+    (np.ones((5, 5)), np.eye(2), {"axes": 2}, ValueError, "`axes` must be ints"),
+    (np.array(1.0), np.array(2.0), {}, ValueError, "at least one dimension"),
+    (np.ones((5, 5), bool), np.eye(2), {}, TypeError, "`image` must have an integer, float or complex dtype"),
+])
+def test_bad_input_is_refused_by_name(image, template, options, error, match):
+    with pytest.raises(error, match=match):
+        ac.match_template(image, template, **options)
