@@ -3,6 +3,7 @@
 import dataclasses
 import json
 import math
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +11,7 @@ import pytest
 
 import arrayconv as ac
 from arrayconv.__main__ import main
-from arrayconv.bench import accuracy, images, overhead, plans, readme, sweep
+from arrayconv.bench import accuracy, images, match, overhead, plans, readme, sweep
 from arrayconv.bench.cases import CASES, Case, random_array
 from arrayconv.bench.devices import device
 from arrayconv.bench.peers import QUICK_MAX_DIRECT_MACS, peer_callables
@@ -279,6 +280,27 @@ def test_images_bench_leaves_out_images_or_signals_when_asked(tmp_path):
     assert images.main(["--sides", "", "--lengths", "40", "--taps", "3", "--dtypes", "float64", "--out", str(tmp_path)]) == 0
     report = json.loads(next(tmp_path.glob("images-*.json")).read_text())
     assert [(p["shape"], p["kernel"]) for p in report["points"]] == [([40], 3)]
+
+
+def test_match_bench_finds_the_template_and_names_the_peers_not_run(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "cv2", None)  # as if not installed
+    monkeypatch.setitem(sys.modules, "skimage.feature", None)
+    argv = ["--sides", "40", "--templates", "5", "--dtypes", "float32,float64", "--offset", "100", "--repeats", "1", "--out", str(tmp_path)]
+    assert match.main(argv) == 0
+    points = json.loads(next(tmp_path.glob("match-*-offset100.json")).read_text())["points"]
+    assert [p["dtype"] for p in points] == ["float32", "float64"]
+    for p in points:
+        assert p["found"] == p["placed"]
+        assert set(p["median_s"]) == {"arrayconv"} and set(p["missing"]) == set(match.PEERS)
+        assert p["max_error"]["arrayconv"] < (1e-5 if p["dtype"] == "float32" else 1e-12)
+    table = next(tmp_path.glob("match-*-offset100.md")).read_text()
+    assert "| 40x40 | 5x5 | float64 |" in table and "Not run: cv2.matchTemplate (opencv-python is not installed)." in table
+
+
+def test_match_bench_scores_windows_by_definition(rng):
+    image, template = rng.standard_normal((30, 25)), rng.standard_normal((6, 4))
+    corners = np.array([[0, 0], [24, 21], [7, 3]])
+    np.testing.assert_allclose(match.defined_scores(image, template, corners), ac.match_template(image, template)[tuple(corners.T)], rtol=0, atol=1e-14)
 
 
 def test_devices_are_cpu_or_gpu():
