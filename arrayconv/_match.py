@@ -22,13 +22,15 @@ the CPU this runs in slabs that stay in cache, on all cores.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
 
 from . import _config
-from ._backend import Array, get_backend, on_arrays_device
+from ._backend import Array, Backend, get_backend, on_arrays_device
 from ._boundary import BOUNDARIES, extend, fill_number
+from ._choose import MemoryLimitWarning
 from ._correlate import MODES, Boundary, MethodName, Mode, correlate
 from ._problem import as_array, check_choice, normalize_axes
 from ._shapes import mode_padding
@@ -132,6 +134,7 @@ def match_template(
     # The image, extended past its edges as `mode` reads it, less its mean: every window
     # is then scored by 'valid' correlations.
     pads = [mode_padding(image.shape[ax], template.shape[ax], mode) for ax in axes]
+    _check_memory(image, template, axes, pads, dtype, backend)  # before the extended copy
     x = extend(xp, image, axes, pads, BOUNDARIES[boundary], fill, dtype=dtype)  # a new array
     x -= xp.asarray(_finite_mean(x, xp), dtype)
 
@@ -229,6 +232,33 @@ def _scores(numerator: Array, sums: Array, squares: Array, samples: int, xp: obj
     scores = numerator / squares  # the shape of `numerator`: the batch axes of both inputs
     xp.clip(scores, -1.0, 1.0, out=scores)  # rounding past |1|; NaN stays NaN
     return xp.where(flat, xp.zeros((), scores.dtype), scores)  # `flat` may broadcast over templates
+
+
+def _check_memory(image: Array, template: Array, axes: tuple[int, ...], pads: list[tuple[int, int]], dtype: np.dtype, backend: Backend) -> None:
+    """Refuse, before any work, arrays that the device's memory cannot hold: the extended
+    image, its correlation with the template and the scores; warn where the first two,
+    the temporaries, exceed the memory budget (:class:`MemoryLimitWarning`)."""
+    extended = list(image.shape)
+    for ax, (lo, hi) in zip(axes, pads):
+        extended[ax] += lo + hi
+    scores = [n - k + 1 if ax in axes else max(n, k) for ax, (n, k) in enumerate(zip(extended, template.shape))]
+    extended_bytes, scores_bytes = math.prod(extended) * dtype.itemsize, math.prod(scores) * dtype.itemsize
+    capacity = _config.capacity(backend.name)
+    if extended_bytes + 2 * scores_bytes > capacity:
+        msg = (
+            f"match_template needs {(extended_bytes + 2 * scores_bytes) / 2**30:.3g} GiB for the extended image, its "
+            f"correlation with the template and the scores of shape {tuple(scores)}, more than the "
+            f"{capacity / 2**30:.3g} GiB of memory of this device; match tiles of the image, overlapping by the template less one"
+        )
+        raise ValueError(msg)
+    budget = _config.budget(backend.name)
+    if extended_bytes + scores_bytes > budget:
+        msg = (
+            f"match_template's temporaries (the extended image and its correlation with the template) need "
+            f"{(extended_bytes + scores_bytes) / 2**30:.3g} GiB, over the memory limit of {budget / 2**30:.3g} GiB; "
+            "running anyway: raise the limit (arrayconv.config) or match tiles of the image"
+        )
+        warnings.warn(msg, MemoryLimitWarning, stacklevel=3)
 
 
 def _real_fill(fillvalue: object) -> float:

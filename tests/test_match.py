@@ -157,3 +157,18 @@ def test_slabs_give_the_whole_image_scores(monkeypatch, rng):
 def test_bad_input_is_refused_by_name(image, template, options, error, match):
     with pytest.raises(error, match=match):
         ac.match_template(image, template, **options)
+
+
+def test_arrays_past_the_devices_memory_are_refused_before_any_work(monkeypatch, rng):
+    from arrayconv import _config
+
+    monkeypatch.setattr(_config, "capacity", lambda backend_name: 3 * 100 * 100 * 8 - 1)
+    with pytest.raises(ValueError, match=r"match_template needs .* GiB .* scores of shape \(100, 100\)"):
+        ac.match_template(rng.standard_normal((100, 100)), rng.standard_normal((3, 3)), "same")
+
+
+def test_temporaries_over_the_memory_limit_warn(rng):
+    image, template = rng.standard_normal((100, 100)), rng.standard_normal((3, 3))
+    with ac.config(memory_limit=2 * 100 * 100 * 8 - 1), pytest.warns(ac.MemoryLimitWarning, match="match_template's temporaries"):
+        scores = ac.match_template(image, template, "same")
+    assert_matches(scores, reference_match_template(image, template, "same"), dtype="float64")
