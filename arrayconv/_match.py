@@ -16,7 +16,7 @@ costs nothing), and each window's sums add its own samples only: sums of 1, 2, 4
 neighbours, doubled (about ``2 log2(k)`` passes per axis). Neither a running sum's
 rounding (the whole row's) nor an FFT's (the whole image's) reaches a window's spread,
 which would swamp dark, flat regions; a NaN or inf reaches only the windows over it. On
-the CPU this runs in slabs that stay in cache, on all cores.
+the CPU this runs in slabs of about a MiB, on all cores.
 """
 
 from __future__ import annotations
@@ -158,22 +158,22 @@ def match_template(
     return scores
 
 
-# On the CPU the windows are scored in slabs along the first axis, each slab's float64
-# temporaries of about this many bytes (more where the window is tall: its rows are read
-# twice), on all cores.
+# The windows are scored in slabs along the first axis, each slab's float64 temporaries
+# of about this many bytes (more where the window is tall: its rows are read twice): on
+# the CPU small enough for the caches, on all cores; on a GPU large enough that the
+# launches do not count, and bounded however large the image.
 _SLAB_BYTES = 1 << 20
+_GPU_SLAB_BYTES = 256 << 20
 _SLABS_PER_WINDOW = 4
 
 
 def _slabs(scores: Array, window_rows: int, xp: object) -> list[tuple[int, int]]:
-    """``(first, end)`` indices along the first axis of `scores` of the slabs to score: one
-    on a GPU, else slabs of :data:`_SLAB_BYTES` and at least :data:`_SLABS_PER_WINDOW`
-    times the window's height, less one."""
+    """``(first, end)`` indices along the first axis of `scores` of the slabs to score:
+    slabs of :data:`_SLAB_BYTES` (:data:`_GPU_SLAB_BYTES` on a GPU) and at least
+    :data:`_SLABS_PER_WINDOW` times the window's height, less one."""
     n = scores.shape[0]
-    if xp is not np:
-        return [(0, n)]
     per_row = max(1, scores.size // n) * 8
-    rows = max(1, _SLAB_BYTES // per_row, _SLABS_PER_WINDOW * (window_rows - 1))
+    rows = max(1, (_SLAB_BYTES if xp is np else _GPU_SLAB_BYTES) // per_row, _SLABS_PER_WINDOW * (window_rows - 1))
     return [(lo, min(n, lo + rows)) for lo in range(0, n, rows)]
 
 
