@@ -175,3 +175,19 @@ def test_temporaries_over_the_memory_limit_warn(rng):
     with ac.config(memory_limit=2 * 100 * 100 * 8 - 1), pytest.warns(ac.MemoryLimitWarning, match="match_template's temporaries"):
         scores = ac.match_template(image, template, "same")
     assert_matches(scores, reference_match_template(image, template, "same"), dtype="float64")
+
+
+@pytest.mark.parametrize("image_dtype, template_dtype, scores", [
+    ("float32", "float32", "float32"),
+    ("float16", "float16", "float32"),
+    ("uint16", "float32", "float32"),  # a camera's counts, a float32 template
+    ("uint8", "uint8", "float64"),
+    ("int32", "float32", "float64"),
+    ("float32", "float64", "float64"),
+])
+def test_scores_dtype_follows_the_inputs_promotion(image_dtype, template_dtype, scores, rng):
+    image = rng.integers(0, 200, (30, 26)).astype(image_dtype)
+    template = image[4:9, 6:12].astype(template_dtype)
+    got = ac.match_template(image, template)
+    assert got.dtype == scores
+    assert_matches(got, reference_match_template(image, template), dtype=scores)
