@@ -108,10 +108,14 @@ def match_template(
 
     Notes
     -----
-    By 'fft' or 'oa', a score's rounding is that of the correlation with the template,
-    which is relative to the whole image: in a window whose spread is far below the
+    A window's spread is the difference of its sum of squares and its squared sum over
+    ``n``: where the spread is far below the sum of squares (a window of nearly equal
+    samples, away from the image's mean), the score loses digits in proportion, on
+    every method. By 'fft' or 'oa', the rounding of the correlation with the template
+    is also relative to the whole image: in a window whose spread is far below the
     largest window's, it grows by the square root of their ratio (float32 scores lose
-    digits there). 'direct' and 'im2col' sum each window's own products.
+    digits there); 'direct' and 'im2col' sum each window's own products.
+    :func:`arrayconv.dask.match_template` scores dask arrays block by block.
 
     Examples
     --------
@@ -125,11 +129,7 @@ def match_template(
     backend = get_backend(image=image, template=template)
     xp = backend.xp
     image, template = as_array(image, "image", backend), as_array(template, "template", backend)
-    check_choice("mode", mode, MODES)
-    check_choice("boundary", boundary, BOUNDARIES)
-    fill = _real_fill(fillvalue)
-    axes = _check_shapes(image, template, axes)
-    dtype = _score_dtype(image, template)
+    axes, dtype, fill = check_match(image, template, mode, boundary, fillvalue, axes)
 
     # The image, extended past its edges as `mode` reads it, less its mean: every window
     # is then scored by 'valid' correlations.
@@ -138,11 +138,7 @@ def match_template(
     x = extend(xp, image, axes, pads, BOUNDARIES[boundary], fill, dtype=dtype)  # a new array
     x -= xp.asarray(_finite_mean(x, xp), dtype)
 
-    t = template.astype(np.float64)
-    t0 = t - xp.mean(t, axis=axes, keepdims=True)
-    _check_template(t0, t, axes, xp)
-    t0 /= xp.sqrt(xp.sum(t0 * t0, axis=axes, keepdims=True))  # unit norm: the scores' scale
-    numerator = correlate(x, t0.astype(dtype), "valid", method, axes=axes)
+    numerator = correlate(x, centred_template(template, axes, xp).astype(dtype), "valid", method, axes=axes)
 
     window = tuple(template.shape[ax] for ax in axes)
     scores = xp.empty(numerator.shape, dtype)
@@ -259,6 +255,26 @@ def _check_memory(image: Array, template: Array, axes: tuple[int, ...], pads: li
             "running anyway: raise the limit (arrayconv.config) or match tiles of the image"
         )
         warnings.warn(msg, MemoryLimitWarning, stacklevel=3)
+
+
+def check_match(image: Array, template: Array, mode: str, boundary: str, fillvalue: object, axes: int | Sequence[int] | None) -> tuple[tuple[int, ...], np.dtype, float]:
+    """Refuse arguments of :func:`match_template` that do not fit (`image` and `template`
+    need only ``shape``, ``ndim`` and ``dtype``); return the matched axes, the scores'
+    dtype and the fill value."""
+    check_choice("mode", mode, MODES)
+    check_choice("boundary", boundary, BOUNDARIES)
+    fill = _real_fill(fillvalue)
+    return _check_shapes(image, template, axes), _score_dtype(image, template), fill
+
+
+def centred_template(template: Array, axes: tuple[int, ...], xp: object) -> Array:
+    """`template` less its mean along `axes`, of unit norm there (float64): the scores'
+    scale. ValueError for a template that is not finite or is constant."""
+    t = template.astype(np.float64)
+    t0 = t - xp.mean(t, axis=axes, keepdims=True)
+    _check_template(t0, t, axes, xp)
+    t0 /= xp.sqrt(xp.sum(t0 * t0, axis=axes, keepdims=True))
+    return t0
 
 
 def _real_fill(fillvalue: object) -> float:

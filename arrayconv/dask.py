@@ -4,7 +4,8 @@ The image is extended past its edges by the boundary rule (``dask.array.pad``), 
 is given the ``kernel - 1`` samples that follow it (``dask.array.overlap.overlap``), and a
 'valid' correlation of each block yields exactly its share of the result. Blocks may be
 NumPy or CuPy arrays (the kernel follows them to the GPU); the method inside each block
-is arrayconv's own choice (FFT for large kernels). Needs the ``dask`` extra.
+is arrayconv's own choice (FFT for large kernels). :func:`match_template` scores each
+block's windows the same way. Needs the ``dask`` extra.
 
 Examples
 --------
@@ -34,11 +35,13 @@ from ._conv import conv_padding
 from ._conv import conv as _conv
 from ._correlate import convolve as _convolve
 from ._correlate import correlate as _correlate
+from ._match import centred_template, check_match
+from ._match import match_template as _match_template
 from ._nan import NAN_POLICIES, check_result
 from ._problem import as_array, check_choice, check_numeric, int_tuple, result_dtype
 from ._shapes import mode_padding
 
-__all__ = ["conv", "convolve", "correlate"]
+__all__ = ["conv", "convolve", "correlate", "match_template"]
 
 
 def correlate(
@@ -120,6 +123,36 @@ def conv(
     return _valid_blocks(x, spatial, reach, block, (w, bias), out_channels=np.shape(w)[0], strides=strides, dilations=dilations, kernel=kernel)
 
 
+def match_template(
+    image: da.Array,
+    template: Any,
+    mode: str = "valid",
+    *,
+    boundary: str = "fill",
+    fillvalue: float = 0,
+    method: str = "auto",
+) -> da.Array:
+    """:func:`arrayconv.match_template` of a dask array with an in-memory template, lazily.
+
+    Parameters are those of :func:`arrayconv.match_template` (every axis is matched); the
+    scores are a dask array chunked like `image`. Each block's windows are scored from
+    its own samples (less the block's mean), so the scores equal the in-memory ones to
+    rounding.
+    """
+    _check_dask("image", image, "match_template")
+    template = as_array(template, "template", get_backend(template=template))
+    check_numeric("image", np.dtype(image.dtype), image.shape)
+    axes, dtype, fill = check_match(image, template, mode, boundary, fillvalue, None)
+    centred_template(template, axes, get_backend(template=template).xp)  # refuses constant or non-finite templates now, not at compute
+    pads = [mode_padding(n, k, mode) for n, k in zip(image.shape, template.shape)]
+    extended = _extend(image.astype(dtype), axes, pads, BOUNDARIES[boundary], fill)
+
+    def block(a: Any, t: Any) -> Any:
+        return _match_template(a, t, "valid", method=method)
+
+    return _valid_blocks(extended, axes, list(template.shape), block, (template,), dtype=dtype)
+
+
 def _filter(in1, in2, mode, method, boundary, fillvalue, nan, func):  # type: ignore[no-untyped-def]
     _check_dask("in1", in1, func.__name__)
     check_choice("mode", mode, ("full", "same", "valid"))
@@ -173,8 +206,9 @@ def _extend(a: da.Array, axes: Sequence[int], pads: list[tuple[int, int]], pad_m
     return da.pad(a, widths, mode="constant", constant_values=fillvalue) if pad_mode == "constant" else da.pad(a, widths, mode=pad_mode)
 
 
-def _valid_blocks(a, axes, reach, block, operands, *, out_channels=None, strides=None, dilations=None, kernel=None):  # type: ignore[no-untyped-def]
-    """Apply the 'valid' filter `block` to every block of `a` plus the ``reach - 1`` samples after it."""
+def _valid_blocks(a, axes, reach, block, operands, *, out_channels=None, strides=None, dilations=None, kernel=None, dtype=None):  # type: ignore[no-untyped-def]
+    """Apply the 'valid' filter `block` to every block of `a` plus the ``reach - 1`` samples
+    after it; the result's `dtype` is NumPy's promotion of the operands' unless given."""
     axes = list(axes)
     a = a.rechunk({ax: ensure_minimum_chunksize(r, a.chunks[ax]) for ax, r in zip(axes, reach) if r > 1})
     overlapped = da.overlap.overlap(a, depth={ax: (0, r - 1) for ax, r in zip(axes, reach)}, boundary="none")
@@ -191,7 +225,8 @@ def _valid_blocks(a, axes, reach, block, operands, *, out_channels=None, strides
         on_gpu = is_cupy_array(piece)
         return block(piece, *(_to_gpu(o) if on_gpu else o for o in operands))
 
-    dtype = np.result_type(a.dtype, *(o.dtype for o in operands if o is not None))
+    if dtype is None:
+        dtype = np.result_type(a.dtype, *(o.dtype for o in operands if o is not None))
     return overlapped.map_blocks(run, chunks=tuple(chunks), dtype=dtype, meta=a._meta)
 
 

@@ -155,3 +155,15 @@ def reference_match_template(image, template, mode="valid", *, boundary="fill", 
         spreads = (w * w).sum(axis=ends)
         scores = np.where(spreads == 0, 0.0, (w * t).sum(axis=ends) / np.sqrt(spreads * (t * t).sum(axis=ends)))
     return (scores, spreads) if spread else scores
+
+
+def assert_scores_match(got, ref, spreads, *, dtype, backend):
+    """:func:`assert_matches` on the scores, each error scaled down by how far its window's
+    spread is below the largest: an FFT's rounding of the correlation with the template is
+    the whole image's, and dividing by a window's small norm magnifies it there."""
+    assert type(got).__module__.split(".")[0] == backend, type(got)
+    assert got.dtype == np.dtype(dtype) and got.shape == ref.shape, (got.dtype, got.shape, ref.shape)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):  # flat windows: 0 / 0
+        scale = np.sqrt(np.fmax(1.0, spreads.max() / spreads))
+    err = np.abs(to_numpy(got) - ref) / scale
+    assert err.max() <= (1e-5 if dtype == "float32" else 1e-12), f"max scaled error {err.max():.2e}"

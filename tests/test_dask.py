@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import arrayconv as ac
-from _reference import assert_matches, random, to_numpy
+from _reference import assert_matches, assert_scores_match, random, reference_match_template, to_numpy
 
 da = pytest.importorskip("dask.array")
 acd = pytest.importorskip("arrayconv.dask")
@@ -120,3 +120,33 @@ def test_nested_list_kernels_and_biases_are_taken_as_arrays(rng):
     images, w = random(rng, (1, 2, 20, 21), "float64"), random(rng, (3, 2, 3, 3), "float64")
     lazy = acd.conv(da.from_array(images, chunks=(1, 2, 7, 7)), w.tolist(), [0.5, 1.0, 2.0])
     assert_matches(lazy.compute(), ac.conv(images, w, np.array([0.5, 1.0, 2.0])), dtype="float64")
+
+
+@pytest.mark.parametrize("boundary", BOUNDARIES)
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+@pytest.mark.parametrize("template", [(7, 6), (3, 2), (15, 15)])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_match_template_across_chunks(xp, boundary, mode, template, dtype, rng):
+    image = (100 + random(rng, (60, 45), "float64")).astype(dtype)  # blocks of other means
+    t = image[20 : 20 + template[0], 10 : 10 + template[1]].copy()
+    image[30, 20] = np.nan  # a NaN near a chunk edge reaches the same windows
+    lazy = acd.match_template(da.from_array(xp.asarray(image), chunks=(8, 10)), xp.asarray(t), mode, boundary=boundary, fillvalue=0.5)
+    expected, spreads = reference_match_template(image, t, mode, boundary=boundary, fillvalue=0.5, spread=True)
+    got = lazy.compute(scheduler="threads")
+    assert lazy.shape == expected.shape and lazy.dtype == got.dtype == dtype and type(got) is type(xp.asarray(image))
+    np.testing.assert_array_equal(np.isnan(to_numpy(got)), np.isnan(expected))
+    assert_scores_match(xp.nan_to_num(got), np.nan_to_num(expected), np.nan_to_num(spreads), dtype=dtype, backend=xp.__name__)
+
+
+def test_match_template_errors(rng):
+    image = da.from_array(random(rng, (20, 20), "float64"), chunks=5)
+    with pytest.raises(ValueError, match="`template` is constant"):
+        acd.match_template(image, np.ones((3, 3)))
+    with pytest.raises(ValueError, match="no larger than `image`"):
+        acd.match_template(image, np.eye(30))
+    with pytest.raises(TypeError, match="`image` must be a dask array"):
+        acd.match_template(np.ones((6, 6)), np.eye(3))
+    with pytest.raises(TypeError, match="`template` must be real"):
+        acd.match_template(image, np.eye(3, dtype=complex))
+    with pytest.raises(ValueError, match="`mode` must be one of"):
+        acd.match_template(image, np.eye(3), "middle")

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import arrayconv as ac
-from _reference import assert_matches, random, reference_match_template, to_numpy
+from _reference import assert_matches, assert_scores_match, random, reference_match_template, to_numpy
 from _strategies import MODES, examples
 
 METHODS = ("auto", *ac.METHODS)
@@ -43,18 +43,6 @@ def test_matches_the_definition(xp, method, shapes, mode, boundary, dtype, seed)
     ref, spreads = reference_match_template(image, template, mode, boundary=boundary, fillvalue=fillvalue, spread=True)
     got = ac.match_template(xp.asarray(image), xp.asarray(template), mode, boundary=boundary, fillvalue=fillvalue, method=method)
     assert_scores_match(got, ref, spreads, dtype="float32" if dtype == "float32" else "float64", backend=xp.__name__)
-
-
-def assert_scores_match(got, ref, spreads, *, dtype, backend):
-    """:func:`assert_matches` on the scores, each error scaled down by how far its window's
-    spread is below the largest: an FFT's rounding of the correlation with the template is
-    the whole image's, and dividing by a window's small norm magnifies it there."""
-    assert type(got).__module__.split(".")[0] == backend, type(got)
-    assert got.dtype == np.dtype(dtype) and got.shape == ref.shape, (got.dtype, got.shape, ref.shape)
-    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):  # flat windows: 0 / 0
-        scale = np.sqrt(np.fmax(1.0, spreads.max() / spreads))
-    err = np.abs(to_numpy(got) - ref) / scale
-    assert err.max() <= (1e-5 if dtype == "float32" else 1e-12), f"max scaled error {err.max():.2e}"
 
 
 @pytest.mark.parametrize("axes, image, template", [
