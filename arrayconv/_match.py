@@ -150,7 +150,8 @@ def match_template(
             sums, squares = _window_sums(_slab(x, lo, reach), window, axes, xp)
             scores[lo:hi] = _scores(_slab(numerator, lo, hi), sums, squares, math.prod(window), xp)
 
-    run_parallel(_slabs(scores, window[0] if axes[0] == 0 else 1, xp), score_slab, _config.workers())
+    threads = _config.workers() if backend.name == "numpy" else 1  # a GPU's slabs queue on one stream
+    run_parallel(_slabs(scores, window[0] if axes[0] == 0 else 1, xp), score_slab, threads)
     return scores
 
 
