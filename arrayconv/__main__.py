@@ -1,11 +1,11 @@
-"""Command line: ``arrayconv demo``, ``filter``, ``info`` and ``bench``."""
+"""Command line: ``arrayconv demo``, ``filter``, ``match``, ``info`` and ``bench``."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from ._cli import UsageError, add_commands, fail, run_filter, run_info
+from ._cli import UsageError, add_commands, fail, run_filter, run_info, run_match
 from ._demo import run_demo
 
 
@@ -33,6 +33,8 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
         if args.command == "filter":
             return run_filter(args)
+        if args.command == "match":
+            return run_match(args)
         if args.command == "info":
             return run_info()
         if args.size < 64:

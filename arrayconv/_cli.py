@@ -1,4 +1,5 @@
-"""``arrayconv filter`` and ``arrayconv info``: filter image files, report the installation."""
+"""``arrayconv filter``, ``match`` and ``info``: filter image files, find a template in
+one, report the installation."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ from ._image_files import FITS_SUFFIXES, FORMATS, UsageError, create_output, fit
 from ._machine import blas, cores, cpu_name
 from ._nan import NAN_POLICIES
 from ._rates import DEFAULT_RATES, cache_dir, rates_for
-from ._shapes import mode_window
+from ._match import match_template
+from ._shapes import mode_padding, mode_window
 from ._tiled import convolve_into, correlate_into
 
 _SIZE = re.compile(r"^(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?$", re.IGNORECASE)
@@ -41,6 +43,15 @@ def add_commands(commands: Any) -> None:
     cmd.add_argument("--device", default="cpu", choices=("cpu", "gpu"))
     cmd.add_argument("--memory-limit", default=None, help="bytes for temporaries, e.g. 512M or 2G")
     cmd.add_argument("--no-progress", action="store_true", help="no progress bar")
+    cmd = commands.add_parser("match", help="find a template in an image file: the best matches by normalized cross-correlation")
+    cmd.add_argument("image", help="image file: .npy, .tif/.tiff, .png or .fits/.fit/.fts")
+    cmd.add_argument("template", help="template file, as many dims as the image")
+    cmd.add_argument("--matches", type=int, default=5, help="how many of the best matches to print, each more than half a template from the others along some axis (default 5)")
+    cmd.add_argument("--scores", default=None, help="also write every window's score to this file (.npy, .tif or FITS)")
+    cmd.add_argument("--mode", default="valid", choices=("valid", "same", "full"), help="which windows are scored (default valid: inside the image)")
+    cmd.add_argument("--boundary", default="fill", choices=tuple(BOUNDARIES))
+    cmd.add_argument("--fillvalue", default=0.0, type=float, help="the value past the edges with --boundary fill (default 0)")
+    cmd.add_argument("--device", default="cpu", choices=("cpu", "gpu"))
     commands.add_parser("info", help="version, backends, devices, memory budget and caches")
 
 
@@ -85,6 +96,53 @@ def run_filter(args: argparse.Namespace) -> int:
     elif hasattr(out, "flush"):
         out.flush()
     return 0
+
+
+def run_match(args: argparse.Namespace) -> int:
+    """Print the best matches of ``args.template`` in ``args.image`` (each window's first
+    sample in the image, and its score), and write the scores to ``args.scores`` if given;
+    raises UsageError for bad files or options."""
+    paths = [Path(args.image), Path(args.template)]
+    target = None if args.scores is None else Path(args.scores)
+    for path in (*paths, *([] if target is None else [target])):
+        if path.suffix.lower() not in FORMATS:
+            raise UsageError(f"unsupported format {path.suffix or '(none)'!r} of {path}; use {', '.join(FORMATS)}")
+    for path in paths:
+        if not path.is_file():
+            raise UsageError(f"input file not found: {path}")
+    if target is not None and target.suffix.lower() == ".png":
+        raise UsageError(f"--scores {target}: PNG holds no scores in [-1, 1]; write .npy, .tif or FITS")
+    if args.matches < 0:
+        raise UsageError(f"--matches must be at least 0, got {args.matches}")
+    image, template = (np.array(read_image(path)) for path in paths)  # in memory, native byte order
+    image, template = (a.astype(a.dtype.newbyteorder("="), copy=False) for a in (image, template))
+    if args.device == "gpu":
+        image, template = _on_gpu(image), _on_gpu(template)
+    scores = match_template(image, template, args.mode, boundary=args.boundary, fillvalue=args.fillvalue)
+    scores = scores.get() if hasattr(scores, "get") else scores
+    if target is not None:
+        out = create_output(target, scores.shape, scores.dtype)
+        out[...] = scores
+        if hasattr(out, "flush"):
+            out.flush()
+    first = [mode_padding(n, k, args.mode)[0] for n, k in zip(image.shape, template.shape)]
+    print("window (first sample in the image)\tscore")
+    for index, score in best_matches(scores, template.shape, args.matches):
+        print(f"{tuple(i - lo for i, lo in zip(index, first))}\t{score:.6f}")
+    return 0
+
+
+def best_matches(scores: np.ndarray, template: tuple[int, ...], count: int) -> list[tuple[tuple[int, ...], float]]:
+    """The `count` highest `scores` (NaN left out), best first, each more than half a
+    template from those before it along some axis (each found blanks the windows within
+    half a template of it along every axis)."""
+    left = np.where(np.isnan(scores), -np.inf, scores)
+    found: list[tuple[tuple[int, ...], float]] = []
+    while len(found) < count and left.size and np.isfinite(best := left.max()):
+        index = tuple(int(i) for i in np.unravel_index(np.argmax(left), left.shape))
+        found.append((index, float(best)))
+        left[tuple(slice(max(0, i - k // 2), i + k // 2 + 1) for i, k in zip(index, template))] = -np.inf
+    return found
 
 
 def run_info() -> int:

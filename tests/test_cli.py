@@ -1,4 +1,4 @@
-"""The command line: `arrayconv filter` on .npy, .tif and .png files, `arrayconv info`, errors."""
+"""The command line: `arrayconv filter` on .npy, .tif and .png files, `arrayconv match`, `arrayconv info`, errors."""
 
 import os
 import subprocess
@@ -209,6 +209,39 @@ def test_a_result_fits_cannot_hold_is_one_line(tmp_path, rng, capsys):
     assert not (tmp_path / "o.fits").exists()
 
 
+@pytest.mark.parametrize("mode", ["valid", "same", "full"])
+def test_match_prints_the_best_windows_and_writes_the_scores(tmp_path, rng, capsys, mode):
+    image = rng.standard_normal((120, 90)).astype(np.float32)
+    template = image[30:41, 50:57].copy()
+    image[80:91, 10:17] = 3 * template + 2  # a second copy, brighter
+    np.save(tmp_path / "image.npy", image)
+    np.save(tmp_path / "template.npy", template)
+    code = main(["match", str(tmp_path / "image.npy"), str(tmp_path / "template.npy"), "--matches", "3", "--mode", mode, "--scores", str(tmp_path / "scores.tif")])
+    assert code == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "window (first sample in the image)\tscore" and len(lines) == 4
+    assert {lines[1].split("\t")[0], lines[2].split("\t")[0]} == {"(30, 50)", "(80, 10)"}
+    assert lines[1].endswith("\t1.000000") and lines[2].endswith("\t1.000000") and float(lines[3].split("\t")[1]) < 0.9
+    tifffile = pytest.importorskip("tifffile")
+    np.testing.assert_array_equal(tifffile.imread(tmp_path / "scores.tif"), ac.match_template(image, template, mode))
+
+
+def test_match_errors_from_the_library_are_one_line(tmp_path, image, capsys):
+    np.save(tmp_path / "flat.npy", np.ones((3, 3), np.float32))
+    assert main(["match", str(tmp_path / "in.npy"), str(tmp_path / "flat.npy")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("arrayconv: error: ValueError: `template` is constant"), err
+
+
+def test_best_matches_are_more_than_half_a_template_apart():
+    from arrayconv._cli import best_matches
+
+    scores = np.zeros((20, 20))
+    scores[5, 5], scores[5, 7], scores[5, 8], scores[15, 15] = 0.9, 0.8, 0.7, np.nan
+    assert best_matches(scores, (5, 5), 3) == [((5, 5), 0.9), ((5, 8), 0.7), ((0, 0), 0.0)]
+    assert best_matches(np.full((3, 3), np.nan), (2, 2), 2) == []
+
+
 def test_kernel_from_file(tmp_path, image, rng):
     k = rng.random((4, 3))
     np.save(tmp_path / "k.npy", k)
@@ -250,6 +283,10 @@ def test_a_library_error_leaves_no_output_file(tmp_path, image, capsys):
         (["filter", "{tmp}/in.npy", "{tmp}/./in.npy", "--kernel", "box:3"], "OUTPUT must be another file than INPUT"),
         (["filter", "{tmp}/in.npy", "{tmp}/o.png", "--kernel", "box:3"], "a .png OUTPUT holds the uint8 or uint16 images PNG stores; {tmp}/in.npy holds float"),
         (["frobnicate"], "invalid choice: 'frobnicate'"),
+        (["match", "{tmp}/in.npy", "{tmp}/missing.npy"], "input file not found"),
+        (["match", "{tmp}/in.npy", "{tmp}/in.npy", "--scores", "{tmp}/o.png"], "PNG holds no scores"),
+        (["match", "{tmp}/in.npy", "{tmp}/in.npy", "--matches", "-1"], "--matches must be at least 0"),
+        (["match", "{tmp}/in.npy", "{tmp}/in.jpg"], "unsupported format '.jpg'"),
     ],
 )
 def test_errors_are_one_line_and_exit_code_2(tmp_path, image, capsys, args, message):
