@@ -295,6 +295,7 @@ def test_match_bench_finds_the_template_and_names_the_peers_not_run(tmp_path, mo
         assert p["max_error"]["arrayconv"] < (1e-5 if p["dtype"] == "float32" else 1e-12)
     table = next(tmp_path.glob("match-*-offset100.md")).read_text()
     assert "| 40x40 | 5x5 | float64 |" in table and "Not run: cv2.matchTemplate (opencv-python is not installed)." in table
+    assert "opencv" not in json.loads(next(tmp_path.glob("match-*-offset100.json")).read_text())["versions"]
 
 
 def test_match_bench_scores_windows_by_definition(rng):

@@ -52,7 +52,7 @@ def peer_calls(image: np.ndarray, template: np.ndarray) -> tuple[dict[str, Calla
         if image.dtype == np.float32 and image.ndim == 2:
             calls[PEERS[1]] = lambda: cv2.matchTemplate(image, template, cv2.TM_CCOEFF_NORMED)
         else:
-            missing[PEERS[1]] = "takes 2-D float32 or uint8 images only"
+            missing[PEERS[1]] = f"on {image.ndim}-D {image.dtype} images: it takes 2-D float32 or uint8 only"
     return calls, missing
 
 
@@ -64,6 +64,17 @@ def defined_scores(image: np.ndarray, template: np.ndarray, corners: np.ndarray)
     windows = windows - windows.mean(axis=(1, 2), keepdims=True)
     t = template - template.mean()
     return np.einsum("nij,ij->n", windows, t) / np.sqrt(np.einsum("nij,nij->n", windows, windows) * np.sum(t * t))
+
+
+def peer_versions() -> dict[str, str]:
+    """The versions of the peers installed."""
+    found = {}
+    for name, module in (("scikit-image", "skimage"), ("opencv", "cv2")):
+        try:
+            found[name] = __import__(module).__version__
+        except ImportError:
+            pass
+    return found
 
 
 def time_point(side: int, k: int, dtype: str, offset: float, repeats: int, rng: np.random.Generator) -> dict:
@@ -100,7 +111,7 @@ def write(points: list[dict], folder: Path, offset: float, argv: list[str]) -> P
     date = datetime.date.today().isoformat()
     folder.mkdir(parents=True, exist_ok=True)
     stem = folder / (f"match-{date}" + (f"-offset{offset:g}" if offset else ""))
-    report = {"date": date, "command": command_line("python -m arrayconv.bench.match", argv), "versions": versions(), "points": points}
+    report = {"date": date, "command": command_line("python -m arrayconv.bench.match", argv), "versions": {**versions(), **peer_versions()}, "points": points}
     stem.with_suffix(".json").write_text(json.dumps(report, indent=1))
     missing = {name: why for p in points for name, why in p["missing"].items()}
     lines = [
