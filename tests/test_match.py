@@ -179,3 +179,34 @@ def test_scores_dtype_follows_the_inputs_promotion(image_dtype, template_dtype, 
     got = ac.match_template(image, template)
     assert got.dtype == scores
     assert_matches(got, reference_match_template(image, template), dtype=scores)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("bright", [0.0, 1000.0])
+def test_long_float32_windows_are_summed_by_running_sums_within_float32s_rounding(monkeypatch, rng, mode, bright):
+    """Windows of 32 samples or more along an axis, for float32 scores: differences of
+    running sums, whose rounding (the slab's along the axis) stays far below float32's,
+    even in a region far brighter than the image's mean."""
+    from arrayconv import _match
+
+    calls, running = [], _match._running_sums
+    monkeypatch.setattr(_match, "_running_sums", lambda *args: calls.append(args[1]) or running(*args))
+    image = rng.standard_normal((150, 130)).astype(np.float32)
+    image[40:90, 30:80] += np.float32(bright)
+    template = image[20:40, 5:41].copy()  # 20 rows: summed by doubling; 36 columns: running sums
+    ref, spreads = reference_match_template(image, template, mode, boundary="symm", spread=True)
+    assert_scores_match(ac.match_template(image, template, mode, boundary="symm"), ref, spreads, dtype="float32", backend="numpy")
+    assert set(calls) == {36}
+
+
+def test_long_float32_windows_with_a_nan_sum_their_own_samples(monkeypatch, rng):
+    from arrayconv import _match
+
+    monkeypatch.setattr(_match, "_running_sums", None)  # never called: a running sum would carry the NaN on
+    image = rng.standard_normal((80, 70)).astype(np.float32)
+    image[40, 30] = np.nan
+    template = image[5:38, 3:40].copy()
+    ref = reference_match_template(image, template)
+    got = ac.match_template(image, template)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+    assert np.isnan(ref).sum() == 33 * 31  # the windows over (40, 30), less those past the first column
