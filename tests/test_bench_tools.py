@@ -298,6 +298,15 @@ def test_match_bench_finds_the_template_and_names_the_peers_not_run(tmp_path, mo
     assert "opencv" not in json.loads(next(tmp_path.glob("match-*-offset100.json")).read_text())["versions"]
 
 
+def test_match_bench_runs_arrayconv_on_each_device(where, tmp_path):
+    argv = ["--sides", "32", "--templates", "5", "--dtypes", "float32", "--repeats", "1", "--device", where, "--out", str(tmp_path)]
+    assert match.main(argv) == 0
+    report = json.loads(next(tmp_path.glob("match-*.json")).read_text())
+    (point,) = report["points"]
+    assert report["device"] == where and point["found"] == point["placed"] and point["max_error"]["arrayconv"] < 1e-5
+    assert next(tmp_path.glob("match-gpu-*.md" if where == "gpu" else "match-2*.md")).read_text().startswith(f"# Template matching, {where.upper()}")
+
+
 def test_match_bench_scores_windows_by_definition(rng):
     image, template = rng.standard_normal((30, 25)), rng.standard_normal((6, 4))
     corners = np.array([[0, 0], [24, 21], [7, 3]])

@@ -1,16 +1,18 @@
 """Template matching against scikit-image and OpenCV: speed and accuracy of the scores.
 
 Usage: ``python -m arrayconv.bench.match [--sides 512,1024,2048,4096] [--templates 7,15,31,63]
-[--dtypes float32,float64] [--offset 0] [--repeats 5] [--out bench/results]``.
+[--dtypes float32,float64] [--offset 0] [--repeats 5] [--device cpu|gpu] [--out bench/results]``.
 For each square image (normal noise plus `offset`, the dark level of a camera say) and
 square template (a piece of the image, so each call finds it), and each dtype,
 ``arrayconv.match_template(image, template)`` ('valid', 'auto'),
 ``skimage.feature.match_template`` and OpenCV's ``cv2.matchTemplate(..., TM_CCOEFF_NORMED)``
 (float32 only; each where installed: ``pip install scikit-image opencv-python-headless``)
 run interleaved in one process after a warm-up call each, in a new order each round;
-the median of `repeats` rounds is kept. Each one's largest error is measured on 2000
-windows (the template's own and others at random) against their scores by definition,
-from the float64 image and template. Writes ``match-<date>[-offsetN].md`` and ``.json``.
+the median of `repeats` rounds is kept. With ``--device gpu`` arrayconv runs on CuPy
+arrays, timed by CUDA events, and the peers still on the CPU. Each one's largest error is
+measured on 2000 windows (the template's own and others at random) against their scores
+by definition, from the float64 image and template. Writes
+``match[-gpu]-<date>[-offsetN].md`` and ``.json``.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ import json
 import random
 import statistics
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -29,7 +30,9 @@ import numpy as np
 
 import arrayconv as ac
 
-from .run import command_line, report_head, versions
+from .devices import Device, device, report_stem
+from .peers import time_call
+from .run import command_line, report_head
 
 PEERS = ("skimage.feature.match_template", "cv2.matchTemplate")
 
@@ -77,8 +80,9 @@ def peer_versions() -> dict[str, str]:
     return found
 
 
-def time_point(side: int, k: int, dtype: str, offset: float, repeats: int, rng: np.random.Generator) -> dict:
-    """Median seconds and largest errors of arrayconv and the peers on one image and template."""
+def time_point(side: int, k: int, dtype: str, offset: float, repeats: int, rng: np.random.Generator, dev: Device) -> dict:
+    """Median seconds and largest errors of arrayconv (on `dev`) and the peers (on the
+    CPU) on one image and template."""
     exact = offset + rng.standard_normal((side, side))
     top, left = rng.integers(0, side - k + 1, size=2)
     image = exact.astype(dtype)
@@ -86,36 +90,37 @@ def time_point(side: int, k: int, dtype: str, offset: float, repeats: int, rng: 
     windows = np.concatenate([[[top, left]], rng.integers(0, side - k + 1, size=(1999, 2))])
     reference = defined_scores(image.astype(np.float64), template.astype(np.float64), windows)
     peers, missing = peer_calls(image, template)
-    calls = {"arrayconv": lambda: ac.match_template(image, template), **peers}
-    errors = {name: float(np.max(np.abs(call()[tuple(windows.T)] - reference))) for name, call in calls.items()}  # the warm-up calls
+    on_device = dev.xp.asarray(image), dev.xp.asarray(template)
+    calls = {"arrayconv": lambda: ac.match_template(*on_device), **peers}
+    timers = {name: dev.time_call if name == "arrayconv" else time_call for name in calls}
+    hosts = {name: dev.to_host if name == "arrayconv" else np.asarray for name in calls}
+    errors = {name: float(np.max(np.abs(hosts[name](call())[tuple(windows.T)] - reference))) for name, call in calls.items()}  # the warm-up calls
     times: dict[str, list[float]] = {name: [] for name in calls}
     order = list(calls)
     for round_ in range(repeats):
         random.Random(round_).shuffle(order)
         for name in order:
-            start = time.perf_counter()
-            calls[name]()
-            times[name].append(time.perf_counter() - start)
+            times[name].append(timers[name](calls[name]))
     median = {name: statistics.median(t) for name, t in times.items()}
-    scores = calls["arrayconv"]()
+    scores = dev.to_host(calls["arrayconv"]())
     found = np.unravel_index(np.argmax(scores), scores.shape)
     return {
         "side": side, "template": k, "dtype": dtype, "offset": offset, "median_s": median, "max_error": errors,
         "missing": missing, "found": [int(found[0]), int(found[1])], "placed": [int(top), int(left)],
-        "method": ac.choose_method(image, template, mode="valid").method,
+        "method": ac.choose_method(*on_device, mode="valid").method,
     }
 
 
-def write(points: list[dict], folder: Path, offset: float, argv: list[str]) -> Path:
+def write(points: list[dict], folder: Path, offset: float, argv: list[str], dev: Device) -> Path:
     """JSON and Markdown reports; returns the Markdown path."""
     date = datetime.date.today().isoformat()
     folder.mkdir(parents=True, exist_ok=True)
-    stem = folder / (f"match-{date}" + (f"-offset{offset:g}" if offset else ""))
-    report = {"date": date, "command": command_line("python -m arrayconv.bench.match", argv), "versions": {**versions(), **peer_versions()}, "points": points}
+    stem = folder / (report_stem("match", dev.name, date) + (f"-offset{offset:g}" if offset else ""))
+    report = {"date": date, "device": dev.name, "command": command_line("python -m arrayconv.bench.match", argv), "versions": {**dev.versions(), **peer_versions()}, "points": points}
     stem.with_suffix(".json").write_text(json.dumps(report, indent=1))
     missing = {name: why for p in points for name, why in p["missing"].items()}
     lines = [
-        *report_head(f"Template matching, CPU, {date}", report["command"], report["versions"]),
+        *report_head(f"Template matching, {'GPU' if dev.name == 'gpu' else 'CPU'}, {date}", report["command"], report["versions"]),
         f"Images of normal noise plus {offset:g}; the template a piece of the image. `arrayconv.match_template(image, template)`",
         "('valid', method 'auto'), `skimage.feature.match_template` and `cv2.matchTemplate(..., TM_CCOEFF_NORMED)`,",
         "interleaved, after a warm-up call each; median of the rounds, milliseconds. Ratio = the fastest peer's time / arrayconv's",
@@ -149,17 +154,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dtypes", default="float32,float64")
     parser.add_argument("--offset", type=float, default=0.0, help="added to every sample of the images")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--device", default="cpu", choices=("cpu", "gpu"), help="where arrayconv runs (CUDA events on the GPU); the peers run on the CPU")
     parser.add_argument("--out", default="bench/results")
     args = parser.parse_args(argv)
+    dev = device(args.device)
     rng = np.random.default_rng(0)
     points = []
     for side in (int(s) for s in args.sides.split(",")):
         for k in (int(s) for s in args.templates.split(",")):
             for dtype in args.dtypes.split(","):
-                points.append(time_point(side, k, dtype, args.offset, args.repeats, rng))
+                points.append(time_point(side, k, dtype, args.offset, args.repeats, rng, dev))
                 p = points[-1]
                 print(f"{side} {k} {dtype}: " + ", ".join(f"{n} {1e3 * s:.1f} ms" for n, s in p["median_s"].items()), flush=True)
-    print(write(points, Path(args.out), args.offset, argv))
+    print(write(points, Path(args.out), args.offset, argv, dev))
     return 0
 
 
