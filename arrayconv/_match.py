@@ -145,7 +145,7 @@ def match_template(
     window = tuple(template.shape[ax] for ax in axes)
     scores = xp.empty(numerator.shape, dtype)
     running = backend.name == "numpy" and dtype == np.float32 and max(window) >= _RUNNING_TAPS and bool(xp.isfinite(xp.sum(x)))
-    offset = float(xp.vdot(x.ravel(), x.ravel())) / x.size if running else None  # near the squares' mean
+    offset = _mean_square(x, xp) if running else None
 
     def score_slab(rows: tuple[int, int]) -> None:
         lo, hi = rows
@@ -233,6 +233,14 @@ def _sliding_sums(a: Array, k: int, axis: int) -> Array:
 # for float64 scores (kept exact) and with a NaN or inf (which a running sum carries to
 # every later window) the sums stay the windows' own.
 _RUNNING_TAPS = 32
+
+
+def _mean_square(x: Array, xp: object) -> float:
+    """About the mean of `x`'s squares, from some 65536 of them in float64 (a float32 dot
+    product would overflow past 1.8e19): any constant gives the same window sums, this one
+    keeps running sums of the squares less it near zero."""
+    sample = x.ravel()[:: max(1, x.size // 65536)].astype(np.float64)
+    return float(xp.mean(sample * sample))
 
 
 def _running_sums(a: Array, k: int, axis: int) -> Array:
