@@ -34,7 +34,7 @@ from ._backend import Array, Backend, get_backend, on_arrays_device
 from ._boundary import BOUNDARIES, extend, fill_number
 from ._choose import MemoryLimitWarning
 from ._correlate import MODES, Boundary, MethodName, Mode, correlate
-from ._problem import as_array, check_choice, normalize_axes
+from ._problem import as_array, check_broadcast, check_choice, check_same_ndim, normalize_axes
 from ._shapes import mode_padding
 from ._threads import run_parallel
 
@@ -341,18 +341,13 @@ def _check_shapes(image: Array, template: Array, axes: int | Sequence[int] | Non
     if image.ndim == 0:
         msg = "`image` and `template` must have at least one dimension, got 0-d arrays"
         raise ValueError(msg)
-    if image.ndim != template.ndim:
-        msg = f"`image` and `template` must have the same ndim, got shapes {image.shape} and {template.shape}"
-        raise ValueError(msg)
+    names = ("image", "template")
+    check_same_ndim(image, template, names)
     axes = normalize_axes(axes, image.ndim)
-    for ax in range(image.ndim):
-        n, k = image.shape[ax], template.shape[ax]
-        if ax in axes and k > n:
-            msg = f"`template` must be no larger than `image` along the matched axes, got shapes {template.shape} and {image.shape} with axes={axes}"
-            raise ValueError(msg)
-        if ax not in axes and n != k and 1 not in (n, k):
-            msg = f"`image` and `template` must agree (or be 1) on axis {ax}, which is not in `axes`; got shapes {image.shape} and {template.shape} with axes={axes}"
-            raise ValueError(msg)
+    if any(template.shape[ax] > image.shape[ax] for ax in axes):
+        msg = f"`template` must be no larger than `image` along the matched axes, got shapes {template.shape} and {image.shape} with axes={axes}"
+        raise ValueError(msg)
+    check_broadcast(image, template, axes, names)
     return axes
 
 

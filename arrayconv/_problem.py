@@ -328,23 +328,24 @@ def _of_backend(a: object, backend: Backend) -> bool:
     return is_cupy_array(a) if backend.name == "cupy" else isinstance(a, np.ndarray)
 
 
-def check_same_ndim(in1: Array, in2: Array) -> None:
-    """Raise unless `in1` and `in2` have the same number of dimensions."""
+def check_same_ndim(in1: Array, in2: Array, names: tuple[str, str] = ("in1", "in2")) -> None:
+    """Raise unless `in1` and `in2` (the arguments `names`) have the same number of dimensions."""
     if in1.ndim != in2.ndim:
         msg = (
-            f"`in1` and `in2` must have the same ndim, got {in1.ndim} and {in2.ndim} "
+            f"`{names[0]}` and `{names[1]}` must have the same ndim, got {in1.ndim} and {in2.ndim} "
             f"(shapes {in1.shape}, {in2.shape})"
         )
         raise ValueError(msg)
 
 
-def check_broadcast(in1: Array, in2: Array, axes: tuple[int, ...]) -> None:
-    """Raise unless the axes outside `axes` are equal or 1 in one of the inputs."""
+def check_broadcast(in1: Array, in2: Array, axes: tuple[int, ...], names: tuple[str, str] = ("in1", "in2")) -> None:
+    """Raise unless the axes outside `axes` are equal or 1 in one of the inputs (the
+    arguments `names`)."""
     for ax in range(in1.ndim):
         n1, n2 = in1.shape[ax], in2.shape[ax]
         if ax not in axes and n1 != n2 and 1 not in (n1, n2):
             msg = (
-                f"`in1` and `in2` must agree (or be 1) on axis {ax}, which is not in `axes`; "
+                f"`{names[0]}` and `{names[1]}` must agree (or be 1) on axis {ax}, which is not in `axes`; "
                 f"got shapes {in1.shape} and {in2.shape} with axes={axes}"
             )
             raise ValueError(msg)
