@@ -58,11 +58,7 @@ def add_commands(commands: Any) -> None:
 def run_filter(args: argparse.Namespace) -> int:
     """Filter ``args.input`` into ``args.output``; raises UsageError for bad files or options."""
     source, target = Path(args.input), Path(args.output)
-    for path in (source, target):
-        if path.suffix.lower() not in FORMATS:
-            raise UsageError(f"unsupported format {path.suffix or '(none)'!r} of {path}; use {', '.join(FORMATS)}")
-    if not source.is_file():
-        raise UsageError(f"input file not found: {source}")
+    check_files([source], [target])
     if target.exists() and target.samefile(source):
         raise UsageError(f"OUTPUT must be another file than INPUT ({target}): its rows would be overwritten while still being read")
     limit = None if args.memory_limit is None else parse_size(args.memory_limit)
@@ -104,18 +100,12 @@ def run_match(args: argparse.Namespace) -> int:
     raises UsageError for bad files or options."""
     paths = [Path(args.image), Path(args.template)]
     target = None if args.scores is None else Path(args.scores)
-    for path in (*paths, *([] if target is None else [target])):
-        if path.suffix.lower() not in FORMATS:
-            raise UsageError(f"unsupported format {path.suffix or '(none)'!r} of {path}; use {', '.join(FORMATS)}")
-    for path in paths:
-        if not path.is_file():
-            raise UsageError(f"input file not found: {path}")
+    check_files(paths, [] if target is None else [target])
     if target is not None and target.suffix.lower() == ".png":
         raise UsageError(f"--scores {target}: PNG holds no scores in [-1, 1]; write .npy, .tif or FITS")
     if args.matches < 0:
         raise UsageError(f"--matches must be at least 0, got {args.matches}")
-    image, template = (np.array(read_image(path)) for path in paths)  # in memory, native byte order
-    image, template = (a.astype(a.dtype.newbyteorder("="), copy=False) for a in (image, template))
+    image, template = (read_in_memory(path) for path in paths)
     if args.device == "gpu":
         image, template = _on_gpu(image), _on_gpu(template)
     scores = match_template(image, template, args.mode, boundary=args.boundary, fillvalue=args.fillvalue)
@@ -130,6 +120,23 @@ def run_match(args: argparse.Namespace) -> int:
     for index, score in best_matches(scores, template.shape, args.matches):
         print(f"{tuple(i - lo for i, lo in zip(index, first))}\t{score:.6f}")
     return 0
+
+
+def check_files(inputs: list[Path], outputs: list[Path]) -> None:
+    """UsageError for a file of a format arrayconv does not read or write, or an input
+    that is not there."""
+    for path in (*inputs, *outputs):
+        if path.suffix.lower() not in FORMATS:
+            raise UsageError(f"unsupported format {path.suffix or '(none)'!r} of {path}; use {', '.join(FORMATS)}")
+    for path in inputs:
+        if not path.is_file():
+            raise UsageError(f"input file not found: {path}")
+
+
+def read_in_memory(path: Path) -> np.ndarray:
+    """The image at `path` read into memory, in native byte order (FITS data are big-endian)."""
+    image = np.array(read_image(path))
+    return image.astype(image.dtype.newbyteorder("="), copy=False)
 
 
 def best_matches(scores: np.ndarray, template: tuple[int, ...], count: int) -> list[tuple[tuple[int, ...], float]]:
@@ -239,8 +246,7 @@ def _kernel_file(path: Path, ndim: int) -> np.ndarray:
     at most `ndim` dims."""
     if not path.is_file():
         raise UsageError(f"kernel file not found: {path}")
-    kernel = np.array(read_image(path))  # in memory
-    kernel = kernel.astype(kernel.dtype.newbyteorder("="), copy=False)  # FITS data are big-endian
+    kernel = read_in_memory(path)
     if kernel.dtype.kind not in "iuf" or kernel.ndim > ndim:
         raise UsageError(f"kernel file {path} must hold a real array of at most {ndim} dims, got {kernel.dtype} {kernel.shape}")
     return kernel
