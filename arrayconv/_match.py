@@ -138,13 +138,14 @@ def match_template(
     pads = [mode_padding(image.shape[ax], template.shape[ax], mode) for ax in axes]
     _check_memory(image, template, axes, pads, dtype, backend)  # before the extended copy
     x = extend(xp, image, axes, pads, BOUNDARIES[boundary], fill, dtype=dtype)  # a new array
-    x -= xp.asarray(_finite_mean(x, xp), dtype)
+    mean, finite = _finite_mean(x, xp)
+    x -= xp.asarray(mean, dtype)
 
     numerator = correlate(x, centred_template(template, axes, xp).astype(dtype), "valid", method, axes=axes)
 
     window = tuple(template.shape[ax] for ax in axes)
     scores = xp.empty(numerator.shape, dtype)
-    running = backend.name == "numpy" and dtype == np.float32 and max(window) >= _RUNNING_TAPS and bool(xp.isfinite(xp.sum(x)))
+    running = backend.name == "numpy" and dtype == np.float32 and max(window) >= _RUNNING_TAPS and finite
     offset = _mean_square(x, xp) if running else None
 
     def score_slab(rows: tuple[int, int]) -> None:
@@ -357,14 +358,15 @@ def _score_dtype(image: Array, template: Array) -> np.dtype:
     return np.dtype(np.float32 if promoted.kind == "f" and promoted.itemsize <= 4 else np.float64)
 
 
-def _finite_mean(x: Array, xp: object) -> float:
-    """The mean of `x`'s finite samples (0 if none), in float64."""
+def _finite_mean(x: Array, xp: object) -> tuple[float, bool]:
+    """The mean of `x`'s finite samples (0 if none), in float64, and whether all of them
+    are finite."""
     with np.errstate(invalid="ignore"):  # inf - inf
         mean = float(xp.mean(x, dtype=np.float64))
     if math.isfinite(mean):
-        return mean
+        return mean, True
     finite = x[xp.isfinite(x)]
-    return float(xp.mean(finite, dtype=np.float64)) if finite.size else 0.0
+    return (float(xp.mean(finite, dtype=np.float64)) if finite.size else 0.0), False
 
 
 def _check_template(t0: Array, t: Array, axes: tuple[int, ...], xp: object) -> None:
