@@ -4,7 +4,7 @@ Public API: :func:`correlate`, :func:`convolve` (SciPy semantics), :func:`conv`
 (multichannel filter banks), :func:`patch_conv` (patch stacks), their adjoints
 (:func:`conv_transpose`, :func:`conv_weight_grad`, :func:`correlate_transpose`, ...), their plans (:func:`plan_correlate`, :func:`plan_convolve`,
 :func:`plan_conv`), :func:`match_template` (normalized cross-correlation),
-:func:`choose_method`, :func:`calibrate`, and settings
+:func:`richardson_lucy` (deconvolution), :func:`choose_method`, :func:`calibrate`, and settings
 (:func:`config`, :func:`memory_limit`, :func:`cache_info`, :func:`clear_caches`).
 """
 
@@ -22,6 +22,7 @@ from ._choose_method import choose_method
 from ._config import config, memory_limit
 from ._conv import conv, plan_conv
 from ._correlate import convolve, correlate, plan_convolve, plan_correlate
+from ._deconvolve import richardson_lucy
 from ._match import match_template
 from ._methods import METHODS
 from ._patch import patch_conv
@@ -60,4 +61,5 @@ __all__ = [
     "plan_conv",
     "plan_convolve",
     "plan_correlate",
+    "richardson_lucy",
 ]

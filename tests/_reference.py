@@ -130,31 +130,72 @@ def random(rng, shape, dtype):
 _NUMPY_PAD = {"fill": "constant", "wrap": "wrap", "symm": "symmetric", "reflect": "symmetric", "mirror": "reflect", "nearest": "edge"}
 
 
+def _windows(image, kernel_shape, axes, mode, boundary, fillvalue=0):
+    """The windows of `image` (float64) under a kernel of `kernel_shape` along `axes`, the
+    image extended by ``numpy.pad`` as `mode` and `boundary` read it: each output's window
+    on the last ``len(axes)`` axes."""
+    pads = [(0, 0)] * image.ndim
+    for ax in axes:
+        k = kernel_shape[ax]
+        pads[ax] = {"valid": (0, 0), "same": (k // 2, (k - 1) // 2), "full": (k - 1, k - 1)}[mode]
+    extra = {"constant_values": fillvalue} if boundary == "fill" else {}
+    x = np.pad(_wide(image).astype(np.float64), pads, mode=_NUMPY_PAD[boundary], **extra)
+    return np.lib.stride_tricks.sliding_window_view(x, [kernel_shape[a] for a in axes], axis=axes)
+
+
+def _as_window(kernel, axes):
+    """`kernel` (float64) laid out to broadcast against :func:`_windows`: its batch axes
+    first (1 along `axes`), then its window."""
+    nd = kernel.ndim
+    k = np.moveaxis(_wide(kernel).astype(np.float64), axes, range(nd - len(axes), nd))
+    return k.reshape([kernel.shape[a] if a not in axes else 1 for a in range(nd)] + [kernel.shape[a] for a in axes])
+
+
+def _normal_axes(axes, nd):
+    return tuple(range(nd)) if axes is None else tuple(sorted(a % nd for a in np.atleast_1d(axes)))
+
+
 def reference_match_template(image, template, mode="valid", *, boundary="fill", fillvalue=0, axes=None, spread=False):
     """Normalized cross-correlation by its definition, in float64: each window of the image
     (extended by ``numpy.pad`` as `mode` and `boundary` read it) and the template, each
     less its own mean, their dot product over the product of their norms; 0 for a window
     with no spread, NaN for one holding a NaN or inf. With `spread`, also each window's
     spread (its samples' squared deviations from their mean, summed)."""
-    image, template = _wide(image).astype(np.float64), _wide(template).astype(np.float64)
     nd = image.ndim
-    axes = tuple(range(nd)) if axes is None else tuple(sorted(a % nd for a in np.atleast_1d(axes)))
-    pads = [(0, 0)] * nd
-    for ax in axes:
-        k = template.shape[ax]
-        pads[ax] = {"valid": (0, 0), "same": (k // 2, (k - 1) // 2), "full": (k - 1, k - 1)}[mode]
-    extra = {"constant_values": fillvalue} if boundary == "fill" else {}
-    x = np.pad(image, pads, mode=_NUMPY_PAD[boundary], **extra)
-    windows = np.lib.stride_tricks.sliding_window_view(x, [template.shape[a] for a in axes], axis=axes)
+    axes = _normal_axes(axes, nd)
+    windows = _windows(image, template.shape, axes, mode, boundary, fillvalue)
     ends = tuple(range(nd, nd + len(axes)))  # the windows' own axes
-    t = np.moveaxis(template, axes, range(nd - len(axes), nd))
-    t = t.reshape([template.shape[a] if a not in axes else 1 for a in range(nd)] + [template.shape[a] for a in axes])
+    t = _as_window(template, axes)
     with np.errstate(invalid="ignore"):
         w = windows - windows.mean(axis=ends, keepdims=True)
         t = t - t.mean(axis=ends, keepdims=True)
         spreads = (w * w).sum(axis=ends)
         scores = np.where(spreads == 0, 0.0, (w * t).sum(axis=ends) / np.sqrt(spreads * (t * t).sum(axis=ends)))
     return (scores, spreads) if spread else scores
+
+
+def reference_richardson_lucy(image, psf, num_iter, *, boundary="fill", axes=None, filter_epsilon=None, clip=False):
+    """Richardson-Lucy by skimage's steps, in float64, each filter by its definition: the
+    estimate (0.5 to start) times the ratio of the image to its blur (plus 1e-12; 0 where
+    that is under `filter_epsilon`) correlated with the PSF, both 'same' with `boundary`."""
+    nd = image.ndim
+    axes = _normal_axes(axes, nd)
+    ends = tuple(range(nd, nd + len(axes)))
+    flipped = np.flip(psf, axis=axes)
+
+    def correlate_same(x, kernel):
+        return (_windows(x, kernel.shape, axes, "same", boundary) * _as_window(kernel, axes)).sum(axis=ends)
+
+    image = _wide(image).astype(np.float64)
+    shape = [n if ax in axes else max(n, k) for ax, (n, k) in enumerate(zip(image.shape, psf.shape))]
+    estimate = np.full(shape, 0.5)
+    for _ in range(num_iter):
+        blurred = correlate_same(estimate, flipped) + 1e-12
+        ratio = image / blurred
+        if filter_epsilon:
+            ratio[blurred < filter_epsilon] = 0
+        estimate = estimate * correlate_same(ratio, psf)
+    return np.clip(estimate, -1, 1) if clip else estimate
 
 
 def assert_scores_match(got, ref, spreads, *, dtype, backend):
