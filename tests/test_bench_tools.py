@@ -11,7 +11,7 @@ import pytest
 
 import arrayconv as ac
 from arrayconv.__main__ import main
-from arrayconv.bench import accuracy, images, match, overhead, plans, readme, sweep
+from arrayconv.bench import accuracy, deconvolve, images, match, overhead, plans, readme, sweep
 from arrayconv.bench.cases import CASES, Case, random_array
 from arrayconv.bench.devices import device
 from arrayconv.bench.peers import QUICK_MAX_DIRECT_MACS, peer_callables
@@ -311,6 +311,36 @@ def test_match_bench_scores_windows_by_definition(rng):
     image, template = rng.standard_normal((30, 25)), rng.standard_normal((6, 4))
     corners = np.array([[0, 0], [24, 21], [7, 3]])
     np.testing.assert_allclose(match.defined_scores(image, template, corners), ac.match_template(image, template)[tuple(corners.T)], rtol=0, atol=1e-14)
+
+
+def test_deconvolve_bench_names_skimage_where_it_is_not_installed(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "skimage.restoration", None)  # as if not installed
+    argv = ["--sides", "48", "--psfs", "5", "--dtypes", "float32", "--iterations", "3", "--repeats", "1", "--out", str(tmp_path)]
+    assert deconvolve.main(argv) == 0
+    points = json.loads(next(tmp_path.glob("deconvolve-*.json")).read_text())["points"]
+    assert [(p["psf"], p["dtype"]) for p in points] == [("gaussian", "float32"), ("disc", "float32")]
+    for p in points:
+        assert set(p["median_s"]) == {"arrayconv"} and p["missing"] == {deconvolve.PEER: "scikit-image is not installed"}
+    table = next(tmp_path.glob("deconvolve-*.md")).read_text()
+    assert "| 48x48 | disc 5x5 | float32 | 3 |" in table and "Not run: skimage.restoration.richardson_lucy (scikit-image is not installed)." in table
+
+
+def test_deconvolve_bench_agrees_with_skimage_on_each_device(where, tmp_path):
+    pytest.importorskip("skimage.restoration")
+    argv = ["--sides", "40", "--psfs", "6", "--iterations", "4", "--repeats", "1", "--device", where, "--out", str(tmp_path)]
+    assert deconvolve.main(argv) == 0
+    report = json.loads(next(tmp_path.glob("deconvolve-*.json")).read_text())
+    assert report["device"] == where and len(report["points"]) == 4
+    for p in report["points"]:
+        assert p["max_difference"]["arrayconv"] < (1e-5 if p["dtype"] == "float32" else 1e-12), p
+    assert next(tmp_path.glob("deconvolve-gpu-*.md" if where == "gpu" else "deconvolve-2*.md")).read_text().startswith(f"# Richardson-Lucy deconvolution, {where.upper()}")
+
+
+def test_deconvolve_bench_psfs_sum_to_one_and_only_the_gaussian_is_separable():
+    for kind in ("gaussian", "disc"):
+        psf = deconvolve.make_psf(kind, 9)
+        assert psf.shape == (9, 9) and psf.sum() == pytest.approx(1) and np.allclose(psf, psf.T)
+        assert (np.linalg.matrix_rank(psf) == 1) == (kind == "gaussian")
 
 
 def test_devices_are_cpu_or_gpu():

@@ -20,8 +20,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import random
-import statistics
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -31,7 +29,7 @@ import numpy as np
 import arrayconv as ac
 
 from .devices import Device, device, report_stem
-from .peers import time_call
+from .peers import interleaved_medians, time_call
 from .run import command_line, report_head
 
 PEERS = ("skimage.feature.match_template", "cv2.matchTemplate")
@@ -95,13 +93,7 @@ def time_point(side: int, k: int, dtype: str, offset: float, repeats: int, rng: 
     timers = {name: dev.time_call if name == "arrayconv" else time_call for name in calls}
     hosts = {name: dev.to_host if name == "arrayconv" else np.asarray for name in calls}
     errors = {name: float(np.max(np.abs(hosts[name](call())[tuple(windows.T)] - reference))) for name, call in calls.items()}  # the warm-up calls
-    times: dict[str, list[float]] = {name: [] for name in calls}
-    order = list(calls)
-    for round_ in range(repeats):
-        random.Random(round_).shuffle(order)
-        for name in order:
-            times[name].append(timers[name](calls[name]))
-    median = {name: statistics.median(t) for name, t in times.items()}
+    median = interleaved_medians(calls, timers, repeats)
     scores = dev.to_host(calls["arrayconv"]())
     found = np.unravel_index(np.argmax(scores), scores.shape)
     return {

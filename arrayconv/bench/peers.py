@@ -9,6 +9,8 @@ take far too long are listed as skipped with the reason.
 from __future__ import annotations
 
 import math
+import random
+import statistics
 import time
 from collections.abc import Callable
 
@@ -128,6 +130,18 @@ def time_call(fn: Callable[[], object]) -> float:
     start = time.perf_counter()
     fn()
     return time.perf_counter() - start
+
+
+def interleaved_medians(calls: dict[str, Callable[[], object]], timers: dict[str, Callable[[Callable[[], object]], float]], repeats: int) -> dict[str, float]:
+    """The median seconds of each of `calls` over `repeats` rounds, each timed by its own
+    entry of `timers`, all of them once a round in a new order (none always first)."""
+    times: dict[str, list[float]] = {name: [] for name in calls}
+    order = list(calls)
+    for round_ in range(repeats):
+        random.Random(round_).shuffle(order)
+        for name in order:
+            times[name].append(timers[name](calls[name]))
+    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def _torch(case: Case, x: np.ndarray, w: np.ndarray) -> tuple[Callable[[], object] | None, str]:
