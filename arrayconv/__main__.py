@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ._cli import UsageError, add_commands, fail, run_filter, run_info, run_match
+from ._cli import UsageError, add_commands, fail, run_deconvolve, run_filter, run_info, run_match
 from ._demo import run_demo
 
 
@@ -35,6 +35,8 @@ def main(argv: list[str] | None = None) -> int:
             return run_filter(args)
         if args.command == "match":
             return run_match(args)
+        if args.command == "deconvolve":
+            return run_deconvolve(args)
         if args.command == "info":
             return run_info()
         if args.size < 64:

@@ -1,5 +1,5 @@
-"""``arrayconv filter``, ``match`` and ``info``: filter image files, find a template in
-one, report the installation."""
+"""``arrayconv filter``, ``match``, ``deconvolve`` and ``info``: filter image files, find a
+template in one, deconvolve one, report the installation."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from ._allocator import keep_freed_memory
 from ._boundary import BOUNDARIES
 from ._backend import NUMPY
 from ._cache import cache_info
+from ._deconvolve import richardson_lucy
 from ._image_files import FITS_SUFFIXES, FORMATS, UsageError, create_output, fits_header, read_image, write_png
 from ._machine import blas, cores, cpu_name
 from ._nan import NAN_POLICIES
@@ -30,7 +31,8 @@ _SIZE = re.compile(r"^(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?$", re.IGNORECASE)
 
 
 def add_commands(commands: Any) -> None:
-    """Add the `filter` and `info` subcommands to an argparse subparsers object."""
+    """Add the `filter`, `match`, `deconvolve` and `info` subcommands to an argparse
+    subparsers object."""
     cmd = commands.add_parser("filter", help="correlate (or convolve) an image file (.npy, .tif, .png, .fits) into another")
     cmd.add_argument("input", help="image file: .npy, .tif/.tiff, .png or .fits/.fit/.fts")
     cmd.add_argument("output", help="result file: .npy, .tif/.tiff, .png or .fits/.fit/.fts")
@@ -51,6 +53,14 @@ def add_commands(commands: Any) -> None:
     cmd.add_argument("--mode", default="valid", choices=("valid", "same", "full"), help="which windows are scored (default valid: inside the image)")
     cmd.add_argument("--boundary", default="fill", choices=tuple(BOUNDARIES))
     cmd.add_argument("--fillvalue", default=0.0, type=float, help="the value past the edges with --boundary fill (default 0)")
+    cmd.add_argument("--device", default="cpu", choices=("cpu", "gpu"))
+    cmd = commands.add_parser("deconvolve", help="Richardson-Lucy deconvolution of an image file by a PSF")
+    cmd.add_argument("input", help="image file: .npy, .tif/.tiff, .png or .fits/.fit/.fts")
+    cmd.add_argument("output", help="result file: .npy, .tif/.tiff or .fits/.fit/.fts (float32 for images of float32 or of integers up to 16 bits, else float64)")
+    cmd.add_argument("--psf", required=True, help=f"{_KERNELS}; scaled to sum 1, and placed on the image's axes as --kernel is")
+    cmd.add_argument("--iterations", type=int, default=30, help="Richardson-Lucy iterations (default 30)")
+    cmd.add_argument("--boundary", default="fill", choices=tuple(BOUNDARIES), help="how the image continues past its edges (default fill: zeros)")
+    cmd.add_argument("--filter-epsilon", type=float, default=None, help="where the blurred estimate is below this, the ratio is 0 (default: never)")
     cmd.add_argument("--device", default="cpu", choices=("cpu", "gpu"))
     commands.add_parser("info", help="version, backends, devices, memory budget and caches")
 
@@ -119,6 +129,35 @@ def run_match(args: argparse.Namespace) -> int:
     print("window (first sample in the image)\tscore")
     for index, score in best_matches(scores, template.shape, args.matches):
         print(f"{tuple(i - lo for i, lo in zip(index, first))}\t{score:.6f}")
+    return 0
+
+
+def run_deconvolve(args: argparse.Namespace) -> int:
+    """Deconvolve ``args.input`` by ``args.psf`` into ``args.output``; raises UsageError for
+    bad files or options."""
+    source, target = Path(args.input), Path(args.output)
+    check_files([source], [target])
+    if target.suffix.lower() == ".png":
+        raise UsageError(f"{target}: PNG holds no deconvolved (float) image; write .npy, .tif or FITS")
+    if args.iterations < 0:
+        raise UsageError(f"--iterations must be at least 0, got {args.iterations}")
+    image = read_in_memory(source)
+    if image.dtype.kind in "iu" and image.dtype.itemsize <= 2:  # counts float32 holds exactly: half float64's memory and time
+        image = image.astype(np.float32)
+    psf = make_kernel(args.psf, tuple(image.shape))
+    total = float(psf.sum(dtype=np.float64))
+    if not total > 0:
+        raise UsageError(f"--psf {args.psf} sums to {total}; a PSF must sum to more than 0")
+    psf = (psf / total).astype(psf.dtype if psf.dtype.kind == "f" else np.float64)
+    if args.device == "gpu":
+        image, psf = _on_gpu(image), _on_gpu(psf)
+    result = richardson_lucy(image, psf, args.iterations, boundary=args.boundary, filter_epsilon=args.filter_epsilon)
+    result = result.get() if hasattr(result, "get") else result
+    header = fits_header(source, (0,) * result.ndim) if source.suffix.lower() in FITS_SUFFIXES and target.suffix.lower() in FITS_SUFFIXES else None
+    out = create_output(target, result.shape, result.dtype, header)
+    out[...] = result
+    if hasattr(out, "flush"):
+        out.flush()
     return 0
 
 

@@ -11,7 +11,7 @@ import scipy.ndimage
 import arrayconv as ac
 from arrayconv.__main__ import main
 from arrayconv._cli import make_kernel, parse_size
-from _reference import assert_matches
+from _reference import assert_matches, reference_richardson_lucy
 
 
 @pytest.fixture
@@ -233,6 +233,37 @@ def test_match_errors_from_the_library_are_one_line(tmp_path, image, capsys):
     assert err.count("\n") == 1 and err.startswith("arrayconv: error: ValueError: `template` is constant"), err
 
 
+@pytest.mark.parametrize("dtype, result", [("uint16", "float32"), ("float32", "float32"), ("int32", "float64")])
+def test_deconvolve_writes_richardson_lucy_of_the_image_by_the_psf_scaled_to_sum_one(xp, tmp_path, rng, dtype, result):
+    image = rng.integers(1, 1000, (60, 50)).astype(dtype)
+    psf = rng.random((5, 4))
+    np.save(tmp_path / "image.npy", image)
+    np.save(tmp_path / "psf.npy", 3 * psf)  # a PSF file need not be normalized
+    device = "cpu" if xp is np else "gpu"
+    args = ["deconvolve", str(tmp_path / "image.npy"), str(tmp_path / "out.tif"), "--psf", str(tmp_path / "psf.npy"), "--iterations", "5"]
+    assert main([*args, "--boundary", "nearest", "--filter-epsilon", "300", "--device", device]) == 0
+    tifffile = pytest.importorskip("tifffile")
+    got = tifffile.imread(tmp_path / "out.tif")
+    ref = reference_richardson_lucy(image, psf / psf.sum(), 5, boundary="nearest", filter_epsilon=300)
+    assert got.dtype == np.dtype(result)
+    assert_matches(got, ref, dtype=result, bound=1.0)
+
+
+def test_deconvolve_fits_keeps_the_header_and_deconvolves_each_plane_of_a_cube(tmp_path, rng):
+    fits = pytest.importorskip("astropy.io.fits")
+    cube = rng.integers(1, 500, (3, 40, 30)).astype(np.int16)
+    header = fits.Header({"OBJECT": "M 31", "CRPIX1": 12.5})
+    fits.PrimaryHDU(cube, header=header).writeto(tmp_path / "in.fits")
+    assert main(["deconvolve", str(tmp_path / "in.fits"), str(tmp_path / "out.fits"), "--psf", "gaussian:1", "--iterations", "4"]) == 0
+    with fits.open(tmp_path / "out.fits") as hdus:
+        got, header = hdus[0].data, hdus[0].header
+    assert header["OBJECT"] == "M 31" and header["CRPIX1"] == 12.5 and got.dtype == np.dtype(">f4")
+    psf = make_kernel("gaussian:1", cube.shape)
+    assert psf.shape == (1, 9, 9)
+    ref = reference_richardson_lucy(cube, psf.astype(np.float64) / psf.sum(dtype=np.float64), 4)
+    assert_matches(got.astype(np.float32), ref, dtype="float32")
+
+
 def test_best_matches_are_more_than_half_a_template_apart():
     from arrayconv._cli import best_matches
 
@@ -287,9 +318,14 @@ def test_a_library_error_leaves_no_output_file(tmp_path, image, capsys):
         (["match", "{tmp}/in.npy", "{tmp}/in.npy", "--scores", "{tmp}/o.png"], "PNG holds no scores"),
         (["match", "{tmp}/in.npy", "{tmp}/in.npy", "--matches", "-1"], "--matches must be at least 0"),
         (["match", "{tmp}/in.npy", "{tmp}/in.jpg"], "unsupported format '.jpg'"),
+        (["deconvolve", "{tmp}/in.npy", "{tmp}/o.png", "--psf", "gaussian:2"], "PNG holds no deconvolved (float) image"),
+        (["deconvolve", "{tmp}/in.npy", "{tmp}/o.npy", "--psf", "gaussian:2", "--iterations", "-1"], "--iterations must be at least 0"),
+        (["deconvolve", "{tmp}/in.npy", "{tmp}/o.npy"], "the following arguments are required: --psf"),
+        (["deconvolve", "{tmp}/in.npy", "{tmp}/o.npy", "--psf", "{tmp}/zero.npy"], "sums to 0.0; a PSF must sum to more than 0"),
     ],
 )
 def test_errors_are_one_line_and_exit_code_2(tmp_path, image, capsys, args, message):
+    np.save(tmp_path / "zero.npy", np.zeros((3, 3)))
     assert main([a.format(tmp=tmp_path) for a in args]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("arrayconv: error: ") and message.format(tmp=tmp_path) in err, err
