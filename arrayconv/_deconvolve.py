@@ -78,11 +78,11 @@ def richardson_lucy(
     Raises
     ------
     TypeError
-        For complex or non-numeric inputs, or a `num_iter` that is not an integer.
+        For complex or non-numeric inputs, a `num_iter` that is not an integer, or a
+        `filter_epsilon` that is not a real number.
     ValueError
         For different ndims, batch axes that do not broadcast, a NaN or inf in either
-        input, a negative `num_iter`, a `filter_epsilon` that is not a real number, or an
-        unknown `boundary` or `method`.
+        input, a negative `num_iter`, or an unknown `boundary` or `method`.
 
     See Also
     --------
@@ -158,7 +158,7 @@ def _check(
     if filter_epsilon is not None:
         if isinstance(filter_epsilon, bool) or not isinstance(filter_epsilon, (int, float, np.integer, np.floating)):
             msg = f"`filter_epsilon` must be a real number or None, got {filter_epsilon!r}"
-            raise ValueError(msg)
+            raise TypeError(msg)
         floor = float(filter_epsilon) or None  # 0 filters nothing, as in skimage
     for name, a in (("image", image), ("psf", psf)):
         if not bool(xp.isfinite(a).all()):  # type: ignore[attr-defined]

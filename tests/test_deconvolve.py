@@ -130,7 +130,7 @@ def test_deconvolution_restores_a_blurred_point(rng):
     ({"num_iter": -1}, ValueError, "0 or more"),
     ({"num_iter": 2.0}, TypeError, "`num_iter` must be an int"),
     ({"num_iter": True}, TypeError, "`num_iter` must be an int"),
-    ({"filter_epsilon": "small"}, ValueError, "`filter_epsilon` must be a real number"),
+    ({"filter_epsilon": "small"}, TypeError, "`filter_epsilon` must be a real number"),
     ({"boundary": "zero"}, ValueError, "`boundary` must be one of"),
     ({"method": "fast"}, ValueError, "`method` must be one of"),
     ({"image": np.ones((2, 5, 5)), "psf": np.ones((3, 3, 3)), "axes": (1, 2)}, ValueError, "must agree (or be 1) on axis 0"),
