@@ -11,6 +11,7 @@ iteration, and each filter runs by the method the cost model picks for it.
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Sequence
 
@@ -19,6 +20,7 @@ import numpy as np
 from ._backend import Array, get_backend, on_arrays_device
 from ._boundary import BOUNDARIES
 from ._correlate import Boundary, MethodName, plan_convolve, plan_correlate
+from ._plan import check_memory
 from ._problem import as_array, check_broadcast, check_choice, check_same_ndim, normalize_axes
 
 # Added to every blurred sample before the division, as skimage does (no division by zero
@@ -82,7 +84,9 @@ def richardson_lucy(
         `filter_epsilon` that is not a real number.
     ValueError
         For different ndims, batch axes that do not broadcast, a NaN or inf in either
-        input, a negative `num_iter`, or an unknown `boundary` or `method`.
+        input, a negative `num_iter`, an unknown `boundary` or `method`, or arrays that the
+        device's memory cannot hold (checked before any work; over the memory limit, a
+        :class:`MemoryLimitWarning`).
 
     See Also
     --------
@@ -116,6 +120,15 @@ def richardson_lucy(
     image, psf = as_array(image, "image", backend), as_array(psf, "psf", backend)
     axes, shape, iterations, floor = _check(image, psf, num_iter, filter_epsilon, boundary, axes, xp)
     dtype = np.dtype(np.float32 if image.dtype in (np.float16, np.float32) else np.float64)
+    result_bytes = math.prod(shape) * dtype.itemsize
+    cast_bytes = 0 if image.dtype == dtype else image.size * dtype.itemsize
+    check_memory(
+        "richardson_lucy",
+        (f"the estimate of shape {shape}, its blur and its correction, and the image in {dtype}", 3 * result_bytes + cast_bytes),
+        ("the estimate, its blur and its correction", 3 * result_bytes),
+        "deconvolve smaller pieces: the frames of a stack apart, or tiles of the image overlapping by a few PSF widths",
+        backend.name,
+    )
     image, psf = image.astype(dtype, copy=False), psf.astype(dtype)
 
     blur = plan_convolve(psf, shape, "same", method, axes=axes, boundary=boundary, dtype=dtype)

@@ -24,7 +24,6 @@ below float32's. On the CPU this runs in slabs of about a MiB, on all cores.
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -32,8 +31,8 @@ import numpy as np
 from . import _config
 from ._backend import Array, Backend, get_backend, on_arrays_device
 from ._boundary import BOUNDARIES, extend, fill_number
-from ._choose import MemoryLimitWarning
 from ._correlate import MODES, Boundary, MethodName, Mode, correlate
+from ._plan import check_memory
 from ._problem import as_array, check_broadcast, check_choice, check_same_ndim, normalize_axes
 from ._shapes import mode_padding
 from ._threads import run_parallel
@@ -280,28 +279,19 @@ def _scores(numerator: Array, sums: Array, squares: Array, samples: int, xp: obj
 def _check_memory(image: Array, template: Array, axes: tuple[int, ...], pads: list[tuple[int, int]], dtype: np.dtype, backend: Backend) -> None:
     """Refuse, before any work, arrays that the device's memory cannot hold: the extended
     image, its correlation with the template and the scores; warn where the first two,
-    the temporaries, exceed the memory budget (:class:`MemoryLimitWarning`)."""
+    the temporaries, exceed the memory budget (:func:`._plan.check_memory`)."""
     extended = list(image.shape)
     for ax, (lo, hi) in zip(axes, pads):
         extended[ax] += lo + hi
     scores = [n - k + 1 if ax in axes else max(n, k) for ax, (n, k) in enumerate(zip(extended, template.shape))]
     extended_bytes, scores_bytes = math.prod(extended) * dtype.itemsize, math.prod(scores) * dtype.itemsize
-    capacity = _config.capacity(backend.name)
-    if extended_bytes + 2 * scores_bytes > capacity:
-        msg = (
-            f"match_template needs {(extended_bytes + 2 * scores_bytes) / 2**30:.3g} GiB for the extended image, its "
-            f"correlation with the template and the scores of shape {tuple(scores)}, more than the "
-            f"{capacity / 2**30:.3g} GiB of memory of this device; match tiles of the image, overlapping by the template less one"
-        )
-        raise ValueError(msg)
-    budget = _config.budget(backend.name)
-    if extended_bytes + scores_bytes > budget:
-        msg = (
-            f"match_template's temporaries (the extended image and its correlation with the template) need "
-            f"{(extended_bytes + scores_bytes) / 2**30:.3g} GiB, over the memory limit of {budget / 2**30:.3g} GiB; "
-            "running anyway: raise the limit (arrayconv.config) or match tiles of the image"
-        )
-        warnings.warn(msg, MemoryLimitWarning, stacklevel=3)
+    check_memory(
+        "match_template",
+        (f"the extended image, its correlation with the template and the scores of shape {tuple(scores)}", extended_bytes + 2 * scores_bytes),
+        ("the extended image and its correlation with the template", extended_bytes + scores_bytes),
+        "match tiles of the image, overlapping by the template less one",
+        backend.name,
+    )
 
 
 def check_match(image: Array, template: Array, mode: str, boundary: str, fillvalue: object, axes: int | Sequence[int] | None) -> tuple[tuple[int, ...], np.dtype, float]:

@@ -360,6 +360,24 @@ def _caller_level() -> int:
     return level
 
 
+def check_memory(function: str, arrays: tuple[str, int], temporaries: tuple[str, int], smaller: str, backend_name: str) -> None:
+    """Refuse, before any work, a call of `function` whose `arrays` (what they are, and
+    their bytes) the device's memory cannot hold; warn (:class:`MemoryLimitWarning`) where
+    its `temporaries` exceed the memory budget. `smaller` says how to ask for less."""
+    (held, needed), (kept, temporary) = arrays, temporaries
+    capacity = _config.capacity(backend_name)
+    if needed > capacity:
+        msg = f"{function} needs {needed / 2**30:.3g} GiB for {held}, more than the {capacity / 2**30:.3g} GiB of memory of this device; {smaller}"
+        raise ValueError(msg)
+    budget = _config.budget(backend_name)
+    if temporary > budget:
+        msg = (
+            f"{function}'s temporaries ({kept}) need {temporary / 2**30:.3g} GiB, over the memory limit of "
+            f"{budget / 2**30:.3g} GiB; running anyway: raise the limit (arrayconv.config) or {smaller}"
+        )
+        warnings.warn(msg, MemoryLimitWarning, stacklevel=_caller_level())
+
+
 def _result_bytes(spec: Spec) -> int:
     return math.prod(spec.y.shape) * spec.y.dtype.itemsize
 

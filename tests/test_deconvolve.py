@@ -108,6 +108,25 @@ def test_no_iterations_give_the_start(xp, rng):
     np.testing.assert_array_equal(to_numpy(got), np.full((8, 9), 0.5, np.float32))
 
 
+@pytest.mark.parametrize("dtype, needed", [("float32", 3 * 40_000), ("uint16", 3 * 80_000 + 80_000)])  # uint16: float64, and its copy
+def test_arrays_past_the_devices_memory_are_refused_before_any_work(monkeypatch, rng, dtype, needed):
+    from arrayconv import _config
+
+    image, psf = counts(rng, (100, 100), dtype), np.full((3, 3), 1 / 9)
+    monkeypatch.setattr(_config, "capacity", lambda backend_name: needed - 1)
+    with pytest.raises(ValueError, match=r"richardson_lucy needs .* GiB for the estimate of shape \(100, 100\), .* deconvolve smaller pieces"):
+        ac.richardson_lucy(image, psf, 2)
+    monkeypatch.setattr(_config, "capacity", lambda backend_name: needed)
+    assert ac.richardson_lucy(image, psf, 2).shape == (100, 100)
+
+
+def test_temporaries_over_the_memory_limit_warn(rng):
+    image, psf = counts(rng, (100, 100), "float64"), counts(rng, (3, 3), "float64")
+    with ac.config(memory_limit=3 * 100 * 100 * 8 - 1), pytest.warns(ac.MemoryLimitWarning, match="richardson_lucy's temporaries"):
+        got = ac.richardson_lucy(image, psf, 2)
+    assert_rl_matches(got, reference_richardson_lucy(image, psf, 2), "float64", 2, np)
+
+
 def test_deconvolution_restores_a_blurred_point(rng):
     """A point blurred by a Gaussian comes back sharper: the iterations do their job."""
     r = np.arange(-6, 7)
