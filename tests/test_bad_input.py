@@ -71,6 +71,8 @@ def test_every_function_leaves_read_only_inputs_unchanged(tmp_path, rng):
         ac.conv_weight_grad(x, y, w.shape, padding=1, method=method)
         ac.correlate_transpose(g, w[0, 0], (14, 14), "valid", method)
         ac.plan_correlate(w[0, 0], g.shape, "same", method)(g)
+        ac.match_template(g, w[0, 0], "same", method=method)
+        ac.richardson_lucy(g, w[0, 0], 2, method=method)
     ac.patch_conv(x[None, :, :, :4, :4], w, padding=1)
     ac.correlate_into(g, w[0, 0], np.empty((12, 12)), progress=False)
     for a, copy in zip(arrays, copies):
