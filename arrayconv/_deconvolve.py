@@ -118,8 +118,10 @@ def richardson_lucy(
     backend = get_backend(image=image, psf=psf)
     xp = backend.xp
     image, psf = as_array(image, "image", backend), as_array(psf, "psf", backend)
-    axes, shape, iterations, floor = _check(image, psf, num_iter, filter_epsilon, boundary, axes, xp)
-    dtype = np.dtype(np.float32 if image.dtype in (np.float16, np.float32) else np.float64)
+    axes, shape, iterations, floor = check_deconvolution(image, psf, num_iter, filter_epsilon, boundary, axes)
+    for name, a in (("image", image), ("psf", psf)):
+        check_finite(name, a, xp)
+    dtype = deconvolution_dtype(image)
     result_bytes = math.prod(shape) * dtype.itemsize
     cast_bytes = 0 if image.dtype == dtype else image.size * dtype.itemsize
     check_memory(
@@ -147,10 +149,24 @@ def richardson_lucy(
     return estimate
 
 
-def _check(
-    image: Array, psf: Array, num_iter: object, filter_epsilon: object, boundary: str, axes: int | Sequence[int] | None, xp: object
+def deconvolution_dtype(image: Array) -> np.dtype:
+    """The dtype `image` is deconvolved in (skimage's rule): float32 for a float16 or float32
+    image, else float64."""
+    return np.dtype(np.float32 if image.dtype in (np.float16, np.float32) else np.float64)
+
+
+def check_finite(name: str, a: Array, xp: object) -> None:
+    """Refuse an input `a` (the argument `name`) holding a NaN or inf."""
+    if not bool(xp.isfinite(a).all()):  # type: ignore[attr-defined]
+        msg = f"`{name}` must be finite: a NaN or inf would spread over the whole result in a few iterations"
+        raise ValueError(msg)
+
+
+def check_deconvolution(
+    image: Array, psf: Array, num_iter: object, filter_epsilon: object, boundary: str, axes: int | Sequence[int] | None
 ) -> tuple[tuple[int, ...], tuple[int, ...], int, float | None]:
-    """Refuse arguments of :func:`richardson_lucy` that do not fit; return the deconvolved
+    """Refuse arguments of :func:`richardson_lucy` that do not fit (`image` and `psf` need
+    only ``shape``, ``ndim`` and ``dtype``: no sample is read); return the deconvolved
     axes, the result's shape, the number of iterations and the ratio's floor (or None)."""
     for name, a in (("image", image), ("psf", psf)):
         if a.dtype.kind == "c":
@@ -173,9 +189,5 @@ def _check(
             msg = f"`filter_epsilon` must be a real number or None, got {filter_epsilon!r}"
             raise TypeError(msg)
         floor = float(filter_epsilon) or None  # 0 filters nothing, as in skimage
-    for name, a in (("image", image), ("psf", psf)):
-        if not bool(xp.isfinite(a).all()):  # type: ignore[attr-defined]
-            msg = f"`{name}` must be finite: a NaN or inf would spread over the whole result in a few iterations"
-            raise ValueError(msg)
     shape = tuple(n if ax in axes else max(n, k) for ax, (n, k) in enumerate(zip(image.shape, psf.shape)))
     return axes, shape, operator.index(num_iter), floor

@@ -5,7 +5,8 @@ is given the ``kernel - 1`` samples that follow it (``dask.array.overlap.overlap
 'valid' correlation of each block yields exactly its share of the result. Blocks may be
 NumPy or CuPy arrays (the kernel follows them to the GPU); the method inside each block
 is arrayconv's own choice (FFT for large kernels). :func:`match_template` scores each
-block's windows the same way. Needs the ``dask`` extra.
+block's windows the same way. :func:`richardson_lucy` deconvolves the blocks of a stack
+apart, each whole along the deconvolved axes. Needs the ``dask`` extra.
 
 Examples
 --------
@@ -35,6 +36,8 @@ from ._conv import conv_padding
 from ._conv import conv as _conv
 from ._correlate import convolve as _convolve
 from ._correlate import correlate as _correlate
+from ._deconvolve import check_deconvolution, check_finite, deconvolution_dtype
+from ._deconvolve import richardson_lucy as _richardson_lucy
 from ._match import centred_template, check_match
 from ._match import match_template as _match_template
 from ._nan import NAN_POLICIES, check_result
@@ -151,6 +154,48 @@ def match_template(
         return _match_template(a, t, "valid", method=method)
 
     return _valid_blocks(extended, axes, list(template.shape), block, (template,), dtype=dtype)
+
+
+def richardson_lucy(
+    image: da.Array,
+    psf: Any,
+    num_iter: int = 50,
+    *,
+    clip: bool = False,
+    filter_epsilon: float | None = None,
+    boundary: str = "fill",
+    axes: int | Sequence[int] | None = None,
+    method: str = "auto",
+) -> da.Array:
+    """:func:`arrayconv.richardson_lucy` of a dask array (a stack of frames, say) with one
+    in-memory PSF, lazily.
+
+    Parameters are those of :func:`arrayconv.richardson_lucy`; the PSF is 1 along the
+    batch axes (the same PSF for every frame). Each block is deconvolved on its own, so
+    the image is rechunked to one chunk along each deconvolved axis (Richardson-Lucy is
+    not local: every iteration spreads each sample a PSF further); chunks along the batch
+    axes stay. The result equals the in-memory one to rounding, chunked like the
+    rechunked image. A NaN or inf in a block is a ValueError when it is computed.
+    """
+    _check_dask("image", image, "richardson_lucy")
+    psf = as_array(psf, "psf", get_backend(psf=psf))
+    check_numeric("image", np.dtype(image.dtype), image.shape)
+    axes, shape, iterations, floor = check_deconvolution(image, psf, num_iter, filter_epsilon, boundary, axes)
+    check_finite("psf", psf, get_backend(psf=psf).xp)
+    batched = [ax for ax in range(image.ndim) if ax not in axes and psf.shape[ax] != 1]
+    if batched:
+        msg = (
+            f"`psf` must be 1 along the batch axes (one PSF for every block), got shape {psf.shape} with axes={axes}; "
+            "deconvolve in memory (arrayconv.richardson_lucy) for a PSF per frame"
+        )
+        raise ValueError(msg)
+    whole = image.rechunk({ax: -1 for ax in axes})
+
+    def block(piece: Any) -> Any:
+        kernel = _to_gpu(psf) if is_cupy_array(piece) else psf
+        return _richardson_lucy(piece, kernel, iterations, clip=clip, filter_epsilon=floor, boundary=boundary, axes=axes, method=method)
+
+    return whole.map_blocks(block, dtype=deconvolution_dtype(image), meta=whole._meta)
 
 
 def _filter(in1, in2, mode, method, boundary, fillvalue, nan, func):  # type: ignore[no-untyped-def]

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import arrayconv as ac
-from _reference import assert_matches, assert_scores_match, random, reference_match_template, to_numpy
+from _reference import assert_matches, assert_scores_match, random, reference_match_template, reference_richardson_lucy, to_numpy
 
 da = pytest.importorskip("dask.array")
 acd = pytest.importorskip("arrayconv.dask")
@@ -150,3 +150,33 @@ def test_match_template_errors(rng):
         acd.match_template(image, np.eye(3, dtype=complex))
     with pytest.raises(ValueError, match="`mode` must be one of"):
         acd.match_template(image, np.eye(3), "middle")
+
+
+@pytest.mark.parametrize("boundary", ["fill", "nearest"])
+@pytest.mark.parametrize("chunks", [(2, 40, 30), (3, 15, 12)])  # chunked along the frames, and across the planes too
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_richardson_lucy_deconvolves_each_frame(xp, boundary, chunks, dtype, rng):
+    stack = rng.uniform(1, 50, (6, 40, 30)).astype(dtype)
+    psf = rng.random((1, 5, 4)).astype(dtype)
+    psf /= psf.sum()
+    lazy = acd.richardson_lucy(da.from_array(xp.asarray(stack), chunks=chunks), xp.asarray(psf), 4, boundary=boundary, axes=(1, 2))
+    got = lazy.compute(scheduler="threads")
+    assert lazy.chunks[1:] == ((40,), (30,)) and lazy.dtype == got.dtype == dtype and type(got) is type(xp.asarray(stack))
+    expected = reference_richardson_lucy(stack, psf, 4, boundary=boundary, axes=(1, 2))
+    assert_matches(got, expected, dtype=dtype, backend=xp.__name__, bound=1.0)
+
+
+def test_richardson_lucy_errors(rng):
+    stack = da.from_array(rng.uniform(1, 50, (4, 20, 20)), chunks=(1, 20, 20))
+    with pytest.raises(TypeError, match="`image` must be a dask array"):
+        acd.richardson_lucy(np.ones((6, 6)), np.ones((3, 3)))
+    with pytest.raises(ValueError, match="`psf` must be 1 along the batch axes"):
+        acd.richardson_lucy(stack, np.ones((4, 3, 3)), axes=(1, 2))
+    with pytest.raises(ValueError, match="`psf` must be finite"):
+        acd.richardson_lucy(stack, np.full((1, 3, 3), np.nan), axes=(1, 2))
+    with pytest.raises(ValueError, match="`boundary` must be one of"):
+        acd.richardson_lucy(stack, np.ones((1, 3, 3)), boundary="zero")
+    with_nan = stack.copy()
+    with_nan[2, 5, 5] = np.nan
+    with pytest.raises(ValueError, match="`image` must be finite"):
+        acd.richardson_lucy(with_nan, np.ones((1, 3, 3)) / 9, 2, axes=(1, 2)).compute()
