@@ -2,7 +2,8 @@
 
 Each iteration blurs the estimate with the PSF, divides the image by the blur, and
 multiplies the estimate by that ratio correlated with the PSF (the blur's adjoint with
-zero fill): ``x <- x * correlate(image / (convolve(x, psf) + eps), psf)``, both 'same'.
+zero fill and a PSF of odd sizes; for an even size, 'same' centres the two one sample
+apart): ``x <- x * correlate(image / (convolve(x, psf) + eps), psf)``, both 'same'.
 These are ``skimage.restoration.richardson_lucy``'s steps (its correction convolves with
 the flipped PSF, the same correlation), with the PSF's two filters made into plans once,
 so its spectrum (by FFT) or its taps (directly) are prepared twice in all, not twice an
@@ -62,7 +63,8 @@ def richardson_lucy(
     boundary : {'fill', 'wrap', 'symm', 'reflect', 'mirror', 'nearest'}, optional
         How the estimate and the ratio continue past the image's edges in both filters,
         as in :func:`convolve`. 'fill' (default) is zero past the edges, as in skimage,
-        whose correction is then the blur's adjoint; the others darken the edges less.
+        whose correction is then the blur's adjoint (for a PSF of odd sizes); the others
+        darken the edges less.
     axes : int or sequence of int, optional
         Axes to deconvolve along (default: all). The others are batched: each equal in
         both inputs or 1 in one of them (one PSF for a stack of frames, or a PSF per frame).
@@ -99,7 +101,9 @@ def richardson_lucy(
     The estimate starts at 0.5 everywhere, as in skimage. With the default boundary the
     results equal skimage's to float rounding (float32 for float32 images); with another,
     the correction is the ratio correlated with the PSF under the same boundary, which
-    is not the blur's exact adjoint except for 'wrap'.
+    is not the blur's exact adjoint except for 'wrap'. A PSF of an even size along an axis
+    makes the correction the adjoint only approximately too (as in skimage): 'same' centres
+    the convolution and the correlation one sample apart there.
 
     Examples
     --------
