@@ -86,7 +86,7 @@ def richardson_lucy(
         `filter_epsilon` that is not a real number.
     ValueError
         For different ndims, batch axes that do not broadcast, a NaN or inf in either
-        input, a negative `num_iter`, an unknown `boundary` or `method`, or arrays that the
+        input, a PSF that sums to 0 or less, a negative `num_iter`, an unknown `boundary` or `method`, or arrays that the
         device's memory cannot hold (checked before any work; over the memory limit, a
         :class:`MemoryLimitWarning`).
 
@@ -123,8 +123,8 @@ def richardson_lucy(
     xp = backend.xp
     image, psf = as_array(image, "image", backend), as_array(psf, "psf", backend)
     axes, shape, iterations, floor = check_deconvolution(image, psf, num_iter, filter_epsilon, boundary, axes)
-    for name, a in (("image", image), ("psf", psf)):
-        check_finite(name, a, xp)
+    check_finite("image", image, xp)
+    check_psf(psf, axes, xp)
     dtype = deconvolution_dtype(image)
     result_bytes = math.prod(shape) * dtype.itemsize
     cast_bytes = 0 if image.dtype == dtype else image.size * dtype.itemsize
@@ -163,6 +163,16 @@ def check_finite(name: str, a: Array, xp: object) -> None:
     """Refuse an input `a` (the argument `name`) holding a NaN or inf."""
     if not bool(xp.isfinite(a).all()):  # type: ignore[attr-defined]
         msg = f"`{name}` must be finite: a NaN or inf would spread over the whole result in a few iterations"
+        raise ValueError(msg)
+
+
+def check_psf(psf: Array, axes: tuple[int, ...], xp: object) -> None:
+    """Refuse a PSF holding a NaN or inf, or one (of a stack) that sums to 0 or less along
+    `axes`: it blurs nothing, and the iterations would divide by zero or flip signs."""
+    check_finite("psf", psf, xp)
+    totals = xp.sum(psf.astype(np.float64), axis=axes)  # type: ignore[attr-defined]
+    if not bool((totals > 0).all()):
+        msg = f"`psf` must sum to more than 0 along the deconvolved axes (a blur spreads light, it does not remove it), got sums down to {float(totals.min()):.3g}"
         raise ValueError(msg)
 
 

@@ -36,7 +36,7 @@ from ._conv import conv_padding
 from ._conv import conv as _conv
 from ._correlate import convolve as _convolve
 from ._correlate import correlate as _correlate
-from ._deconvolve import check_deconvolution, check_finite, deconvolution_dtype
+from ._deconvolve import check_deconvolution, check_psf, deconvolution_dtype
 from ._deconvolve import richardson_lucy as _richardson_lucy
 from ._match import centred_template, check_match
 from ._match import match_template as _match_template
@@ -181,7 +181,7 @@ def richardson_lucy(
     psf = as_array(psf, "psf", get_backend(psf=psf))
     check_numeric("image", np.dtype(image.dtype), image.shape)
     axes, shape, iterations, floor = check_deconvolution(image, psf, num_iter, filter_epsilon, boundary, axes)
-    check_finite("psf", psf, get_backend(psf=psf).xp)
+    check_psf(psf, axes, get_backend(psf=psf).xp)
     batched = [ax for ax in range(image.ndim) if ax not in axes and psf.shape[ax] != 1]
     if batched:
         msg = (

@@ -59,7 +59,8 @@ def test_layouts_and_byte_orders_give_scipy_results(method, rng):
 def test_every_function_leaves_read_only_inputs_unchanged(tmp_path, rng):
     x, w = random(rng, (2, 4, 12, 12), "float64"), random(rng, (3, 4, 3, 3), "float64")
     y, g = random(rng, (2, 3, 12, 12), "float64"), random(rng, (12, 12), "float64")
-    arrays = [x, w, y, g]
+    psf = np.abs(w[0, 0]) + 0.1  # a PSF sums to more than 0
+    arrays = [x, w, y, g, psf]
     copies = [a.copy() for a in arrays]
     for a in arrays:
         a.flags.writeable = False
@@ -72,7 +73,7 @@ def test_every_function_leaves_read_only_inputs_unchanged(tmp_path, rng):
         ac.correlate_transpose(g, w[0, 0], (14, 14), "valid", method)
         ac.plan_correlate(w[0, 0], g.shape, "same", method)(g)
         ac.match_template(g, w[0, 0], "same", method=method)
-        ac.richardson_lucy(g, w[0, 0], 2, method=method)
+        ac.richardson_lucy(g, psf, 2, method=method)
     ac.patch_conv(x[None, :, :, :4, :4], w, padding=1)
     ac.correlate_into(g, w[0, 0], np.empty((12, 12)), progress=False)
     for a, copy in zip(arrays, copies):

@@ -146,6 +146,8 @@ def test_deconvolution_restores_a_blurred_point(rng):
     ({"psf": np.ones(3)}, ValueError, "same ndim"),
     ({"image": np.full((5, 5), np.nan)}, ValueError, "`image` must be finite"),
     ({"psf": np.array([[1.0, np.inf]])}, ValueError, "`psf` must be finite"),
+    ({"psf": np.zeros((3, 3))}, ValueError, "`psf` must sum to more than 0 along the deconvolved axes"),
+    ({"image": np.ones((2, 5, 5)), "psf": np.stack([np.ones((3, 3)), -np.ones((3, 3))]), "axes": (1, 2)}, ValueError, "got sums down to -9"),
     ({"num_iter": -1}, ValueError, "0 or more"),
     ({"num_iter": 2.0}, TypeError, "`num_iter` must be an int"),
     ({"num_iter": True}, TypeError, "`num_iter` must be an int"),
