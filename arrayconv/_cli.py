@@ -56,7 +56,7 @@ def add_commands(commands: Any) -> None:
     cmd.add_argument("--device", default="cpu", choices=("cpu", "gpu"))
     cmd = commands.add_parser("deconvolve", help="Richardson-Lucy deconvolution of an image file by a PSF")
     cmd.add_argument("input", help="image file: .npy, .tif/.tiff, .png or .fits/.fit/.fts")
-    cmd.add_argument("output", help="result file: .npy, .tif/.tiff or .fits/.fit/.fts (float32 for images of float32 or of integers up to 16 bits, else float64)")
+    cmd.add_argument("output", help="result file: .npy, .tif/.tiff or .fits/.fit/.fts (float32 for images of float16, float32 or integers up to 16 bits, else float64)")
     cmd.add_argument("--psf", required=True, help=f"{_KERNELS}; scaled to sum 1, and placed on the image's axes as --kernel is")
     cmd.add_argument("--iterations", type=int, default=30, help="Richardson-Lucy iterations (default 30)")
     cmd.add_argument("--boundary", default="fill", choices=tuple(BOUNDARIES), help="how the image continues past its edges (default fill: zeros)")
