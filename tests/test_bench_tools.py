@@ -341,6 +341,17 @@ def test_deconvolve_bench_psfs_sum_to_one_and_only_the_gaussian_is_separable():
         psf = deconvolve.make_psf(kind, 9)
         assert psf.shape == (9, 9) and psf.sum() == pytest.approx(1) and np.allclose(psf, psf.T)
         assert (np.linalg.matrix_rank(psf) == 1) == (kind == "gaussian")
+        ball = deconvolve.make_psf(kind, 7, 3)
+        assert ball.shape == (7, 7, 7) and ball.sum() == pytest.approx(1) and np.allclose(ball, ball.transpose(2, 0, 1))
+        assert (np.linalg.matrix_rank(ball.reshape(7, 49)) == 1) == (kind == "gaussian")
+
+
+def test_deconvolve_bench_on_volumes(tmp_path):
+    argv = ["--sides", "24", "--psfs", "3", "--ndim", "3", "--dtypes", "float64", "--iterations", "2", "--repeats", "1", "--out", str(tmp_path)]
+    assert deconvolve.main(argv) == 0
+    report = json.loads(next(tmp_path.glob("deconvolve-*-3d.json")).read_text())
+    assert [(p["shape"], p["psf_shape"]) for p in report["points"]] == [([6, 24, 24], [3, 3, 3])] * 2
+    assert "| 6x24x24 | disc 3x3x3 | float64 | 2 |" in next(tmp_path.glob("deconvolve-*-3d.md")).read_text()
 
 
 def test_devices_are_cpu_or_gpu():

@@ -1,16 +1,17 @@
 """Richardson-Lucy deconvolution against scikit-image: speed, and agreement of the results.
 
 Usage: ``python -m arrayconv.bench.deconvolve [--sides 512,1024,2048] [--psfs 9,25]
-[--dtypes float32,float64] [--iterations 10] [--repeats 3] [--device cpu|gpu] [--out bench/results]``.
-For each square image (a star field on a faint sky, blurred and with Poisson noise), each
-PSF side (a Gaussian, whose kernel is separable, and a uniform disc, a defocus blur, which
+[--ndim 2] [--dtypes float32,float64] [--iterations 10] [--repeats 3] [--device cpu|gpu] [--out bench/results]``.
+For each square image (a star field on a faint sky, blurred and with Poisson noise; with
+``--ndim 3`` a volume of ``side // 4`` planes of ``side x side``), each PSF side (a
+Gaussian, whose kernel is separable, and a uniform disc or ball, a defocus blur, which
 is not) and each dtype, ``arrayconv.richardson_lucy(image, psf, iterations)`` and
 ``skimage.restoration.richardson_lucy(image, psf, iterations, clip=False)`` (where
 installed) run interleaved in one process after a warm-up call each, in a new order each
 round; the median of `repeats` rounds is kept. With ``--device gpu`` arrayconv runs on
 CuPy arrays, timed by CUDA events, and skimage on the CPU. Each result's largest
 difference from skimage's float64 result (the same iterations on the float64 image and
-PSF) is reported relative to its largest sample. Writes ``deconvolve[-gpu]-<date>.md``
+PSF) is reported relative to its largest sample. Writes ``deconvolve[-gpu]-<date>[-3d].md``
 and ``.json``.
 """
 
@@ -34,21 +35,27 @@ from .run import command_line, report_head
 PEER = "skimage.restoration.richardson_lucy"
 
 
-def make_psf(kind: str, side: int) -> np.ndarray:
-    """A `side` x `side` PSF summing to 1: 'gaussian' (sigma side/6, separable) or 'disc'
-    (uniform within radius side/2, not separable)."""
+def make_psf(kind: str, side: int, ndim: int = 2) -> np.ndarray:
+    """A PSF of `side` samples along each of `ndim` axes, summing to 1: 'gaussian' (sigma
+    side/6, separable) or 'disc' (uniform within radius side/2, a ball in 3-D; not
+    separable)."""
     r = np.arange(side) - (side - 1) / 2
-    r2 = r[:, None] ** 2 + r[None, :] ** 2
+    r2 = sum(np.expand_dims(r**2, tuple(a for a in range(ndim) if a != axis)) for axis in range(ndim))
     psf = np.exp(-r2 / (2 * (side / 6) ** 2)) if kind == "gaussian" else (r2 <= (side / 2) ** 2).astype(np.float64)
     return psf / psf.sum()
 
 
-def star_field(side: int, psf: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Point sources (exponential fluxes, mean 2000) on a sky of 10 counts, blurred by
-    `psf`, with Poisson noise: float64 counts."""
-    truth = np.full((side, side), 10.0)
-    rows, cols = rng.integers(0, side, (2, side // 2))
-    truth[rows, cols] += rng.exponential(2000.0, rows.size)
+def image_shape(side: int, ndim: int) -> tuple[int, ...]:
+    """A square image of `side`, or a volume of ``side // 4`` planes of ``side x side``."""
+    return (side, side) if ndim == 2 else (max(1, side // 4), side, side)
+
+
+def star_field(shape: tuple[int, ...], psf: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Point sources (exponential fluxes, mean 2000; one per ``2 * shape[-1]`` samples) on a
+    sky of 10 counts, blurred by `psf`, with Poisson noise: float64 counts."""
+    truth = np.full(shape, 10.0)
+    stars = tuple(rng.integers(0, n, max(1, truth.size // (2 * shape[-1]))) for n in shape)
+    truth[stars] += rng.exponential(2000.0, stars[0].size)
     return rng.poisson(np.clip(ac.convolve(truth, psf, "same"), 0, None)).astype(np.float64)
 
 
@@ -61,11 +68,11 @@ def skimage_call(image: np.ndarray, psf: np.ndarray, iterations: int) -> tuple[C
     return (lambda: richardson_lucy(image, psf, iterations, clip=False)), ""
 
 
-def time_point(side: int, kind: str, k: int, dtype: str, iterations: int, repeats: int, rng: np.random.Generator, dev: Device) -> dict:
+def time_point(shape: tuple[int, ...], kind: str, k: int, dtype: str, iterations: int, repeats: int, rng: np.random.Generator, dev: Device) -> dict:
     """Median seconds of arrayconv (on `dev`) and skimage (on the CPU) on one image and PSF,
     and each result's largest difference from skimage's float64 result."""
-    psf64 = make_psf(kind, k)
-    image64 = star_field(side, psf64, rng)
+    psf64 = make_psf(kind, k, len(shape))
+    image64 = star_field(shape, psf64, rng)
     image, psf = image64.astype(dtype), psf64.astype(dtype)
     on_device = dev.xp.asarray(image), dev.xp.asarray(psf)
     calls: dict[str, Callable[[], object]] = {"arrayconv": lambda: ac.richardson_lucy(*on_device, iterations)}
@@ -83,17 +90,17 @@ def time_point(side: int, kind: str, k: int, dtype: str, iterations: int, repeat
     median = interleaved_medians(calls, timers, repeats)
     method = ac.plan_convolve(on_device[1], image.shape, "same", dtype=image.dtype).method  # the blur's, as richardson_lucy plans it
     return {
-        "side": side, "psf": kind, "psf_side": k, "dtype": dtype, "iterations": iterations,
+        "shape": list(shape), "psf": kind, "psf_shape": list(psf.shape), "dtype": dtype, "iterations": iterations,
         "median_s": median, "max_difference": errors,
         "missing": {PEER: missing} if missing else {}, "method": method,
     }
 
 
-def write(points: list[dict], folder: Path, argv: list[str], dev: Device) -> Path:
+def write(points: list[dict], folder: Path, argv: list[str], dev: Device, ndim: int) -> Path:
     """JSON and Markdown reports; returns the Markdown path."""
     date = datetime.date.today().isoformat()
     folder.mkdir(parents=True, exist_ok=True)
-    stem = folder / report_stem("deconvolve", dev.name, date)
+    stem = folder / (report_stem("deconvolve", dev.name, date) + ("-3d" if ndim == 3 else ""))
     versions = dev.versions()
     try:
         versions["scikit-image"] = __import__("skimage").__version__
@@ -104,12 +111,12 @@ def write(points: list[dict], folder: Path, argv: list[str], dev: Device) -> Pat
     missing = {name: why for p in points for name, why in p["missing"].items()}
     lines = [
         *report_head(f"Richardson-Lucy deconvolution, {'GPU' if dev.name == 'gpu' else 'CPU'}, {date}", report["command"], report["versions"]),
-        "Star fields (exponential fluxes on a sky of 10 counts) blurred by the PSF, with Poisson noise. "
+        f"Star fields{' in volumes' if ndim == 3 else ''} (exponential fluxes on a sky of 10 counts) blurred by the PSF, with Poisson noise. "
         "`arrayconv.richardson_lucy(image, psf, n)` and `skimage.restoration.richardson_lucy(image, psf, n, clip=False)`,",
         "interleaved, after a warm-up call each; median of the rounds, milliseconds for all n iterations. "
         "Ratio = skimage's time / arrayconv's (over 1: arrayconv faster).",
         "Difference: the largest from skimage's result on the float64 image and PSF, relative to its largest sample. "
-        "Gaussian PSFs are separable (direct runs them as two 1-D passes); discs are not.",
+        "Gaussian PSFs are separable (direct runs them as one 1-D pass per axis); discs and balls are not.",
         *(f"Not run: {name} ({why})." for name, why in missing.items()),
         "",
         "| image | PSF | dtype | iterations | arrayconv ms | method | skimage ms | ratio | arrayconv difference | skimage difference |",
@@ -120,7 +127,7 @@ def write(points: list[dict], folder: Path, argv: list[str], dev: Device) -> Pat
         difference = {name: f"{e:.1e}" for name, e in p["max_difference"].items()}
         ratio = f"{p['median_s'][PEER] / p['median_s']['arrayconv']:.2f}" if PEER in ms else "-"
         lines.append(
-            f"| {p['side']}x{p['side']} | {p['psf']} {p['psf_side']}x{p['psf_side']} | {p['dtype']} | {p['iterations']} "
+            f"| {'x'.join(map(str, p['shape']))} | {p['psf']} {'x'.join(map(str, p['psf_shape']))} | {p['dtype']} | {p['iterations']} "
             f"| {ms['arrayconv']} | {p['method']} | {ms.get(PEER, '-')} | {ratio} | {difference.get('arrayconv', '-')} | {difference.get(PEER, '-')} |"
         )
     stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
@@ -133,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sides", default="512,1024,2048")
     parser.add_argument("--psfs", default="9,25", help="PSF sides; each as a Gaussian and as a disc")
+    parser.add_argument("--ndim", type=int, default=2, choices=(2, 3), help="images (2) or volumes of side // 4 planes (3)")
     parser.add_argument("--dtypes", default="float32,float64")
     parser.add_argument("--iterations", type=int, default=10)
     parser.add_argument("--repeats", type=int, default=3)
@@ -146,10 +154,10 @@ def main(argv: list[str] | None = None) -> int:
         for k in (int(s) for s in args.psfs.split(",")):
             for kind in ("gaussian", "disc"):
                 for dtype in args.dtypes.split(","):
-                    p = time_point(side, kind, k, dtype, args.iterations, args.repeats, rng, dev)
+                    p = time_point(image_shape(side, args.ndim), kind, k, dtype, args.iterations, args.repeats, rng, dev)
                     points.append(p)
-                    print(f"{side} {kind} {k} {dtype}: " + ", ".join(f"{n} {1e3 * s:.1f} ms" for n, s in p["median_s"].items()), flush=True)
-    print(write(points, Path(args.out), argv, dev))
+                    print(f"{p['shape']} {kind} {k} {dtype}: " + ", ".join(f"{n} {1e3 * s:.1f} ms" for n, s in p["median_s"].items()), flush=True)
+    print(write(points, Path(args.out), argv, dev, args.ndim))
     return 0
 
 
