@@ -170,8 +170,8 @@ def richardson_lucy(
     """:func:`arrayconv.richardson_lucy` of a dask array (a stack of frames, say) with one
     in-memory PSF, lazily.
 
-    Parameters are those of :func:`arrayconv.richardson_lucy`; the PSF is 1 along the
-    batch axes (the same PSF for every frame). Each block is deconvolved on its own, so
+    Parameters are those of :func:`arrayconv.richardson_lucy` but `start` (each block
+    starts at 0.5); the PSF is 1 along the batch axes (the same PSF for every frame). Each block is deconvolved on its own, so
     the image is rechunked to one chunk along each deconvolved axis (Richardson-Lucy is
     not local: every iteration spreads each sample a PSF further); chunks along the batch
     axes stay. The result equals the in-memory one to rounding, chunked like the

@@ -174,9 +174,9 @@ def reference_match_template(image, template, mode="valid", *, boundary="fill", 
     return (scores, spreads) if spread else scores
 
 
-def reference_richardson_lucy(image, psf, num_iter, *, boundary="fill", axes=None, filter_epsilon=None, clip=False):
+def reference_richardson_lucy(image, psf, num_iter, *, boundary="fill", axes=None, filter_epsilon=None, clip=False, start=None):
     """Richardson-Lucy by skimage's steps, in float64, each filter by its definition: the
-    estimate (0.5 to start) times the ratio of the image to its blur (plus 1e-12; 0 where
+    estimate (`start`, or 0.5) times the ratio of the image to its blur (plus 1e-12; 0 where
     that is under `filter_epsilon`) correlated with the PSF, both 'same' with `boundary`."""
     nd = image.ndim
     axes = _normal_axes(axes, nd)
@@ -188,7 +188,7 @@ def reference_richardson_lucy(image, psf, num_iter, *, boundary="fill", axes=Non
 
     image = _wide(image).astype(np.float64)
     shape = [n if ax in axes else max(n, k) for ax, (n, k) in enumerate(zip(image.shape, psf.shape))]
-    estimate = np.full(shape, 0.5)
+    estimate = np.full(shape, 0.5) if start is None else _wide(start).astype(np.float64)
     for _ in range(num_iter):
         blurred = correlate_same(estimate, flipped) + 1e-12
         ratio = image / blurred

@@ -103,6 +103,35 @@ def test_result_dtype_is_the_images_float_type(xp, image_dtype, result, rng):
     assert_rl_matches(got, reference_richardson_lucy(image, psf, 3), result, 3, xp)
 
 
+def test_iterations_go_on_from_a_start(xp, rng):
+    image, psf = counts(rng, (30, 26), "float64"), counts(rng, (5, 4), "float64")
+    first = ac.richardson_lucy(xp.asarray(image), xp.asarray(psf), 3, boundary="symm")
+    kept = to_numpy(first).copy()
+    went_on = ac.richardson_lucy(xp.asarray(image), xp.asarray(psf), 2, boundary="symm", start=first)
+    np.testing.assert_array_equal(to_numpy(first), kept)  # `start` is not modified
+    assert_rl_matches(went_on, to_numpy(ac.richardson_lucy(xp.asarray(image), xp.asarray(psf), 5, boundary="symm")), "float64", 1, xp)
+    from_image = ac.richardson_lucy(xp.asarray(image.astype(np.float32)), xp.asarray(psf), 3, start=xp.asarray(image))
+    assert_rl_matches(from_image, reference_richardson_lucy(image, psf, 3, start=image), "float32", 3, xp)
+
+
+@pytest.mark.parametrize("start, error, words", [
+    (np.ones((5, 6)), ValueError, r"`start` must have the result's shape \(5, 5\), got \(5, 6\)"),
+    (np.ones((5, 5), complex), TypeError, "`start` must be real"),
+    (np.full((5, 5), np.inf), ValueError, "`start` must be finite"),
+    (np.ones((5, 5), bool), TypeError, "`start` must have an integer, float or complex dtype"),
+])
+def test_a_bad_start_is_refused_by_name(start, error, words):
+    with pytest.raises(error, match=words):
+        ac.richardson_lucy(np.ones((5, 5)), np.ones((3, 3)), 2, start=start)
+
+
+def test_a_start_on_another_backend_is_refused(xp):
+    if xp is np:
+        pytest.skip("one backend: NumPy")
+    with pytest.raises(TypeError, match="start"):
+        ac.richardson_lucy(xp.ones((5, 5)), xp.ones((3, 3)), 2, start=np.ones((5, 5)))
+
+
 def test_no_iterations_give_the_start(xp, rng):
     got = ac.richardson_lucy(xp.asarray(counts(rng, (8, 9), "float32")), xp.asarray(np.ones((3, 3), np.float32)), 0)
     np.testing.assert_array_equal(to_numpy(got), np.full((8, 9), 0.5, np.float32))
