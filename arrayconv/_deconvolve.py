@@ -22,7 +22,7 @@ from ._backend import Array, Backend, get_backend, on_arrays_device
 from ._boundary import BOUNDARIES
 from ._correlate import Boundary, MethodName, plan_convolve, plan_correlate
 from ._plan import check_memory
-from ._problem import as_array, check_broadcast, check_choice, check_same_ndim, normalize_axes
+from ._problem import as_array, check_broadcast, check_choice, check_same_ndim, is_int, normalize_axes
 
 # Added to every blurred sample before the division, as skimage does (no division by zero
 # where the blur is 0; far below any sample of a float32 image of counts).
@@ -212,7 +212,7 @@ def check_deconvolution(
     axes = normalize_axes(axes, image.ndim)
     check_broadcast(image, psf, axes, names)
     check_choice("boundary", boundary, BOUNDARIES)
-    if isinstance(num_iter, bool) or not isinstance(num_iter, (int, np.integer)):
+    if not is_int(num_iter):
         msg = f"`num_iter` must be an int, got {num_iter!r}"
         raise TypeError(msg)
     if num_iter < 0:

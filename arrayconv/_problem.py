@@ -206,7 +206,7 @@ def result_dtype(*arrays: Array) -> tuple[np.dtype[Any], np.dtype[Any]]:
 
 def int_tuple(name: str, value: int | Sequence[int], ndim: int, minimum: int) -> Shape:
     """`value` as a tuple of `ndim` ints, each at least `minimum`."""
-    items = (value,) * ndim if _is_int(value) else value
+    items = (value,) * ndim if is_int(value) else value
     try:
         items = tuple(operator.index(v) for v in items)  # type: ignore[union-attr]
     except TypeError:
@@ -219,7 +219,8 @@ def int_tuple(name: str, value: int | Sequence[int], ndim: int, minimum: int) ->
     return items
 
 
-def _is_int(value: object) -> bool:
+def is_int(value: object) -> bool:
+    """Whether `value` is an integer (anything ``operator.index`` takes), and not a bool."""
     try:
         operator.index(value)  # type: ignore[arg-type]
     except TypeError:
@@ -231,7 +232,7 @@ def normalize_axes(axes: int | Sequence[int] | None, ndim: int) -> tuple[int, ..
     """Sorted, non-negative, unique `axes` of an `ndim`-dimensional array (all if None)."""
     if axes is None:
         return tuple(range(ndim))
-    items = (axes,) if _is_int(axes) else axes
+    items = (axes,) if is_int(axes) else axes
     try:
         normal = [operator.index(a) for a in items]  # type: ignore[union-attr]
     except TypeError:
@@ -372,7 +373,7 @@ def check_conv_shapes(x: Array, w: Array, bias: Array | None, groups: int) -> No
             f"got shape {w.shape} for x.shape={x.shape}"
         )
         raise ValueError(msg)
-    if not _is_int(groups) or groups < 1:
+    if not is_int(groups) or groups < 1:
         msg = f"`groups` must be a positive int, got {groups!r}"
         raise ValueError(msg)
     channels, out_channels = x.shape[1], w.shape[0]
