@@ -121,10 +121,7 @@ def run_match(args: argparse.Namespace) -> int:
     scores = match_template(image, template, args.mode, boundary=args.boundary, fillvalue=args.fillvalue)
     scores = scores.get() if hasattr(scores, "get") else scores
     if target is not None:
-        out = create_output(target, scores.shape, scores.dtype)
-        out[...] = scores
-        if hasattr(out, "flush"):
-            out.flush()
+        write_result(target, scores)
     first = [mode_padding(n, k, args.mode)[0] for n, k in zip(image.shape, template.shape)]
     print("window (first sample in the image)\tscore")
     for index, score in best_matches(scores, template.shape, args.matches):
@@ -152,13 +149,17 @@ def run_deconvolve(args: argparse.Namespace) -> int:
     if args.device == "gpu":
         image, psf = _on_gpu(image), _on_gpu(psf)
     result = richardson_lucy(image, psf, args.iterations, boundary=args.boundary, filter_epsilon=args.filter_epsilon)
-    result = result.get() if hasattr(result, "get") else result
     header = fits_header(source, (0,) * result.ndim) if source.suffix.lower() in FITS_SUFFIXES and target.suffix.lower() in FITS_SUFFIXES else None
+    write_result(target, result.get() if hasattr(result, "get") else result, header)
+    return 0
+
+
+def write_result(target: Path, result: np.ndarray, header: Any = None) -> None:
+    """Write the in-memory `result` to the file `target` (with a FITS `header`, if given)."""
     out = create_output(target, result.shape, result.dtype, header)
     out[...] = result
     if hasattr(out, "flush"):
         out.flush()
-    return 0
 
 
 def check_files(inputs: list[Path], outputs: list[Path]) -> None:
