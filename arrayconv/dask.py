@@ -44,7 +44,7 @@ from ._nan import NAN_POLICIES, check_result
 from ._problem import as_array, check_choice, check_numeric, int_tuple, result_dtype
 from ._shapes import mode_padding
 
-__all__ = ["conv", "convolve", "correlate", "match_template"]
+__all__ = ["conv", "convolve", "correlate", "match_template", "richardson_lucy"]
 
 
 def correlate(
@@ -171,17 +171,19 @@ def richardson_lucy(
     in-memory PSF, lazily.
 
     Parameters are those of :func:`arrayconv.richardson_lucy` but `start` (each block
-    starts at 0.5); the PSF is 1 along the batch axes (the same PSF for every frame). Each block is deconvolved on its own, so
-    the image is rechunked to one chunk along each deconvolved axis (Richardson-Lucy is
-    not local: every iteration spreads each sample a PSF further); chunks along the batch
-    axes stay. The result equals the in-memory one to rounding, chunked like the
-    rechunked image. A NaN or inf in a block is a ValueError when it is computed.
+    starts at 0.5); the PSF is 1 along the batch axes (the same PSF for every frame).
+    Each block is deconvolved on its own, so the image is rechunked to one chunk along
+    each deconvolved axis (Richardson-Lucy is not local: every iteration spreads each
+    sample a PSF further); chunks along the batch axes stay. The result equals the
+    in-memory one to rounding, chunked like the rechunked image. A NaN or inf in a block
+    is a ValueError when it is computed.
     """
     _check_dask("image", image, "richardson_lucy")
-    psf = as_array(psf, "psf", get_backend(psf=psf))
+    backend = get_backend(psf=psf)
+    psf = as_array(psf, "psf", backend)
     check_numeric("image", np.dtype(image.dtype), image.shape)
-    axes, shape, iterations, floor = check_deconvolution(image, psf, num_iter, filter_epsilon, boundary, axes)
-    check_psf(psf, axes, get_backend(psf=psf).xp)
+    axes, _, iterations, floor = check_deconvolution(image, psf, num_iter, filter_epsilon, boundary, axes)
+    check_psf(psf, axes, backend.xp)
     batched = [ax for ax in range(image.ndim) if ax not in axes and psf.shape[ax] != 1]
     if batched:
         msg = (
