@@ -22,7 +22,7 @@ from ._backend import Array, Backend, get_backend, on_arrays_device
 from ._boundary import BOUNDARIES
 from ._correlate import Boundary, MethodName, plan_convolve, plan_correlate
 from ._plan import check_memory
-from ._problem import as_array, check_broadcast, check_choice, check_same_ndim, is_int, normalize_axes
+from ._problem import as_array, check_broadcast, check_choice, check_real, check_same_ndim, is_int, normalize_axes
 
 # Added to every blurred sample before the division, as skimage does (no division by zero
 # where the blur is 0; far below any sample of a float32 image of counts).
@@ -167,9 +167,7 @@ def _start(start: Array, shape: tuple[int, ...], dtype: np.dtype, backend: Backe
     if tuple(start.shape) != shape:
         msg = f"`start` must have the result's shape {shape}, got {tuple(start.shape)}"
         raise ValueError(msg)
-    if start.dtype.kind == "c":
-        msg = f"`start` must be real, got dtype {start.dtype}"
-        raise TypeError(msg)
+    check_real("start", start)
     check_finite("start", start, backend.xp)
     return start.astype(dtype, copy=True)
 
@@ -204,9 +202,7 @@ def check_deconvolution(
     only ``shape``, ``ndim`` and ``dtype``: no sample is read); return the deconvolved
     axes, the result's shape, the number of iterations and the ratio's floor (or None)."""
     for name, a in (("image", image), ("psf", psf)):
-        if a.dtype.kind == "c":
-            msg = f"`{name}` must be real, got dtype {a.dtype}"
-            raise TypeError(msg)
+        check_real(name, a)
     names = ("image", "psf")
     check_same_ndim(image, psf, names)
     axes = normalize_axes(axes, image.ndim)

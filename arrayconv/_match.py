@@ -33,7 +33,7 @@ from ._backend import Array, Backend, get_backend, on_arrays_device
 from ._boundary import BOUNDARIES, extend, fill_number
 from ._correlate import MODES, Boundary, MethodName, Mode, correlate
 from ._plan import check_memory
-from ._problem import as_array, check_broadcast, check_choice, check_same_ndim, normalize_axes
+from ._problem import as_array, check_broadcast, check_choice, check_real, check_same_ndim, normalize_axes
 from ._shapes import mode_padding
 from ._threads import run_parallel
 
@@ -326,9 +326,7 @@ def _real_fill(fillvalue: object) -> float:
 def _check_shapes(image: Array, template: Array, axes: int | Sequence[int] | None) -> tuple[int, ...]:
     """The correlated axes, after refusing complex inputs and shapes that do not fit."""
     for name, a in (("image", image), ("template", template)):
-        if a.dtype.kind == "c":
-            msg = f"`{name}` must be real, got dtype {a.dtype}; match the real and imaginary parts, or the magnitude"
-            raise TypeError(msg)
+        check_real(name, a, "match the real and imaginary parts, or the magnitude")
     if image.ndim == 0:
         msg = "`image` and `template` must have at least one dimension, got 0-d arrays"
         raise ValueError(msg)

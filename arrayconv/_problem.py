@@ -329,6 +329,13 @@ def _of_backend(a: object, backend: Backend) -> bool:
     return is_cupy_array(a) if backend.name == "cupy" else isinstance(a, np.ndarray)
 
 
+def check_real(name: str, a: Array, advice: str = "") -> None:
+    """Raise a TypeError unless `a` (the argument `name`) is real, with `advice` after it."""
+    if a.dtype.kind == "c":
+        msg = f"`{name}` must be real, got dtype {a.dtype}" + (f"; {advice}" if advice else "")
+        raise TypeError(msg)
+
+
 def check_same_ndim(in1: Array, in2: Array, names: tuple[str, str] = ("in1", "in2")) -> None:
     """Raise unless `in1` and `in2` (the arguments `names`) have the same number of dimensions."""
     if in1.ndim != in2.ndim:
