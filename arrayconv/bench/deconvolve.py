@@ -29,7 +29,7 @@ import numpy as np
 import arrayconv as ac
 
 from .devices import Device, device, report_stem
-from .peers import interleaved_medians, time_call
+from .peers import installed_versions, interleaved_medians, time_call
 from .run import command_line, report_head
 
 PEER = "skimage.restoration.richardson_lucy"
@@ -101,11 +101,7 @@ def write(points: list[dict], folder: Path, argv: list[str], dev: Device, ndim: 
     date = datetime.date.today().isoformat()
     folder.mkdir(parents=True, exist_ok=True)
     stem = folder / (report_stem("deconvolve", dev.name, date) + ("-3d" if ndim == 3 else ""))
-    versions = dev.versions()
-    try:
-        versions["scikit-image"] = __import__("skimage").__version__
-    except ImportError:
-        pass
+    versions = {**dev.versions(), **installed_versions({"scikit-image": "skimage"})}
     report = {"date": date, "device": dev.name, "command": command_line("python -m arrayconv.bench.deconvolve", argv), "versions": versions, "points": points}
     stem.with_suffix(".json").write_text(json.dumps(report, indent=1))
     missing = {name: why for p in points for name, why in p["missing"].items()}

@@ -29,7 +29,7 @@ import numpy as np
 import arrayconv as ac
 
 from .devices import Device, device, report_stem
-from .peers import interleaved_medians, time_call
+from .peers import installed_versions, interleaved_medians, time_call
 from .run import command_line, report_head
 
 PEERS = ("skimage.feature.match_template", "cv2.matchTemplate")
@@ -67,17 +67,6 @@ def defined_scores(image: np.ndarray, template: np.ndarray, corners: np.ndarray)
     return np.einsum("nij,ij->n", windows, t) / np.sqrt(np.einsum("nij,nij->n", windows, windows) * np.sum(t * t))
 
 
-def peer_versions() -> dict[str, str]:
-    """The versions of the peers installed."""
-    found = {}
-    for name, module in (("scikit-image", "skimage"), ("opencv", "cv2")):
-        try:
-            found[name] = __import__(module).__version__
-        except ImportError:
-            pass
-    return found
-
-
 def time_point(side: int, k: int, dtype: str, offset: float, repeats: int, rng: np.random.Generator, dev: Device) -> dict:
     """Median seconds and largest errors of arrayconv (on `dev`) and the peers (on the
     CPU) on one image and template."""
@@ -108,7 +97,7 @@ def write(points: list[dict], folder: Path, offset: float, argv: list[str], dev:
     date = datetime.date.today().isoformat()
     folder.mkdir(parents=True, exist_ok=True)
     stem = folder / (report_stem("match", dev.name, date) + (f"-offset{offset:g}" if offset else ""))
-    report = {"date": date, "device": dev.name, "command": command_line("python -m arrayconv.bench.match", argv), "versions": {**dev.versions(), **peer_versions()}, "points": points}
+    report = {"date": date, "device": dev.name, "command": command_line("python -m arrayconv.bench.match", argv), "versions": {**dev.versions(), **installed_versions({"scikit-image": "skimage", "opencv": "cv2"})}, "points": points}
     stem.with_suffix(".json").write_text(json.dumps(report, indent=1))
     missing = {name: why for p in points for name, why in p["missing"].items()}
     lines = [

@@ -132,6 +132,17 @@ def time_call(fn: Callable[[], object]) -> float:
     return time.perf_counter() - start
 
 
+def installed_versions(packages: dict[str, str]) -> dict[str, str]:
+    """The versions of those of `packages` (name: module) that are installed."""
+    found = {}
+    for name, module in packages.items():
+        try:
+            found[name] = __import__(module).__version__
+        except ImportError:
+            pass
+    return found
+
+
 def interleaved_medians(calls: dict[str, Callable[[], object]], timers: dict[str, Callable[[Callable[[], object]], float]], repeats: int) -> dict[str, float]:
     """The median seconds of each of `calls` over `repeats` rounds, each timed by its own
     entry of `timers`, all of them once a round in a new order (none always first)."""
