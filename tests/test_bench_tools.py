@@ -11,16 +11,16 @@ import pytest
 
 import arrayconv as ac
 from arrayconv.__main__ import main
-from arrayconv.bench import accuracy, deconvolve, images, match, overhead, plans, readme, sweep
-from arrayconv.bench.cases import CASES, Case, random_array
-from arrayconv.bench.devices import device
-from arrayconv.bench.peers import QUICK_MAX_DIRECT_MACS, peer_callables
+from bench import accuracy, deconvolve, images, match, overhead, plans, readme, run, sweep
+from bench.cases import CASES, Case, random_array
+from bench.devices import device
+from bench.peers import QUICK_MAX_DIRECT_MACS, peer_callables
 
 
 def test_bench_command_rejects_unknown_cases(capsys):
     pytest.importorskip("tqdm")
     with pytest.raises(SystemExit) as stop:
-        main(["bench", "--cases", "a,zz"])
+        run.main(["--cases", "a,zz"])
     assert stop.value.code == 2
     assert "unknown case ids ['zz']; known: a, b, c" in capsys.readouterr().err
 
@@ -54,7 +54,7 @@ def _cpu_report():
     }
     versions = {"processor": "CPU X", "cores": "2", "numpy": "2", "scipy": "1", "torch": "none"}
     rates = {"gemm_flops": 1.5e11, "stream_bytes": 1e10}
-    return {"command": "arrayconv bench --full", "date": "2026-01-02", "versions": versions, "rates": rates, "cases": [case]}
+    return {"command": "python -m bench.run --full", "date": "2026-01-02", "versions": versions, "rates": rates, "cases": [case]}
 
 
 def test_readme_section_uses_the_newest_full_results(tmp_path):
@@ -168,11 +168,11 @@ def test_sweep_of_plans_times_plans_and_judges_the_plan_choice(tmp_path, monkeyp
 
 
 def test_report_commands_are_quoted_as_typed_in_a_shell():
-    from arrayconv.bench.run import command_line
+    from bench.run import command_line
 
-    assert command_line("python -m arrayconv.bench.images", []) == "python -m arrayconv.bench.images"
-    line = command_line("python -m arrayconv.bench.sweep", ["--seed", "3", "--note", "after a fix"])
-    assert line == "python -m arrayconv.bench.sweep --seed 3 --note 'after a fix'"
+    assert command_line("python -m bench.images", []) == "python -m bench.images"
+    line = command_line("python -m bench.sweep", ["--seed", "3", "--note", "after a fix"])
+    assert line == "python -m bench.sweep --seed 3 --note 'after a fix'"
 
 
 @pytest.mark.parametrize("threadpoolctl", [True, False])
@@ -182,7 +182,7 @@ def test_reports_name_the_blas_and_its_kernels(threadpoolctl, monkeypatch):
     # names them; without threadpoolctl, numpy's build configuration names the library.
     import sys
 
-    from arrayconv.bench.run import versions
+    from bench.run import versions
 
     if not threadpoolctl:
         monkeypatch.setitem(sys.modules, "threadpoolctl", None)
@@ -202,7 +202,7 @@ def test_boundary_bench_callables_agree():
     """Every callable of the periodic-boundary bench gives the same 'same'-sized result."""
     import numpy as np
 
-    from arrayconv.bench import boundary
+    from bench import boundary
 
     rng = np.random.default_rng(0)
     x, k = rng.standard_normal((40, 37)), rng.standard_normal((7, 5))
@@ -407,7 +407,7 @@ def test_rescore_takes_random_kernels_as_the_sweeps_timed():
 
 
 def test_tiled_gpu_bench_report(tmp_path):
-    from arrayconv.bench import tiled_gpu
+    from bench import tiled_gpu
 
     row = {
         "kernel": 7,
@@ -417,7 +417,7 @@ def test_tiled_gpu_bench_report(tmp_path):
         "plain_over_pinned": 1.6,
         "error_vs_whole": {"pinned": 0.0, "plain": 1e-7, "whole": 0.0},
     }
-    report = {"date": "2026-11-25", "command": "python -m arrayconv.bench.tiled_gpu", "versions": {"gpu": "H100"}, "size": 512, "repeats": 3, "rows": [row]}
+    report = {"date": "2026-11-25", "command": "python -m bench.tiled_gpu", "versions": {"gpu": "H100"}, "size": 512, "repeats": 3, "rows": [row]}
     tiled_gpu.write_markdown(report, tmp_path / "t.md")
     assert "| 7x7 | slabs of 64 MiB | 1020 | 0.500 | 0.800 | 0.300 | **1.60** | 0.0e+00 | 1.0e-07 |" in (tmp_path / "t.md").read_text()
 
@@ -425,7 +425,7 @@ def test_tiled_gpu_bench_report(tmp_path):
 @pytest.mark.gpu
 def test_tiled_gpu_bench_runs_and_its_three_ways_agree():
     pytest.importorskip("cupy", reason="CuPy is not installed")
-    from arrayconv.bench import tiled_gpu
+    from bench import tiled_gpu
 
     rows = tiled_gpu.run(size=1024, repeats=1)
     assert len(rows) == 4 and all(max(r["error_vs_whole"].values()) < 1e-5 for r in rows), rows
@@ -436,8 +436,8 @@ def test_gpu_bench_times_every_arrayconv_method_on_a_case():
     """The GPU benchmark's runner on case a: every arrayconv callable runs and matches (the
     runner reports a callable that raises as skipped, so a broken method would not stop it)."""
     cp = pytest.importorskip("cupy", reason="CuPy is not installed")
-    from arrayconv.bench import gpu
-    from arrayconv.bench.cases import CASES
+    from bench import gpu
+    from bench.cases import CASES
 
     case = next(c for c in CASES if c.id == "a")
     result = gpu.run_case(case, 1, {"fp32_flops": 1e13, "copy_bytes": 1e12}, cp)
@@ -481,7 +481,7 @@ def test_compare_times_the_cases_with_both_packages(tmp_path):
     stands in for an older one) and the report gives both, case by case."""
     import shutil
 
-    from arrayconv.bench import compare
+    from bench import compare
 
     shutil.copytree(Path(ac.__file__).parent, tmp_path / "base" / "arrayconv", ignore=shutil.ignore_patterns("__pycache__"))
     cases = [dataclasses.asdict(Case("tiny", "conv", (2, 3, 12, 10), (4, 3, 3, 3), padding=1))]
@@ -494,7 +494,7 @@ def test_compare_times_the_cases_with_both_packages(tmp_path):
 
 
 def test_compare_refuses_a_folder_without_arrayconv(tmp_path, capsys):
-    from arrayconv.bench import compare
+    from bench import compare
 
     with pytest.raises(SystemExit) as stop:
         compare.main([str(tmp_path)])

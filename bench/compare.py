@@ -1,7 +1,7 @@
 """Before and after on one machine: the benchmark cases timed with an older arrayconv and
 with this one, in alternating processes.
 
-Usage: ``python -m arrayconv.bench.compare BASE [--device cpu|gpu] [--rounds 2]
+Usage: ``python -m bench.compare BASE [--device cpu|gpu] [--rounds 2]
 [--repeats 15] [--cases a,b,...] [--out bench/results]``. BASE is a folder holding an
 older ``arrayconv`` package, e.g. made by ``git archive REV arrayconv | tar -x -C BASE``
 (``bash .ci/gpu base REV`` makes ``.base`` so). Each round runs
@@ -32,7 +32,7 @@ from .overhead import TIMED_CASES
 from .run import command_line, report_head
 
 TIMER = Path(__file__).with_name("case_timer.py")
-PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # the repository root, with arrayconv/ in it
 VERSIONS = ("before", "after")
 
 
@@ -81,7 +81,7 @@ def run(base: Path, device_name: str, rounds: int, repeats: int, cases: list[dic
         rows.append(row)
     return {
         "date": datetime.date.today().isoformat(),
-        "command": command_line("python -m arrayconv.bench.compare"),
+        "command": command_line("python -m bench.compare"),
         "device": device_name,
         "versions": device(device_name).versions(),
         "base": str(base),

@@ -1,11 +1,11 @@
 """How good is ``method='auto'``? Time every method over a sweep of problem sizes.
 
-Usage: ``python -m arrayconv.bench.sweep [--points 60] [--seed 0] [--device cpu|gpu] [--out bench/results]
+Usage: ``python -m bench.sweep [--points 60] [--seed 0] [--device cpu|gpu] [--out bench/results]
 [--op both|correlate|conv] [--max-side 4096] [--dtype float32|float64|complex64|complex128] [--plans]
 [--layers]``.
 Points are drawn at random (seeded) from image sides 64..4096, kernels 1..63, input and
 output channels 1..256 and batches 1..256 (``conv``, padding 'same'), plus
-single-image ``correlate`` points, the corners of those ranges and the DESIGN.md cases,
+single-image ``correlate`` points, the corners of those ranges and the benchmark cases (bench/cases.py),
 keeping those whose inputs and outputs fit in 256 MiB and whose best estimate is under 2 s. Each method is timed
 (one warm-up, then the median of 2 to 15 interleaved repeats in a new order each, at least 0.2 s of
 timings each; calls over 3 s are timed once); a method estimated over 20 times slower
@@ -38,6 +38,7 @@ limit each sweep recorded (else ``--memory-limit BYTES``, else this machine's).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import dataclasses
 import datetime
 import json
@@ -98,7 +99,7 @@ def corner_points() -> list[dict]:
 
 
 def draw_points(n: int, seed: int, op: str = "both", max_side: int = SIDES[-1], dtype: str = "float32", layers: bool = False) -> list[dict]:
-    """DESIGN.md cases, the corners of the ranges, then random conv and correlate points
+    """The benchmark cases, the corners of the ranges, then random conv and correlate points
     that pass the size filters; only `op`'s points ('correlate', 'conv' or 'both') with
     image sides up to `max_side`. Points of another `dtype` than float32 say so (key
     ``dtype``) and pass the filters at its size. With `layers`, random conv points have a
@@ -284,7 +285,7 @@ def write(results: list[dict], folder: Path, argv: list[str], where: Device, not
     default = rates in (DEFAULT_RATES, DEFAULT_GPU_RATES)
     report = {
         "date": date,
-        "command": command_line("python -m arrayconv.bench.sweep", argv),
+        "command": command_line("python -m bench.sweep", argv),
         "device": where.name,
         "versions": where.versions(),
         "rates": {"default": default, **dataclasses.asdict(rates)},
@@ -316,7 +317,8 @@ def write(results: list[dict], folder: Path, argv: list[str], where: Device, not
             f"{'**' if r['ratio'] > WITHIN else ''}{r['ratio']:.2f}{'**' if r['ratio'] > WITHIN else ''} | " + " | ".join(cells) + " |"
         )
     stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
-    _plot(results, stats, stem.with_suffix(".png"))
+    if importlib.util.find_spec("matplotlib"):  # the bench extra; the tables stand without it
+        _plot(results, stats, stem.with_suffix(".png"))
     return stem.with_suffix(".md")
 
 
@@ -355,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     """Command line; returns the exit code."""
     argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--points", type=int, default=60, help="random points besides the DESIGN.md cases")
+    parser.add_argument("--points", type=int, default=60, help="random points besides the benchmark cases (bench/cases.py)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="cpu", choices=["cpu", "gpu"])
     parser.add_argument("--out", default="bench/results")

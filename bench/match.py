@@ -1,6 +1,6 @@
 """Template matching against scikit-image and OpenCV: speed and accuracy of the scores.
 
-Usage: ``python -m arrayconv.bench.match [--sides 512,1024,2048,4096] [--templates 7,15,31,63]
+Usage: ``python -m bench.match [--sides 512,1024,2048,4096] [--templates 7,15,31,63]
 [--dtypes float32,float64] [--offset 0] [--repeats 5] [--device cpu|gpu] [--out bench/results]``.
 For each square image (normal noise plus `offset`, the dark level of a camera say) and
 square template (a piece of the image, so each call finds it), and each dtype,
@@ -97,7 +97,7 @@ def write(points: list[dict], folder: Path, offset: float, argv: list[str], dev:
     date = datetime.date.today().isoformat()
     folder.mkdir(parents=True, exist_ok=True)
     stem = folder / (report_stem("match", dev.name, date) + (f"-offset{offset:g}" if offset else ""))
-    report = {"date": date, "device": dev.name, "command": command_line("python -m arrayconv.bench.match", argv), "versions": {**dev.versions(), **installed_versions({"scikit-image": "skimage", "opencv": "cv2"})}, "points": points}
+    report = {"date": date, "device": dev.name, "command": command_line("python -m bench.match", argv), "versions": {**dev.versions(), **installed_versions({"scikit-image": "skimage", "opencv": "cv2"})}, "points": points}
     stem.with_suffix(".json").write_text(json.dumps(report, indent=1))
     missing = {name: why for p in points for name, why in p["missing"].items()}
     lines = [

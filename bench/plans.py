@@ -1,6 +1,6 @@
 """Same kernel, many frames: a plan against the plain call, per frame.
 
-Usage: ``python -m arrayconv.bench.plans [--case c] [--frames 100] [--device cpu|gpu] [--out bench/results]``.
+Usage: ``python -m bench.plans [--case c] [--frames 100] [--device cpu|gpu] [--out bench/results]``.
 Each frame is filtered by every callable in turn (interleaved, in a new random order for
 each frame), so drifts of the machine and the first touch of a frame hit all of them alike;
 the report gives per-frame medians and ratios. On the GPU the frames live on the device,
@@ -77,7 +77,7 @@ def write(result: dict, folder: Path) -> Path:
     date = datetime.date.today().isoformat()
     folder.mkdir(parents=True, exist_ok=True)
     stem = folder / report_stem("plans", result["device"], date)
-    result = {"date": date, "command": command_line("python -m arrayconv.bench.plans"), **result}
+    result = {"date": date, "command": command_line("python -m bench.plans"), **result}
     stem.with_suffix(".json").write_text(json.dumps(result, indent=1))
     plain = result["median_s"]["arrayconv correlate auto"]
     lines = [

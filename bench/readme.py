@@ -1,6 +1,6 @@
 """Put the latest benchmark results into README.md, between its ``bench`` markers.
 
-Usage: ``python -m arrayconv.bench.readme [--results bench/results] [--readme README.md]``.
+Usage: ``python -m bench.readme [--results bench/results] [--readme README.md]``.
 Reads the newest full ``cpu-*.json`` (not ``-quick``) and ``plans-*.json``, and every
 ``sweep-*.json`` of the newest one's date (not the ``-gpu-`` or ``-fit`` ones; by seed, the
 last one's plot shown), and rewrites the text between ``<!-- bench:start -->`` and

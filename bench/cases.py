@@ -1,4 +1,4 @@
-"""The benchmark cases of DESIGN.md section 4, as data (float32, conv-layer semantics), and
+"""The benchmark cases of the project's design (section 4), as data (float32, conv-layer semantics), and
 the random arrays the benchmarks fill."""
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """Run the CPU benchmark: arrayconv and its peers side by side, interleaved, medians.
 
-Usage: ``arrayconv bench [--full] [--cases a,b,...] [--repeats N] [--out DIR]`` (or
-``python -m arrayconv.bench.run``). Without ``--full`` or ``--cases``: the quick cases,
+Usage, from the repository root: ``python -m bench.run [--full] [--cases a,b,...] [--repeats N] [--out DIR]``. Without ``--full`` or ``--cases``: the quick cases,
 two repeats, SciPy's direct sums only up to :data:`~.peers.QUICK_MAX_DIRECT_MACS`.
 Writes ``cpu-<date>[-quick].json``, ``.md`` and ``.png`` into DIR (default bench/results).
 Needs the ``bench`` extra (matplotlib, tqdm); torch is a peer when installed.
@@ -281,8 +280,8 @@ def plot_kernel_sizes(report: dict, path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark from the command line; returns the exit code."""
-    parser = argparse.ArgumentParser(prog="arrayconv bench", description=__doc__)
-    parser.add_argument("--full", action="store_true", help="every case of DESIGN.md (tens of minutes)")
+    parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__)
+    parser.add_argument("--full", action="store_true", help="every case of bench/cases.py (tens of minutes)")
     parser.add_argument("--cases", help="comma-separated case ids, e.g. a,c,g15")
     parser.add_argument("--repeats", type=int, help="timed repeats per callable (default 2 quick, 5 full)")
     parser.add_argument("--out", default="bench/results", help="folder of the reports")
@@ -290,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         from tqdm import tqdm
     except ImportError:
-        print("arrayconv bench needs the bench extra: pip install 'arrayconv[bench]'", file=sys.stderr)
+        print("the benchmark needs the bench extra: pip install 'arrayconv[bench]'", file=sys.stderr)
         return 2
     known = [c.id for c in CASES]
     chosen = args.cases.split(",") if args.cases else known if args.full else QUICK
@@ -327,7 +326,7 @@ def _write(results: list[dict], out: str, quick: bool, argv: list[str] | None, r
     date = datetime.date.today().isoformat()
     report = {
         "date": date,
-        "command": command_line("arrayconv bench", argv),
+        "command": command_line("python -m bench.run", argv),
         "versions": versions(),
         "rates": rates,
         "repeats": repeats,

@@ -1,6 +1,6 @@
 """Single images and 1-D signals against SciPy: the sizes where fixed costs count.
 
-Usage: ``python -m arrayconv.bench.images [--sides 64,128,256,512] [--kernels 3,5,7,11,15,31]
+Usage: ``python -m bench.images [--sides 64,128,256,512] [--kernels 3,5,7,11,15,31]
 [--lengths 1000,10000,100000,1000000] [--taps 2,3,5,9,15,31] [--channels N]
 [--dtypes float32,float64] [--out bench/results]`` (an empty ``--sides`` or ``--lengths``
 leaves those out; with ``--channels``, each signal is N channels, ``(N, length)``, filtered
@@ -71,7 +71,7 @@ def write(points: list[dict], folder: Path, argv: list[str]) -> Path:
     date = datetime.date.today().isoformat()
     folder.mkdir(parents=True, exist_ok=True)
     stem = folder / f"images-{date}"
-    report = {"date": date, "command": command_line("python -m arrayconv.bench.images", argv), "versions": versions(), "points": points}
+    report = {"date": date, "command": command_line("python -m bench.images", argv), "versions": versions(), "points": points}
     stem.with_suffix(".json").write_text(json.dumps(report, indent=1))
     lines = [
         *report_head(f"Single images and signals against SciPy, CPU, {date}", report["command"], report["versions"]),

@@ -1,6 +1,6 @@
 """Periodic boundaries: ``boundary='wrap'`` (native to the FFT) against extending first.
 
-Usage: ``python -m arrayconv.bench.boundary [--repeats 7] [--out bench/results]``.
+Usage: ``python -m bench.boundary [--repeats 7] [--out bench/results]``.
 For each image (a fast length and a prime length) and kernel size, times in turn, in a new
 random order per repeat after one warm-up: arrayconv with ``boundary='wrap'``; the same
 result by extending the input with ``numpy.pad(mode='wrap')`` and correlating in 'valid'
@@ -85,7 +85,7 @@ def write(rows: list[dict], repeats: int, folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     stem = folder / f"boundary-{date}"
     info = versions()
-    command = command_line("python -m arrayconv.bench.boundary")
+    command = command_line("python -m bench.boundary")
     stem.with_suffix(".json").write_text(json.dumps({"date": date, "command": command, "versions": info, "repeats": repeats, "rows": rows}, indent=1))
     ours, extended = "arrayconv boundary='wrap'", "arrayconv on np.pad(wrap), 'valid'"
     ours_fft, extended_fft = f"{ours}, method='fft'", f"{extended}, method='fft'"

@@ -1,7 +1,7 @@
 """What a call costs beyond its arithmetic: plain calls, plans and the peers on small
 problems, and where a plain call's host time goes.
 
-Usage: ``python -m arrayconv.bench.overhead [--device cpu|gpu] [--repeats 200] [--out
+Usage: ``python -m bench.overhead [--device cpu|gpu] [--repeats 200] [--out
 bench/results]``. For each problem, a plain ``correlate`` call (which on CuPy arrays makes
 its plan every time, and on NumPy arrays keeps it for a small kernel), a call of a plan
 made once, and the peers' ``correlate`` (``scipy.signal``'s, or on the GPU
@@ -106,7 +106,7 @@ def run(
             profiled = {"problem": label, "functions": _profile(calls["arrayconv correlate (plain call)"])}
     return {
         "date": datetime.date.today().isoformat(),
-        "command": command_line("python -m arrayconv.bench.overhead"),
+        "command": command_line("python -m bench.overhead"),
         "device": where.name,
         "versions": where.versions(),
         "repeats": repeats,

@@ -1,6 +1,6 @@
 """Richardson-Lucy deconvolution against scikit-image: speed, and agreement of the results.
 
-Usage: ``python -m arrayconv.bench.deconvolve [--sides 512,1024,2048] [--psfs 9,25]
+Usage: ``python -m bench.deconvolve [--sides 512,1024,2048] [--psfs 9,25]
 [--ndim 2] [--dtypes float32,float64] [--iterations 10] [--repeats 3] [--device cpu|gpu] [--out bench/results]``.
 For each square image (a star field on a faint sky, blurred and with Poisson noise; with
 ``--ndim 3`` a volume of ``side // 4`` planes of ``side x side``), each PSF side (a
@@ -101,7 +101,7 @@ def write(points: list[dict], folder: Path, argv: list[str], dev: Device, ndim: 
     folder.mkdir(parents=True, exist_ok=True)
     stem = folder / (report_stem("deconvolve", dev.name, date) + ("-3d" if ndim == 3 else ""))
     versions = {**dev.versions(), **installed_versions({"scikit-image": "skimage"})}
-    report = {"date": date, "device": dev.name, "command": command_line("python -m arrayconv.bench.deconvolve", argv), "versions": versions, "points": points}
+    report = {"date": date, "device": dev.name, "command": command_line("python -m bench.deconvolve", argv), "versions": versions, "points": points}
     stem.with_suffix(".json").write_text(json.dumps(report, indent=1))
     missing = {name: why for p in points for name, why in p["missing"].items()}
     lines = [

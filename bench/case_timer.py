@@ -1,5 +1,5 @@
 """Time benchmark cases with whichever ``arrayconv`` this process imports (a child of
-:mod:`arrayconv.bench.compare`).
+:mod:`bench.compare`).
 
 Run as a script, not imported from the package: ``python case_timer.py DEVICE REPEATS
 CASES_JSON`` prints one JSON line, for each case its method and the medians of its plain

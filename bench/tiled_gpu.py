@@ -1,6 +1,6 @@
 """Time `correlate_into` on the GPU: pinned buffers and a copy stream against plain copies.
 
-Usage: ``python -m arrayconv.bench.tiled_gpu [--size N] [--repeats R] [--out DIR]``.
+Usage: ``python -m bench.tiled_gpu [--size N] [--repeats R] [--out DIR]``.
 An N x N float32 image in host memory (default 16384: 1 GiB) is filtered into a host array
 with 7x7 and 63x63 kernels, 'same', 'symm' edges, under two memory budgets (slabs of
 64 MiB, and slabs at their 256 MiB cap). Three ways, interleaved in shuffled order, wall
@@ -149,7 +149,7 @@ def write_markdown(report: dict[str, Any], path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; returns the exit code."""
-    parser = argparse.ArgumentParser(prog="python -m arrayconv.bench.tiled_gpu", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m bench.tiled_gpu", description=__doc__)
     parser.add_argument("--size", type=int, default=16384)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--out", default="bench/results")
@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     info = gpu_versions(cp)
     report = {
         "date": datetime.date.today().isoformat(),
-        "command": command_line("python -m arrayconv.bench.tiled_gpu", argv),
+        "command": command_line("python -m bench.tiled_gpu", argv),
         "versions": info,
         "size": args.size,
         "repeats": args.repeats,

@@ -1,6 +1,6 @@
 """Run the GPU benchmark: arrayconv on CuPy against cupyx.scipy and torch/cuDNN.
 
-Usage: ``python -m arrayconv.bench.gpu [--cases a,b,...] [--repeats N] [--out DIR]``.
+Usage: ``python -m bench.gpu [--cases a,b,...] [--repeats N] [--out DIR]``.
 Each callable is timed with CUDA events around one call, interleaved with the others,
 after two warm-up calls; the median is reported. torch runs with
 ``cudnn.benchmark=True``, once in full FP32 (TF32 off) and once with TF32 allowed.
@@ -214,7 +214,7 @@ def gpu_versions(cp) -> dict[str, str]:  # type: ignore[no-untyped-def]
 
 def main(argv: list[str] | None = None) -> int:
     """Run the GPU benchmark; returns the exit code."""
-    parser = argparse.ArgumentParser(prog="python -m arrayconv.bench.gpu", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m bench.gpu", description=__doc__)
     parser.add_argument("--cases", help="comma-separated case ids (default: all)")
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--out", default="bench/results")
@@ -236,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         report = {
             "date": datetime.date.today().isoformat(),
-            "command": command_line("python -m arrayconv.bench.gpu", argv),
+            "command": command_line("python -m bench.gpu", argv),
             "versions": info,
             "ceilings": limits,
             "repeats": args.repeats,

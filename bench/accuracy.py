@@ -1,6 +1,6 @@
 """Measured accuracy: worst error of every method and dtype against a float64 SciPy reference.
 
-Usage: ``python -m arrayconv.bench.accuracy [--cases 60] [--device cpu|gpu] [--out bench/results]``.
+Usage: ``python -m bench.accuracy [--cases 60] [--device cpu|gpu] [--out bench/results]``.
 Writes ``accuracy-<date>.md`` and ``.json`` (``accuracy-gpu-<date>.*`` for CuPy arrays on
 the GPU): the worst error relative to max|reference| per method and dtype over random
 correlations (1-D to 3-D, every mode, odd and even kernels), and the error's growth with
@@ -102,7 +102,7 @@ def markdown(report: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Measure and write ``accuracy-<date>.md`` and ``.json``."""
-    parser = argparse.ArgumentParser(prog="python -m arrayconv.bench.accuracy", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.accuracy", description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=60)
     parser.add_argument("--device", default="cpu", choices=["cpu", "gpu"])
     parser.add_argument("--out", type=Path, default=Path("bench/results"))
