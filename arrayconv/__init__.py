@@ -8,6 +8,7 @@ Public API: :func:`correlate`, :func:`convolve` (SciPy semantics), :func:`conv`
 (:func:`config`, :func:`memory_limit`, :func:`cache_info`, :func:`clear_caches`).
 """
 
+from ._allocator import keep_freed_memory
 from ._adjoint import (
     conv_transpose,
     conv_weight_grad,
@@ -55,6 +56,7 @@ __all__ = [
     "correlate_into",
     "correlate_transpose",
     "correlate_weight_grad",
+    "keep_freed_memory",
     "match_template",
     "memory_limit",
     "patch_conv",

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from . import _config
-from ._allocator import keep_freed_memory
+from ._allocator import keep_if_asked
 from ._backend import Array, Backend, is_cupy_array, on_arrays_device
 from ._cache import approximate_size
 from ._choose import Calls, Choice, MemoryLimitWarning, choose, measured_choice
@@ -142,7 +142,7 @@ class Plan:
     ) -> None:
         _check_result_fits(spec)
         if spec.backend.name == "numpy":
-            keep_freed_memory()
+            keep_if_asked()
         self._spec = spec
         self._memory_limit = memory_limit
         self._calls = calls  # what the choice is for (Choice.calls): a plan's calls, or a plain call
