@@ -12,15 +12,17 @@ from . import _config
 from ._backend import Array, get_backend, on_arrays_device
 from ._choose import Calls, Choice, choose
 from ._conv import conv_spec
-from ._correlate import correlate_spec
+from ._correlate import Edges, correlate_spec
 from ._kept import keeps_plan
 from ._plan import Plan, Spec, abs_bound, check_result_addressable
 from ._problem import ArraySpec, as_array, check_choice, input_spec
 
-_OPTIONS = {
-    "correlate": ("mode", "axes"),
-    "convolve": ("mode", "axes"),
-    "conv": ("stride", "padding", "dilation", "groups"),
+# Every option of each function that changes what it computes, with its default.
+_CORRELATE_OPTIONS = {"mode": "full", "axes": None, "boundary": "constant", "fillvalue": 0, "nan": "propagate"}
+_OPTIONS: dict[str, dict[str, Any]] = {
+    "correlate": _CORRELATE_OPTIONS,
+    "convolve": _CORRELATE_OPTIONS,
+    "conv": {"bias": None, "stride": 1, "padding": 0, "dilation": 1, "groups": 1, "padding_mode": "constant", "nan": "propagate"},
 }
 
 
@@ -61,8 +63,10 @@ def choose_method(
         estimated within 1.25x of the fastest, or within 0.2 ms and 2x of it
         (``Choice.calls == 'kept'``).
     **options
-        The options of `op`: ``mode``, ``axes`` for correlate/convolve; ``stride``,
-        ``padding``, ``dilation``, ``groups`` for conv.
+        The options of `op`, as that function takes them: ``mode``, ``axes``,
+        ``boundary``, ``fillvalue``, ``nan`` for correlate and convolve; ``bias``,
+        ``stride``, ``padding``, ``dilation``, ``groups``, ``padding_mode``, ``nan`` for
+        conv.
 
     Returns
     -------
@@ -83,7 +87,7 @@ def choose_method(
     check_choice("op", op, _OPTIONS)
     unknown = sorted(set(options) - set(_OPTIONS[op]))
     if unknown:
-        msg = f"choose_method(op={op!r}) takes options {_OPTIONS[op]}, got unknown {unknown}"
+        msg = f"choose_method(op={op!r}) takes options {tuple(_OPTIONS[op])}, got unknown {unknown}"
         raise TypeError(msg)
     x_array, w_array = (None if _is_shape(a) else a for a in (x, w))
     backend = get_backend(x=x_array, w=w_array)
@@ -95,13 +99,16 @@ def choose_method(
         x_spec = ArraySpec(tuple(x_array.shape), x_array.dtype)
     w_array = _stand_in(input_spec("w", w, given)) if w_array is None else as_array(w_array, "w", backend)
     bound = abs_bound(x_array, x_spec.dtype)
+    call = {**_OPTIONS[op], **options}
     if op == "conv":
-        spec: Spec = conv_spec(x_spec, w_array, None, backend, "auto", x_bound=bound, **_conv_defaults(options))
+        bias = call.pop("bias")
+        bias = None if bias is None else as_array(bias, "bias", backend)
+        spec: Spec = conv_spec(x_spec, w_array, bias, backend, "auto", x_bound=bound, **call)
         w_problem = w_array
     else:
-        options = {"mode": "full", "axes": None, **options}
+        edges = Edges(call["boundary"], call["fillvalue"], call["nan"])
         spec, w_problem = correlate_spec(
-            x_spec, w_array, backend, options["mode"], "auto", options["axes"], flip=op == "convolve", x_bound=bound, kernel_values=not _is_shape(w)
+            x_spec, w_array, backend, call["mode"], "auto", call["axes"], flip=op == "convolve", x_bound=bound, edges=edges, kernel_values=not _is_shape(w)
         )
     check_result_addressable(spec)  # an absurd padding: this error, not an overflow in the estimates
     if measure:
@@ -123,6 +130,3 @@ def _stand_in(spec: ArraySpec) -> Array:
     extreme = np.iinfo(spec.dtype).max if spec.dtype.kind in "iu" else 1
     return np.broadcast_to(np.asarray(extreme, dtype=spec.dtype), spec.shape)
 
-
-def _conv_defaults(options: dict[str, Any]) -> dict[str, Any]:
-    return {"stride": 1, "padding": 0, "dilation": 1, "groups": 1, **options}

@@ -187,12 +187,25 @@ def test_temporaries_are_counted_as_small_problems_hold_them(rng):
 
 
 def test_choose_method_errors():
-    with pytest.raises(TypeError, match=r"choose_method\(op='conv'\) takes options \('stride', 'padding', 'dilation', 'groups'\), got unknown \['mode'\]"):
+    with pytest.raises(TypeError, match=r"choose_method\(op='conv'\) takes options \('bias', 'stride', 'padding', 'dilation', 'groups', 'padding_mode', 'nan'\), got unknown \['mode'\]"):
         ac.choose_method((1, 1, 8, 8), (1, 1, 3, 3), op="conv", mode="same")
     with pytest.raises(ValueError, match=r"`op` must be one of \{'correlate', 'convolve', 'conv'\}, got 'conv2d'"):
         ac.choose_method((8, 8), (3, 3), op="conv2d")
     with pytest.raises(ValueError, match=r"the result of shape \(2, 4, 2000000000000000000000000000010, .* needs .* GiB, more than any array can hold"):
         ac.choose_method((2, 3, 12, 10), (4, 3, 3, 3), op="conv", padding=10**30)  # was an OverflowError in the estimates
+
+
+def test_choose_method_takes_every_option_of_the_call_it_explains(rng):
+    """Edge rules, fill values, NaN policies, biases: what a plan of that call runs."""
+    x, k = random(rng, (48, 40), "float32"), random(rng, (5, 4), "float32")
+    for options in [dict(boundary="symmetric"), dict(boundary="constant", fillvalue=2.0), dict(nan="normalize"), dict(boundary="wrap", nan="fill")]:
+        for op, make in (("correlate", ac.plan_correlate), ("convolve", ac.plan_convolve)):
+            choice = ac.choose_method(x, k, op=op, mode="same", plan=True, **options)
+            assert choice.method == make(k, x.shape, "same", **options).method, (op, options)
+    xs, w, bias = random(rng, (2, 3, 20, 20), "float32"), random(rng, (4, 3, 3, 3), "float32"), random(rng, (4,), "float32")
+    for options in [dict(padding=1, padding_mode="edge"), dict(padding=2, padding_mode="wrap", bias=bias), dict(padding=1, nan="normalize")]:
+        choice = ac.choose_method(xs, w, op="conv", plan=True, **options)
+        assert choice.method == ac.plan_conv(w, xs.shape, **options).method, options
 
 
 def test_measure_times_candidates_once_and_remembers(monkeypatch, tmp_path, rng):
