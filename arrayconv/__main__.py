@@ -1,12 +1,14 @@
-"""Command line: ``arrayconv demo``, ``filter``, ``match``, ``info`` and ``bench``."""
+"""Command line: ``arrayconv demo``, ``filter``, ``match``, ``deconvolve`` and ``info``."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
-from ._cli import UsageError, add_commands, fail, run_deconvolve, run_filter, run_info, run_match
-from ._demo import run_demo
+from . import __version__
+from ._allocator import keep_freed_memory
+from ._cli import UsageError, add_commands, fail, in_flags, run_deconvolve, run_filter, run_info, run_match
 
 
 class _Parser(argparse.ArgumentParser):
@@ -19,33 +21,37 @@ class _Parser(argparse.ArgumentParser):
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit code (2 for usage and file errors)."""
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["bench"]:  # the benchmark parses its own options
-        from .bench.run import main as bench
-
-        return bench(argv[1:])
-    parser = _Parser(prog="arrayconv", description="Fast, SciPy-exact convolution.")
+    parser = _Parser(prog="arrayconv", description="Fast, SciPy-exact convolution and correlation of images.")
+    parser.add_argument("--version", action="version", version=f"arrayconv {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     demo = commands.add_parser("demo", help="filter a generated image with several kernels vs SciPy")
     demo.add_argument("--size", type=int, default=2048, help="image side in pixels (default 2048)")
     add_commands(commands)
-    commands.add_parser("bench", help="benchmark against SciPy (and torch): arrayconv bench --help")
+    command = None
+    keep_freed_memory()  # the command line owns its process: its calls reuse freed pages
     try:
         args = parser.parse_args(argv)
-        if args.command == "filter":
+        command = args.command
+        if command == "filter":
             return run_filter(args)
-        if args.command == "match":
+        if command == "match":
             return run_match(args)
-        if args.command == "deconvolve":
+        if command == "deconvolve":
             return run_deconvolve(args)
-        if args.command == "info":
+        if command == "info":
             return run_info()
         if args.size < 64:
             raise UsageError(f"--size must be at least 64, got {args.size}")
+        from ._demo import run_demo  # imports scipy.signal: not for --help
+
+        return 0 if run_demo(args.size) else 1
+    except BrokenPipeError:  # `arrayconv info | head`: the reader left; end quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # as a shell reports a command ended by SIGPIPE
     except UsageError as exc:
         return fail(str(exc))
-    except (ValueError, TypeError, OSError, MemoryError) as exc:  # from the library: still one line
-        return fail(f"{type(exc).__name__}: {exc}")
-    return 0 if run_demo(args.size) else 1
+    except (ValueError, TypeError, OSError, MemoryError) as exc:  # from the library: one line, in the command's words
+        return fail(in_flags(f"{type(exc).__name__}: {exc}", command))
 
 
 if __name__ == "__main__":

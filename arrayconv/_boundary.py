@@ -10,26 +10,61 @@ import functools
 import warnings
 from collections.abc import Sequence
 from types import ModuleType
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from ._backend import Array
 
-# correlate/convolve's `boundary` -> numpy.pad mode, as scipy.signal.correlate2d and
-# scipy.ndimage: 'symm' and 'reflect' repeat the edge sample (d c b a | a b c d),
-# 'mirror' does not (d c b | a b c d), 'nearest' repeats the edge, 'wrap' is periodic.
-BOUNDARIES = {
-    "fill": "constant",
-    "wrap": "wrap",
-    "symm": "symmetric",
-    "reflect": "symmetric",
-    "mirror": "reflect",
-    "nearest": "edge",
+# One vocabulary of edge rules for every function (`boundary`, `padding_mode`, the CLI):
+# each name -> its ``numpy.pad`` mode. The names are numpy.pad's, but for 'mirror'.
+EDGE_RULES = {
+    "constant": "constant",  # `fillvalue` past the edges (zeros by default)
+    "wrap": "wrap",  # periodic: ... c d | a b c d | a b ...
+    "symmetric": "symmetric",  # the edge sample repeated: ... b a | a b c d | d c ...
+    "mirror": "reflect",  # the edge sample not repeated: ... c b | a b c d | c b ...
+    "edge": "edge",  # the edge sample: ... a a | a b c d | d d ...
+}
+# The names other libraries use for them, accepted as aliases.
+ALIASES = {
+    "fill": "constant",  # scipy.signal.correlate2d
+    "zeros": "constant",  # torch's padding_mode
+    "circular": "wrap",  # torch
+    "symm": "symmetric",  # scipy.signal.correlate2d
+    "nearest": "edge",  # scipy.ndimage
+    "replicate": "edge",  # torch
+}
+EdgeRule = Literal["constant", "wrap", "symmetric", "mirror", "edge", "fill", "zeros", "circular", "symm", "nearest", "replicate"]
+_AMBIGUOUS = {
+    "reflect": (
+        "'reflect' means two rules: 'symmetric' (... b a | a b c d, as scipy.ndimage and OpenCV) "
+        "or 'mirror' (... c b | a b c d, as NumPy, scikit-image and torch); say which"
+    )
 }
 
-# conv's `padding_mode` -> numpy.pad mode, as PyTorch's conv layers.
-PADDING_MODES = {"zeros": "constant", "reflect": "reflect", "replicate": "edge", "circular": "wrap"}
+
+def edge_rule(value: object, name: str = "boundary", fillvalue: complex = 0) -> str:
+    """The canonical name (a key of :data:`EDGE_RULES`) of the edge rule `value` given as
+    argument `name`; a ValueError naming the argument for an unknown or ambiguous name, or
+    for 'zeros' with a `fillvalue` other than 0.
+
+    Examples
+    --------
+    >>> edge_rule("nearest"), edge_rule("symm"), edge_rule("circular", "padding_mode")
+    ('edge', 'symmetric', 'wrap')
+    """
+    if isinstance(value, str) and value in _AMBIGUOUS:
+        msg = f"`{name}`: {_AMBIGUOUS[value]}"
+        raise ValueError(msg)
+    if not isinstance(value, str) or value not in EDGE_RULES and value not in ALIASES:
+        names = ", ".join(repr(n) for n in EDGE_RULES)
+        aliases = ", ".join(f"{a!r} = {c!r}" for a, c in ALIASES.items())
+        msg = f"`{name}` must be one of {{{names}}} (or an alias: {aliases}), got {value!r}"
+        raise ValueError(msg)
+    if value == "zeros" and fillvalue != 0:
+        msg = f"`{name}`='zeros' pads with 0, but `fillvalue` is {fillvalue!r}; use 'constant' with that fillvalue"
+        raise ValueError(msg)
+    return ALIASES.get(value, value)
 
 
 def fill_number(fillvalue: object) -> complex:

@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from . import _config
-from ._allocator import keep_freed_memory
-from ._boundary import BOUNDARIES
+from . import _allocator
+from ._boundary import EDGE_RULES, edge_rule
 from ._backend import NUMPY
 from ._cache import cache_info
 from ._deconvolve import richardson_lucy
@@ -28,6 +28,31 @@ from ._shapes import mode_padding, mode_window
 from ._tiled import convolve_into, correlate_into
 
 _SIZE = re.compile(r"^(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?$", re.IGNORECASE)
+_BOUNDARY_HELP = f"how the image continues past its edges: {', '.join(EDGE_RULES)} (default constant: --fillvalue), or an alias (fill, symm, nearest, ...)"
+# The library's argument names as each command's operands and flags, for its errors.
+_FLAGS = {
+    "filter": {"in1": "INPUT", "in2": "--kernel", "out": "OUTPUT", "memory_limit": "--memory-limit", "fillvalue": "--fillvalue", "boundary": "--boundary", "nan": "--nan", "mode": "--mode"},
+    "match": {"image": "IMAGE", "template": "TEMPLATE", "mode": "--mode", "boundary": "--boundary", "fillvalue": "--fillvalue"},
+    "deconvolve": {"image": "INPUT", "psf": "--psf", "num_iter": "--iterations", "filter_epsilon": "--filter-epsilon", "boundary": "--boundary"},
+}
+
+
+def in_flags(message: str, command: str | None) -> str:
+    """A library error's `message` with the arguments it names (```name```, ``name='value'``)
+    given as `command`'s operands and flags."""
+    for name, flag in _FLAGS.get(command or "", {}).items():
+        message = message.replace(f"`{name}`", flag)
+        if flag.startswith("--"):  # nan='raise' -> --nan raise
+            message = re.sub(rf"\b{name}='([^']*)'", rf"{flag} \1", message)
+    return message
+
+
+def _boundary(text: str) -> str:
+    """``--boundary``'s edge rule, by its canonical name; a UsageError for an unknown one."""
+    try:
+        return edge_rule(text, "--boundary")
+    except ValueError as exc:
+        raise UsageError(str(exc).replace("`", "")) from None
 
 
 def add_commands(commands: Any) -> None:
@@ -39,8 +64,8 @@ def add_commands(commands: Any) -> None:
     cmd.add_argument("--kernel", required=True, help=f"{_KERNELS} (a PSF); one size per axis, or one for the plane")
     cmd.add_argument("--convolve", action="store_true", help="convolve (the kernel flipped), as a PSF blurs an image; default: correlate (a matched filter)")
     cmd.add_argument("--mode", default="same", choices=("same", "full", "valid"))
-    cmd.add_argument("--boundary", default="fill", choices=tuple(BOUNDARIES))
-    cmd.add_argument("--fillvalue", default=0.0, type=float, help="the value past the edges with --boundary fill, and of NaNs with --nan fill (default 0)")
+    cmd.add_argument("--boundary", default="constant", type=_boundary, metavar="RULE", help=_BOUNDARY_HELP)
+    cmd.add_argument("--fillvalue", default=0.0, type=float, help="the value past the edges with --boundary constant, and of NaNs with --nan fill (default 0)")
     cmd.add_argument("--nan", default="propagate", choices=NAN_POLICIES, help="what a NaN pixel does (default propagate: NaN over its footprint)")
     cmd.add_argument("--device", default="cpu", choices=("cpu", "gpu"))
     cmd.add_argument("--memory-limit", default=None, help="bytes for temporaries, e.g. 512M or 2G")
@@ -51,17 +76,18 @@ def add_commands(commands: Any) -> None:
     cmd.add_argument("--matches", type=int, default=5, help="how many of the best matches to print, each more than half a template from the others along some axis (default 5)")
     cmd.add_argument("--scores", default=None, help="also write every window's score to this file (.npy, .tif or FITS)")
     cmd.add_argument("--mode", default="valid", choices=("valid", "same", "full"), help="which windows are scored (default valid: inside the image)")
-    cmd.add_argument("--boundary", default="fill", choices=tuple(BOUNDARIES))
-    cmd.add_argument("--fillvalue", default=0.0, type=float, help="the value past the edges with --boundary fill (default 0)")
+    cmd.add_argument("--boundary", default="constant", type=_boundary, metavar="RULE", help=_BOUNDARY_HELP)
+    cmd.add_argument("--fillvalue", default=0.0, type=float, help="the value past the edges with --boundary constant (default 0)")
     cmd.add_argument("--device", default="cpu", choices=("cpu", "gpu"))
     cmd = commands.add_parser("deconvolve", help="Richardson-Lucy deconvolution of an image file by a PSF")
     cmd.add_argument("input", help="image file: .npy, .tif/.tiff, .png or .fits/.fit/.fts")
     cmd.add_argument("output", help="result file: .npy, .tif/.tiff or .fits/.fit/.fts (float32 for images of float16, float32 or integers up to 16 bits, else float64)")
     cmd.add_argument("--psf", required=True, help=f"{_KERNELS}; scaled to sum 1, and placed on the image's axes as --kernel is")
-    cmd.add_argument("--iterations", type=int, default=30, help="Richardson-Lucy iterations (default 30)")
-    cmd.add_argument("--boundary", default="fill", choices=tuple(BOUNDARIES), help="how the image continues past its edges (default fill: zeros)")
+    cmd.add_argument("--iterations", type=int, default=50, help="Richardson-Lucy iterations (default 50, as richardson_lucy)")
+    cmd.add_argument("--boundary", default="constant", type=_boundary, metavar="RULE", help=_BOUNDARY_HELP)
     cmd.add_argument("--filter-epsilon", type=float, default=None, help="where the blurred estimate is below this, the ratio is 0 (default: never)")
     cmd.add_argument("--device", default="cpu", choices=("cpu", "gpu"))
+    cmd.add_argument("--no-progress", action="store_true", help="no progress bar")
     commands.add_parser("info", help="version, backends, devices, memory budget and caches")
 
 
@@ -148,7 +174,7 @@ def run_deconvolve(args: argparse.Namespace) -> int:
     psf = (psf / total).astype(psf.dtype if psf.dtype.kind == "f" else np.float64)
     if args.device == "gpu":
         image, psf = _on_gpu(image), _on_gpu(psf)
-    result = richardson_lucy(image, psf, args.iterations, boundary=args.boundary, filter_epsilon=args.filter_epsilon)
+    result = richardson_lucy(image, psf, args.iterations, boundary=args.boundary, filter_epsilon=args.filter_epsilon, progress=not args.no_progress)
     header = fits_header(source, (0,) * result.ndim) if source.suffix.lower() in FITS_SUFFIXES and target.suffix.lower() in FITS_SUFFIXES else None
     write_result(target, result.get() if hasattr(result, "get") else result, header)
     return 0
@@ -207,7 +233,7 @@ def run_info() -> int:
         f"cpu: cost model rates {source}: GEMM {rates.gemm_flops / 1e9:.0f} GFLOP/s, copy {rates.stream_bytes / 1e9:.0f} GB/s, "
         f"FFT {rates.fft_flops / 1e9:.0f} GFLOP/s, {rates.call_seconds * 1e6:.1f} us per call"
     )
-    print(f"cpu: malloc thresholds for freed memory kept for reuse: {keep_freed_memory()}")
+    print(f"cpu: malloc thresholds for freed memory kept for reuse: {_allocator.state()}")
     print(f"gpu: {_gpu_line()}")
     for name, info in cache_info().items():
         print(f"cache {name}: {info.size}/{info.maxsize} entries, {info.nbytes / 2**10:.0f} KiB, {info.hits} hits, {info.misses} misses")
@@ -259,6 +285,8 @@ def make_kernel(spec: str, shape: tuple[int, ...]) -> np.ndarray:
         kernel = _kernel_file(Path(spec), len(shape))
         lengths = kernel.shape
     elif name in ("gaussian", "box") and (sizes := _sizes(value, float if name == "gaussian" else int)):
+        if not all(0 < size < math.inf for size in sizes):
+            raise UsageError(f"kernel {spec!r}: each size must be positive and finite, got {value}")
         sizes = sizes * 2 if len(sizes) == 1 and len(shape) >= 2 else sizes  # one size: the plane
         lengths = tuple(2 * math.ceil(4 * size) + 1 for size in sizes) if name == "gaussian" else tuple(sizes)
     else:
@@ -293,13 +321,13 @@ def _kernel_file(path: Path, ndim: int) -> np.ndarray:
 
 
 def _sizes(text: str, kind: type) -> list[Any]:
-    """The comma-separated positive sizes of a named kernel (``2``, ``4,2,2``), or [] when
-    `text` is not that."""
+    """The comma-separated sizes of a named kernel (``2``, ``4,2,2``), or [] when `text` is
+    not numbers."""
     try:
         sizes = [kind(part) for part in text.split(",")]
     except ValueError:
         return []
-    return sizes if all(0 < size < math.inf for size in sizes) else []
+    return sizes
 
 
 def spatial_axes(shape: tuple[int, ...]) -> tuple[int, ...]:

@@ -12,7 +12,7 @@ import numpy as np
 from . import _kept
 from ._backend import Array, Backend, get_backend, on_arrays_device
 from ._choose import Calls
-from ._boundary import PADDING_MODES, extend
+from ._boundary import EDGE_RULES, EdgeRule, edge_rule, extend
 from ._cache import LRUCache
 from ._docstrings import fill
 from ._methods import METHODS
@@ -47,7 +47,7 @@ def conv(
     padding: Padding = 0,
     dilation: int | Sequence[int] = 1,
     groups: int = 1,
-    padding_mode: Literal["zeros", "reflect", "replicate", "circular"] = "zeros",
+    padding_mode: EdgeRule = "constant",
     nan: NanPolicy = "propagate",
     method: Literal["auto", "direct", "im2col", "fft", "oa"] = "auto",
     measure: bool | Literal["disk"] = False,
@@ -77,10 +77,12 @@ def conv(
         Spacing between kernel taps (>= 1). Default 1.
     groups : int, optional
         Input and output channels are split into `groups` independent blocks. Default 1.
-    padding_mode : {{'zeros', 'reflect', 'replicate', 'circular'}}, optional
-        What the padding holds, as PyTorch's conv layers: zeros (default), the input
-        mirrored without repeating the edge sample, the edge sample, or the input wrapped
-        around.
+    padding_mode : {{'constant', 'wrap', 'symmetric', 'mirror', 'edge'}}, optional
+        What the padding holds: zeros ('constant', default), the input wrapped around,
+        mirrored with or without repeating the edge sample, or the edge sample; the edge
+        rules of :func:`correlate`'s `boundary`. torch's names are aliases ('zeros',
+        'circular', 'replicate'); torch's 'reflect' is 'mirror' here (the name is refused:
+        scipy.ndimage's 'reflect' is 'symmetric').
     nan : {{'propagate', 'raise', 'fill', 'normalize', 'ignore'}}, optional
         As :func:`correlate`; 'fill' takes NaNs as 0, and with 'normalize' the bias is
         added after the normalization.
@@ -145,7 +147,7 @@ def plan_conv(
     padding: Padding = 0,
     dilation: int | Sequence[int] = 1,
     groups: int = 1,
-    padding_mode: Literal["zeros", "reflect", "replicate", "circular"] = "zeros",
+    padding_mode: EdgeRule = "constant",
     nan: NanPolicy = "propagate",
     method: Literal["auto", "direct", "im2col", "fft", "oa"] = "auto",
     memory_limit: int | None = None,
@@ -208,18 +210,19 @@ def conv_spec(
     dilation: int | Sequence[int],
     groups: int,
     x_bound: int,
-    padding_mode: str = "zeros",
+    padding_mode: str = "constant",
     nan: str = "ignore",
 ) -> Spec:
     """Check a conv layer of an input like `x` with `w` and `bias`, and map it onto a Problem.
 
-    'circular' makes a circular problem (periodic padding, native to the FFT). With another
+    'wrap' makes a circular problem (periodic padding, native to the FFT). With another
     `padding_mode` than zeros (or nan='normalize', which counts the padding as data), the
     input is extended by the mode and the problem has no padding. What the shapes decide is
     cached (:func:`_shaped`); the bias, the integer guard and the weights of
     nan='normalize' read each call's arrays.
     """
     check_kernel(nan, w, "w", backend)
+    padding_mode = edge_rule(padding_mode, "padding_mode")
     bias_spec = None if bias is None else ArraySpec(tuple(bias.shape), bias.dtype)
     key = (x, tuple(w.shape), w.dtype, bias_spec, backend, method, stride, padding, dilation, groups, padding_mode, nan)
     shaped = _shaped_specs.get_or_make(key, lambda: _shaped(*key))
@@ -282,7 +285,6 @@ def _shaped(
 ) -> _Shaped:
     """:func:`conv_spec`'s checks and layout, for a kernel of `w_shape` and `w_dtype`."""
     check_choice("method", method, ("auto", *METHODS))
-    check_choice("padding_mode", padding_mode, PADDING_MODES)
     check_choice("nan", nan, NAN_POLICIES)
     w = ArraySpec(w_shape, w_dtype)
     check_conv_shapes(x, w, bias, groups)
@@ -292,9 +294,9 @@ def _shaped(
     dilation = int_tuple("dilation", dilation, nd, 1)
     pad_lo, pad_hi = conv_padding(padding, kernel, stride, dilation)
     given, extension = x, None
-    circular = padding_mode == "circular"
-    if not circular and (padding_mode != "zeros" or nan == "normalize"):
-        pads, pad_mode = list(zip(pad_lo, pad_hi)), PADDING_MODES[padding_mode]
+    circular = padding_mode == "wrap"
+    if not circular and (padding_mode != "constant" or nan == "normalize"):
+        pads, pad_mode = list(zip(pad_lo, pad_hi)), EDGE_RULES[padding_mode]
         x = ArraySpec((*x.shape[:2], *(n + lo + hi for n, (lo, hi) in zip(x.shape[2:], pads))), x.dtype)
         extension = lambda a: extend(backend.xp, a, range(2, 2 + nd), pads, pad_mode)  # noqa: E731
         pad_lo = pad_hi = (0,) * nd
@@ -317,7 +319,7 @@ def _shaped(
     check_fits(problem, given.shape, w.shape)
 
     def mask_plan(kernel_: Array, dtype: np.dtype[Any]) -> Plan:
-        options = dict(stride=stride, padding=padding if extension is None else 0, dilation=dilation, groups=groups, padding_mode="circular" if circular else "zeros")
+        options = dict(stride=stride, padding=padding if extension is None else 0, dilation=dilation, groups=groups, padding_mode="wrap" if circular else "constant")
         return Plan(conv_spec(ArraySpec(x.shape, dtype), kernel_, None, backend, "auto", x_bound=1, **options), kernel_, "auto")
 
     rule = IGNORE if nan == "ignore" else NanRule(nan, "x", reach=lambda: mask_plan(backend.xp.ones(w.shape, np.float32), np.dtype(np.float32)))

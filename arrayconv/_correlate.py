@@ -13,7 +13,7 @@ from . import _kept
 from ._backend import Array, Backend, get_backend, on_arrays_device
 from ._choose import Calls
 from ._cache import LRUCache
-from ._boundary import BOUNDARIES, extend, fill_dtype, fill_number
+from ._boundary import EDGE_RULES, EdgeRule, edge_rule, extend, fill_dtype, fill_number
 from ._docstrings import fill
 from ._methods import METHODS
 from ._methods._separable import rank_one
@@ -37,7 +37,6 @@ from ._shapes import Shape, mode_padding
 
 Mode = Literal["full", "valid", "same"]
 MethodName = Literal["auto", "direct", "im2col", "fft", "oa"]
-Boundary = Literal["fill", "wrap", "symm", "reflect", "mirror", "nearest"]
 MODES = ("full", "valid", "same")
 
 
@@ -50,7 +49,7 @@ def correlate(
     method: MethodName = "auto",
     *,
     axes: int | Sequence[int] | None = None,
-    boundary: Boundary = "fill",
+    boundary: EdgeRule = "constant",
     fillvalue: complex = 0,
     nan: NanPolicy = "propagate",
     measure: bool | Literal["disk"] = False,
@@ -122,7 +121,7 @@ def convolve(
     method: MethodName = "auto",
     *,
     axes: int | Sequence[int] | None = None,
-    boundary: Boundary = "fill",
+    boundary: EdgeRule = "constant",
     fillvalue: complex = 0,
     nan: NanPolicy = "propagate",
     measure: bool | Literal["disk"] = False,
@@ -180,7 +179,7 @@ def plan_correlate(
     method: MethodName = "auto",
     *,
     axes: int | Sequence[int] | None = None,
-    boundary: Boundary = "fill",
+    boundary: EdgeRule = "constant",
     fillvalue: complex = 0,
     nan: NanPolicy = "propagate",
     dtype: object = None,
@@ -240,7 +239,7 @@ def plan_convolve(
     method: MethodName = "auto",
     *,
     axes: int | Sequence[int] | None = None,
-    boundary: Boundary = "fill",
+    boundary: EdgeRule = "constant",
     fillvalue: complex = 0,
     nan: NanPolicy = "propagate",
     dtype: object = None,
@@ -370,12 +369,13 @@ def _unplanned_call(in1: Array, in2: Array, mode: str, method: str, axes: object
 class Edges:
     """What happens past the edges and at NaNs: `boundary` (with `fillvalue`) and `nan`."""
 
-    boundary: str = "fill"
+    boundary: str = "constant"
     fillvalue: complex = 0
     nan: str = "ignore"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "fillvalue", fill_number(self.fillvalue))
+        object.__setattr__(self, "boundary", edge_rule(self.boundary, "boundary", self.fillvalue))
 
 
 def correlate_spec(
@@ -416,7 +416,7 @@ def correlate_spec(
     elif w.dtype.kind == "c":
         w = w.conj()
     if spec.y.dtype.kind in "iu":
-        if spec.extend and edges.boundary == "fill":  # the samples past the edges count too
+        if spec.extend and edges.boundary == "constant":  # the samples past the edges count too
             x_bound = max(x_bound, abs(int(edges.fillvalue)))
         spec = replace(spec, excluded=int_guard(spec.y.dtype, x_bound, abs_bound(in2, in2.dtype), terms(spec.problem)))
     if edges.nan == "normalize" and not shaped.scalar:  # weighs by the kernel itself
@@ -456,7 +456,6 @@ def _shaped(
     """:func:`correlate_spec`'s checks and layout, for a kernel of `w_shape` and `w_dtype`."""
     check_choice("mode", mode, MODES)
     check_choice("method", method, ("auto", *METHODS))
-    check_choice("boundary", edges.boundary, BOUNDARIES)
     check_choice("nan", edges.nan, NAN_POLICIES)
     w = ArraySpec(w_shape, w_dtype)
     check_same_ndim(x, w)
@@ -464,7 +463,7 @@ def _shaped(
     # 'valid' reads no sample past the edges: its padding (where `in2` is the larger, as SciPy
     # swaps them) is zeros whatever the boundary rule.
     circular = edges.boundary == "wrap" and x.ndim > 0 and mode != "valid"
-    if mode != "valid" and x.ndim and not circular and (edges.boundary != "fill" or edges.fillvalue != 0 or edges.nan == "normalize"):
+    if mode != "valid" and x.ndim and not circular and (edges.boundary != "constant" or edges.fillvalue != 0 or edges.nan == "normalize"):
         x, extension = _extended(x, w, normalize_axes(axes, x.ndim), mode, edges, backend)
         mode = "valid"
     scalar = x.ndim == 0  # SciPy accepts 0-d inputs: the product of two scalars
@@ -502,7 +501,7 @@ def _extended(x: ArraySpec, w: ArraySpec, axes: tuple[int, ...], mode: str, edge
     shape = list(x.shape)
     for a, (lo, hi) in zip(axes, pads):
         shape[a] += lo + hi
-    pad_mode = BOUNDARIES[edges.boundary]
+    pad_mode = EDGE_RULES[edges.boundary]
     dtype = fill_dtype(edges.fillvalue, x.dtype, result_dtype(x, w)[1]) if pad_mode == "constant" else x.dtype
     return ArraySpec(tuple(shape), dtype), lambda a: extend(backend.xp, a, axes, pads, pad_mode, edges.fillvalue, dtype)
 
@@ -524,7 +523,7 @@ def _nan_rule(
     nan='normalize' needs `kernel` (`in2`, flipped if `flip`), to weigh by."""
     if edges.nan == "ignore":
         return IGNORE
-    mask_edges = Edges("wrap" if circular else "fill")
+    mask_edges = Edges("wrap" if circular else "constant")
 
     def mask_plan(kernel: Array, dtype: np.dtype, flipped: bool) -> Plan:
         spec, w = correlate_spec(ArraySpec(x.shape, dtype), kernel, backend, mode, "auto", axes, flip=flipped, x_bound=1, edges=mask_edges)

@@ -19,8 +19,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from ._backend import Array, Backend, get_backend, on_arrays_device
-from ._boundary import BOUNDARIES
-from ._correlate import Boundary, MethodName, plan_convolve, plan_correlate
+from ._boundary import EdgeRule, edge_rule
+from ._progress import progress_bar
+from ._correlate import MethodName, plan_convolve, plan_correlate
 from ._plan import check_memory
 from ._problem import as_array, check_broadcast, check_choice, check_real, check_same_ndim, is_int, normalize_axes
 
@@ -37,10 +38,11 @@ def richardson_lucy(
     *,
     clip: bool = False,
     filter_epsilon: float | None = None,
-    boundary: Boundary = "fill",
+    boundary: EdgeRule = "constant",
     axes: int | Sequence[int] | None = None,
     method: MethodName = "auto",
     start: Array | None = None,
+    progress: bool = False,
 ) -> Array:
     """Richardson-Lucy deconvolution of `image` blurred by `psf`.
 
@@ -61,9 +63,9 @@ def richardson_lucy(
     filter_epsilon : float, optional
         Where the blurred estimate is below this, the ratio is 0 instead of the image over
         the blur (no division by near-zero blur). Default None: never.
-    boundary : {'fill', 'wrap', 'symm', 'reflect', 'mirror', 'nearest'}, optional
+    boundary : {'constant', 'wrap', 'symmetric', 'mirror', 'edge'}, optional
         How the estimate and the ratio continue past the image's edges in both filters,
-        as in :func:`convolve`. 'fill' (default) is zero past the edges, as in skimage,
+        as in :func:`convolve`. 'constant' (default) is zero past the edges, as in skimage,
         whose correction is then the blur's adjoint (for a PSF of odd sizes); the others
         darken the edges less.
     axes : int or sequence of int, optional
@@ -77,6 +79,9 @@ def richardson_lucy(
         image's backend (not modified): a result of this function, to go on iterating
         (``num_iter=10`` from the result of 20 iterations gives the result of 30, without
         `clip`), or the image itself. Default: 0.5 everywhere, as in skimage.
+    progress : bool, optional
+        Show a progress bar over the iterations (needs tqdm, in the ``io`` extra).
+        Default False.
 
     Returns
     -------
@@ -147,14 +152,16 @@ def richardson_lucy(
 
     blur = plan_convolve(psf, shape, "same", method, axes=axes, boundary=boundary, dtype=dtype)
     correction = plan_correlate(psf, shape, "same", method, axes=axes, boundary=boundary, dtype=dtype)
-    for _ in range(iterations):
-        ratio = blur(estimate)  # a new array: divided in place
-        ratio += dtype.type(_EPSILON)
-        small = ratio < floor if floor is not None else None
-        xp.divide(image, ratio, out=ratio)
-        if small is not None:
-            xp.copyto(ratio, dtype.type(0), where=small)
-        estimate *= correction(ratio)
+    with progress_bar(iterations, progress, "iteration") as bar:
+        for _ in range(iterations):
+            ratio = blur(estimate)  # a new array: divided in place
+            ratio += dtype.type(_EPSILON)
+            small = ratio < floor if floor is not None else None
+            xp.divide(image, ratio, out=ratio)
+            if small is not None:
+                xp.copyto(ratio, dtype.type(0), where=small)
+            estimate *= correction(ratio)
+            bar.update(1)
     if clip:
         xp.clip(estimate, -1, 1, out=estimate)
     return estimate
@@ -207,7 +214,7 @@ def check_deconvolution(
     check_same_ndim(image, psf, names)
     axes = normalize_axes(axes, image.ndim)
     check_broadcast(image, psf, axes, names)
-    check_choice("boundary", boundary, BOUNDARIES)
+    edge_rule(boundary)
     if not is_int(num_iter):
         msg = f"`num_iter` must be an int, got {num_iter!r}"
         raise TypeError(msg)

@@ -31,14 +31,16 @@ PARAMETERS = {
     "out": """out : ndarray, optional
         Where to write the result: its exact shape and dtype, on the inputs' backend,
         writeable, not overlapping an input. Untouched if an error is raised.""",
-    "boundary": """boundary : {'fill', 'wrap', 'symm', 'reflect', 'mirror', 'nearest'}, optional
+    "boundary": """boundary : {'constant', 'wrap', 'symmetric', 'mirror', 'edge'}, optional
         How `in1` continues past its edges along the correlated axes (modes 'full' and
-        'same'; 'valid' never reads past them): 'fill' (default) with `fillvalue`, 'wrap'
-        periodic, 'symm' (= 'reflect', as scipy.ndimage) mirrored with the edge sample
-        repeated, 'mirror' without repeating it, 'nearest' the edge sample. As
-        ``scipy.signal.correlate2d(boundary=...)`` / ``scipy.ndimage.correlate(mode=...)``.
+        'same'; 'valid' never reads past them): 'constant' (default) with `fillvalue`,
+        'wrap' periodic, 'symmetric' mirrored with the edge sample repeated (d c b a | a b
+        c d), 'mirror' without repeating it (d c b | a b c d), 'edge' the edge sample.
+        Aliases: 'fill' and 'symm' (``scipy.signal.correlate2d``), 'nearest'
+        (``scipy.ndimage``), 'zeros', 'circular' and 'replicate' (torch). 'reflect' is
+        refused: scipy.ndimage means 'symmetric' by it, NumPy and torch 'mirror'.
     fillvalue : scalar, optional
-        Value past the edges with boundary='fill', and of NaNs with nan='fill'. Default 0.
+        Value past the edges with boundary='constant', and of NaNs with nan='fill'. Default 0.
         Taken in the result's dtype, as SciPy (0.5 on an int16 image under a float kernel
         is 0.5); ValueError where the result cannot hold it (a fraction or a value out of
         range for integer results, a complex value for real ones).""",

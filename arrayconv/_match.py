@@ -30,8 +30,8 @@ import numpy as np
 
 from . import _config
 from ._backend import Array, Backend, get_backend, on_arrays_device
-from ._boundary import BOUNDARIES, extend, fill_number
-from ._correlate import MODES, Boundary, MethodName, Mode, correlate
+from ._boundary import EDGE_RULES, EdgeRule, edge_rule, extend, fill_number
+from ._correlate import MODES, MethodName, Mode, correlate
 from ._plan import check_memory
 from ._problem import as_array, check_broadcast, check_choice, check_real, check_same_ndim, normalize_axes
 from ._shapes import mode_padding
@@ -51,7 +51,7 @@ def match_template(
     template: Array,
     mode: Mode = "valid",
     *,
-    boundary: Boundary = "fill",
+    boundary: EdgeRule = "constant",
     fillvalue: float = 0,
     axes: int | Sequence[int] | None = None,
     method: MethodName = "auto",
@@ -71,10 +71,10 @@ def match_template(
         each sample (skimage's ``pad_input=True``), 'full' every window that overlaps the
         image. Windows past the edges read the samples that `boundary` puts there, which
         count in their mean and variance.
-    boundary : {'fill', 'wrap', 'symm', 'reflect', 'mirror', 'nearest'}, optional
-        How `image` continues past its edges, as in :func:`correlate`. Default 'fill'.
+    boundary : {'constant', 'wrap', 'symmetric', 'mirror', 'edge'}, optional
+        How `image` continues past its edges, as in :func:`correlate`. Default 'constant'.
     fillvalue : float, optional
-        The value past the edges with boundary='fill'. Default 0.
+        The value past the edges with boundary='constant'. Default 0.
     axes : int or sequence of int, optional
         Axes to match along (default: all). The others are batched: each equal in both
         inputs or 1 in one of them (one template over a stack of frames, or a stack of
@@ -136,7 +136,7 @@ def match_template(
     # is then scored by 'valid' correlations.
     pads = [mode_padding(image.shape[ax], template.shape[ax], mode) for ax in axes]
     _check_memory(image, template, axes, pads, dtype, backend)  # before the extended copy
-    x = extend(xp, image, axes, pads, BOUNDARIES[boundary], fill, dtype=dtype)  # a new array
+    x = extend(xp, image, axes, pads, EDGE_RULES[edge_rule(boundary)], fill, dtype=dtype)  # a new array
     mean, finite = _finite_mean(x, xp)
     x -= xp.asarray(mean, dtype)
 
@@ -299,8 +299,8 @@ def check_match(image: Array, template: Array, mode: str, boundary: str, fillval
     need only ``shape``, ``ndim`` and ``dtype``); return the matched axes, the scores'
     dtype and the fill value."""
     check_choice("mode", mode, MODES)
-    check_choice("boundary", boundary, BOUNDARIES)
     fill = _real_fill(fillvalue)
+    edge_rule(boundary, "boundary", fill)
     return _check_shapes(image, template, axes), _score_dtype(image, template), fill
 
 

@@ -28,10 +28,11 @@ import numpy as np
 
 from . import _config
 from ._backend import NUMPY, Array, get_backend, on_arrays_device
-from ._boundary import BOUNDARIES, extend, fill_dtype, fill_number, source_index
+from ._progress import progress_bar
+from ._boundary import EDGE_RULES, EdgeRule, edge_rule, extend, fill_dtype, fill_number, source_index
 from ._choose import Choice
 from ._choose_method import choose_method
-from ._correlate import Boundary, MethodName, Mode, convolve, correlate
+from ._correlate import MethodName, Mode, convolve, correlate
 from ._methods import METHODS
 from ._docstrings import fill
 from ._nan import NAN_POLICIES, NanPolicy, check_kernel, check_result, refuse_nan
@@ -61,7 +62,7 @@ def correlate_into(
     mode: Mode = "same",
     method: MethodName = "auto",
     *,
-    boundary: Boundary = "fill",
+    boundary: EdgeRule = "constant",
     fillvalue: complex = 0,
     nan: NanPolicy = "propagate",
     memory_limit: int | None = None,
@@ -136,7 +137,7 @@ def convolve_into(
     mode: Mode = "same",
     method: MethodName = "auto",
     *,
-    boundary: Boundary = "fill",
+    boundary: EdgeRule = "constant",
     fillvalue: complex = 0,
     nan: NanPolicy = "propagate",
     memory_limit: int | None = None,
@@ -161,7 +162,6 @@ def _filter_into(in1, in2, out, mode, method, boundary, fillvalue, nan, memory_l
         in1 = np.asarray(in1)  # a nested list, say: in memory already
     check_choice("mode", mode, ("full", "same", "valid"))
     check_choice("method", method, ("auto", *METHODS))
-    check_choice("boundary", boundary, BOUNDARIES)
     check_choice("nan", nan, NAN_POLICIES)
     if memory_limit is not None:
         _config.check_positive_int("memory_limit", memory_limit)
@@ -188,7 +188,8 @@ def _filter_into(in1, in2, out, mode, method, boundary, fillvalue, nan, memory_l
         msg = f"`out` must have shape {y_shape} and dtype {dtype}, got shape {tuple(out.shape)} and dtype {out.dtype}"
         raise ValueError(msg)
     fillvalue = fill_number(fillvalue)
-    filled = BOUNDARIES[boundary] == "constant" and mode != "valid"
+    pad_mode = EDGE_RULES[edge_rule(boundary, "boundary", fillvalue)]
+    filled = pad_mode == "constant" and mode != "valid"
     box_dtype = fill_dtype(fillvalue, in1_dtype, dtype) if filled else in1_dtype
     limit = _config.budget(backend.name) if memory_limit is None else memory_limit
     box_bytes = limit // _BOX_SHARE if backend.name == "numpy" else min(limit // _BOX_SHARE, _PINNED_BOX_BYTES)
@@ -197,7 +198,7 @@ def _filter_into(in1, in2, out, mode, method, boundary, fillvalue, nan, memory_l
     if nan == "raise":  # every sample read before one is written: the error leaves `out` untouched
         _refuse_nan_boxes(in1, grid.in_shape[: grid.axes])
     axes = range(grid.axes, len(shape))  # extended in memory; the tiled axes are read past their edges
-    source = _BoxReader(in1, BOUNDARIES[boundary], fillvalue, box_dtype)
+    source = _BoxReader(in1, pad_mode, fillvalue, box_dtype)
     func = convolve if flip else correlate
 
     def read(slot: int, tile: tuple[slice, ...]) -> np.ndarray:
@@ -211,7 +212,7 @@ def _filter_into(in1, in2, out, mode, method, boundary, fillvalue, nan, memory_l
 
     with (
         _config.config(memory_limit=grid.left()),
-        _bar(y_shape[0] if grid.axes == 1 else grid.count(), progress, "row" if grid.axes == 1 else "tile") as bar,
+        progress_bar(y_shape[0] if grid.axes == 1 else grid.count(), progress, "row" if grid.axes == 1 else "tile") as bar,
         ThreadPoolExecutor(1) as io,
         slab_copies(backend, grid.in_shape[: grid.axes] + shape[grid.axes :], box_dtype, grid.out_shape, dtype) as copies,
     ):
@@ -223,7 +224,7 @@ def _filter_into(in1, in2, out, mode, method, boundary, fillvalue, nan, memory_l
             if following is not None:
                 reading = io.submit(read, (i + 1) % SLOTS, following)
             if axes:
-                box = extend(backend.xp, box, axes, pads[grid.axes :], BOUNDARIES[boundary], fillvalue)
+                box = extend(backend.xp, box, axes, pads[grid.axes :], pad_mode, fillvalue)
             y = copies.to_host(slot, func(box, in2, "valid", method, nan=nan, fillvalue=fillvalue))
             del box
             if writing is not None:
@@ -446,7 +447,7 @@ def _placements(index: np.ndarray, lo: int, hi: int) -> list[tuple[slice | np.nd
     (``index[i]`` is the source sample of the box's sample i): pairs ``(into, from)``, the
     box's samples `into` taking the block's samples `from`. The longest stretch in order
     is one pair of slices (a plain copy); the samples reflected or read twice past an
-    edge ('symm', 'nearest'), index arrays: a gather of the whole box through them took
+    edge ('symmetric', 'edge'), index arrays: a gather of the whole box through them took
     106 ms where the copy takes 8."""
     at = np.flatnonzero((index >= lo) & (index < hi))
     source = index[at] - lo
@@ -469,22 +470,3 @@ def _runs(sorted_rows: np.ndarray) -> list[tuple[int, int]]:
     starts = [sorted_rows[0], *sorted_rows[breaks + 1]]
     stops = [*(sorted_rows[breaks] + 1), sorted_rows[-1] + 1]
     return [(int(a), int(b)) for a, b in zip(starts, stops)]
-
-
-@contextmanager
-def _bar(total: int, show: bool, unit: str = "row") -> Iterator[Any]:
-    """A tqdm progress bar over `total` rows (or other units), or a silent stand-in."""
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        show = False
-    if not show:
-        yield _Silent()
-        return
-    with tqdm(total=total, unit=unit, desc="arrayconv") as bar:
-        yield bar
-
-
-class _Silent:
-    def update(self, n: int) -> None:
-        """Do nothing."""

@@ -31,7 +31,7 @@ import numpy as np
 from dask.array.overlap import ensure_minimum_chunksize
 
 from ._backend import get_backend, is_cupy_array
-from ._boundary import BOUNDARIES, PADDING_MODES, extended_index, fill_dtype, fill_number, pad_widths, past_one_copy
+from ._boundary import EDGE_RULES, edge_rule, extended_index, fill_dtype, fill_number, pad_widths, past_one_copy
 from ._conv import conv_padding
 from ._conv import conv as _conv
 from ._correlate import convolve as _convolve
@@ -53,7 +53,7 @@ def correlate(
     mode: str = "full",
     method: str = "auto",
     *,
-    boundary: str = "fill",
+    boundary: str = "constant",
     fillvalue: complex = 0,
     nan: str = "propagate",
 ) -> da.Array:
@@ -71,7 +71,7 @@ def convolve(
     mode: str = "full",
     method: str = "auto",
     *,
-    boundary: str = "fill",
+    boundary: str = "constant",
     fillvalue: complex = 0,
     nan: str = "propagate",
 ) -> da.Array:
@@ -88,7 +88,7 @@ def conv(
     padding: Any = 0,
     dilation: int | Sequence[int] = 1,
     groups: int = 1,
-    padding_mode: str = "zeros",
+    padding_mode: str = "constant",
     nan: str = "propagate",
     method: str = "auto",
 ) -> da.Array:
@@ -99,7 +99,7 @@ def conv(
     the work is split over the batch.
     """
     _check_dask("x", x, "conv")
-    check_choice("padding_mode", padding_mode, PADDING_MODES)
+    pad_mode = EDGE_RULES[edge_rule(padding_mode, "padding_mode")]
     check_choice("nan", nan, NAN_POLICIES)
     w = as_array(w, "w", get_backend(w=w))
     bias = None if bias is None else as_array(bias, "bias", get_backend(bias=bias))
@@ -111,7 +111,7 @@ def conv(
     strides, dilations = int_tuple("stride", stride, nd, 1), int_tuple("dilation", dilation, nd, 1)
     lo, hi = conv_padding(padding, kernel, strides, dilations)
     spatial = range(2, x.ndim)
-    x = _extend(x, spatial, list(zip(lo, hi)), PADDING_MODES[padding_mode])
+    x = _extend(x, spatial, list(zip(lo, hi)), pad_mode)
     reach = [d * (k - 1) + 1 for d, k in zip(dilations, kernel)]
     if max(strides) > 1:
         x = x.rechunk({1: -1, **{ax: -1 for ax in spatial}})
@@ -131,7 +131,7 @@ def match_template(
     template: Any,
     mode: str = "valid",
     *,
-    boundary: str = "fill",
+    boundary: str = "constant",
     fillvalue: float = 0,
     method: str = "auto",
 ) -> da.Array:
@@ -148,7 +148,7 @@ def match_template(
     axes, dtype, fill = check_match(image, template, mode, boundary, fillvalue, None)
     centred_template(template, axes, get_backend(template=template).xp)  # refuses constant or non-finite templates now, not at compute
     pads = [mode_padding(n, k, mode) for n, k in zip(image.shape, template.shape)]
-    extended = _extend(image.astype(dtype), axes, pads, BOUNDARIES[boundary], fill)
+    extended = _extend(image.astype(dtype), axes, pads, EDGE_RULES[edge_rule(boundary)], fill)
 
     def block(a: Any, t: Any) -> Any:
         return _match_template(a, t, "valid", method=method)
@@ -163,7 +163,7 @@ def richardson_lucy(
     *,
     clip: bool = False,
     filter_epsilon: float | None = None,
-    boundary: str = "fill",
+    boundary: str = "constant",
     axes: int | Sequence[int] | None = None,
     method: str = "auto",
 ) -> da.Array:
@@ -203,7 +203,6 @@ def richardson_lucy(
 def _filter(in1, in2, mode, method, boundary, fillvalue, nan, func):  # type: ignore[no-untyped-def]
     _check_dask("in1", in1, func.__name__)
     check_choice("mode", mode, ("full", "same", "valid"))
-    check_choice("boundary", boundary, BOUNDARIES)
     check_choice("nan", nan, NAN_POLICIES)
     in2 = as_array(in2, "in2", get_backend(in2=in2))
     check_numeric("in1", np.dtype(in1.dtype), in1.shape)
@@ -217,11 +216,12 @@ def _filter(in1, in2, mode, method, boundary, fillvalue, nan, func):  # type: ig
         msg = f"mode 'valid' needs `in1` at least as large as `in2` on every axis, got {in1.shape} and {kernel}"
         raise ValueError(msg)
     fillvalue = fill_number(fillvalue)
-    if BOUNDARIES[boundary] == "constant" and mode != "valid":
+    pad_mode = EDGE_RULES[edge_rule(boundary, "boundary", fillvalue)]
+    if pad_mode == "constant" and mode != "valid":
         in1 = in1.astype(fill_dtype(fillvalue, np.dtype(in1.dtype), result))
     axes = range(in1.ndim)
     pads = [mode_padding(n, k, mode) for n, k in zip(in1.shape, kernel)]
-    extended = _extend(in1, axes, pads, BOUNDARIES[boundary], fillvalue)
+    extended = _extend(in1, axes, pads, pad_mode, fillvalue)
 
     def block(a: Any, k: Any) -> Any:
         return func(a, k, "valid", method, nan=nan, fillvalue=fillvalue)

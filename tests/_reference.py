@@ -127,7 +127,12 @@ def random(rng, shape, dtype):
     return data.astype(dtype)
 
 
-_NUMPY_PAD = {"fill": "constant", "wrap": "wrap", "symm": "symmetric", "reflect": "symmetric", "mirror": "reflect", "nearest": "edge"}
+# arrayconv's edge rules -> numpy.pad's mode and scipy.ndimage's (written out here, not read from arrayconv)
+NUMPY_PAD = {"constant": "constant", "wrap": "wrap", "symmetric": "symmetric", "mirror": "reflect", "edge": "edge"}
+NDIMAGE_MODES = {"constant": "constant", "wrap": "wrap", "symmetric": "reflect", "mirror": "mirror", "edge": "nearest"}
+EDGE_RULES = tuple(NUMPY_PAD)
+# the other libraries' names arrayconv takes as aliases
+EDGE_ALIASES = {"fill": "constant", "zeros": "constant", "circular": "wrap", "symm": "symmetric", "nearest": "edge", "replicate": "edge"}
 
 
 def _windows(image, kernel_shape, axes, mode, boundary, fillvalue=0):
@@ -138,8 +143,9 @@ def _windows(image, kernel_shape, axes, mode, boundary, fillvalue=0):
     for ax in axes:
         k = kernel_shape[ax]
         pads[ax] = {"valid": (0, 0), "same": (k // 2, (k - 1) // 2), "full": (k - 1, k - 1)}[mode]
-    extra = {"constant_values": fillvalue} if boundary == "fill" else {}
-    x = np.pad(_wide(image).astype(np.float64), pads, mode=_NUMPY_PAD[boundary], **extra)
+    boundary = EDGE_ALIASES.get(boundary, boundary)
+    extra = {"constant_values": fillvalue} if boundary == "constant" else {}
+    x = np.pad(_wide(image).astype(np.float64), pads, mode=NUMPY_PAD[boundary], **extra)
     return np.lib.stride_tricks.sliding_window_view(x, [kernel_shape[a] for a in axes], axis=axes)
 
 
@@ -155,7 +161,7 @@ def _normal_axes(axes, nd):
     return tuple(range(nd)) if axes is None else tuple(sorted(a % nd for a in np.atleast_1d(axes)))
 
 
-def reference_match_template(image, template, mode="valid", *, boundary="fill", fillvalue=0, axes=None, spread=False):
+def reference_match_template(image, template, mode="valid", *, boundary="constant", fillvalue=0, axes=None, spread=False):
     """Normalized cross-correlation by its definition, in float64: each window of the image
     (extended by ``numpy.pad`` as `mode` and `boundary` read it) and the template, each
     less its own mean, their dot product over the product of their norms; 0 for a window
@@ -174,7 +180,7 @@ def reference_match_template(image, template, mode="valid", *, boundary="fill", 
     return (scores, spreads) if spread else scores
 
 
-def reference_richardson_lucy(image, psf, num_iter, *, boundary="fill", axes=None, filter_epsilon=None, clip=False, start=None):
+def reference_richardson_lucy(image, psf, num_iter, *, boundary="constant", axes=None, filter_epsilon=None, clip=False, start=None):
     """Richardson-Lucy by skimage's steps, in float64, each filter by its definition: the
     estimate (`start`, or 0.5) times the ratio of the image to its blur (plus 1e-12; 0 where
     that is under `filter_epsilon`) correlated with the PSF, both 'same' with `boundary`."""

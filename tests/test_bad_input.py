@@ -67,7 +67,7 @@ def test_every_function_leaves_read_only_inputs_unchanged(tmp_path, rng):
     for method in METHODS:
         ac.correlate(g, w[0, 0], "same", method, nan="normalize")
         ac.convolve(g, w[0, 0], "full", method, boundary="wrap")
-        ac.conv(x, w, padding=1, method=method, padding_mode="reflect")
+        ac.conv(x, w, padding=1, method=method, padding_mode="mirror")
         ac.conv_transpose(y, w, padding=1, method=method)
         ac.conv_weight_grad(x, y, w.shape, padding=1, method=method)
         ac.correlate_transpose(g, w[0, 0], (14, 14), "valid", method)

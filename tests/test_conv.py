@@ -372,7 +372,7 @@ def test_padded_rows_past_the_reuse_limit_are_not_kept(method, rng, monkeypatch)
         assert any(name == "taps.padded_rows" for name, *_ in _scratch._local.pool) == kept
 
 
-@pytest.mark.parametrize("padding_mode, numpy_mode", [("circular", "wrap"), ("reflect", "reflect"), ("replicate", "edge")])
+@pytest.mark.parametrize("padding_mode, numpy_mode", [("wrap", "wrap"), ("mirror", "reflect"), ("edge", "edge"), ("symmetric", "symmetric")])
 @pytest.mark.parametrize("options", [dict(padding=2), dict(padding=(1, 3), stride=(2, 1), dilation=(1, 2))])
 @pytest.mark.parametrize("chunk_bytes", [None, 1])
 def test_im2col_last_axis_path_on_deep_kernels(padding_mode, numpy_mode, options, chunk_bytes, rng, monkeypatch):

@@ -12,7 +12,7 @@ from scipy import ndimage
 import arrayconv as ac
 from arrayconv._plan import Plan
 from arrayconv._shapes import mode_padding
-from _reference import assert_matches, random, reference_correlate, reference_terms
+from _reference import EDGE_RULES, NUMPY_PAD, assert_matches, random, reference_correlate, reference_terms
 from _strategies import FLOAT_DTYPES, MODES, correlate_shapes, examples
 
 METHODS = ["auto", *ac.METHODS]
@@ -89,7 +89,7 @@ def test_direct_taps_of_one_map(chunk_bytes, dtype, rng, monkeypatch):
     case=correlate_shapes(),
     dtype=st.sampled_from(["float32", "float64"]),
     flip=st.booleans(),
-    boundary=st.sampled_from(["fill", "wrap"]),
+    boundary=st.sampled_from(["constant", "wrap"]),
     seed=st.integers(0, 2**16),
 )
 def test_one_map_runs_as_its_chunk(form, case, dtype, flip, boundary, seed):
@@ -252,7 +252,7 @@ def test_plain_calls_on_batches_of_lines_laid_end_to_end_skip_the_plan(method, l
         assert all(ac.plan_correlate(random(rng, s2, dtype), s1, mode, method="direct", axes=axes).unplanned() is None for mode in MODES)
 
 
-@pytest.mark.parametrize(("boundary", "fillvalue"), [("fill", 0.5), ("symm", 0), ("mirror", 0), ("nearest", 0), ("wrap", 0)])
+@pytest.mark.parametrize(("boundary", "fillvalue"), [("constant", 0.5), ("symmetric", 0), ("mirror", 0), ("edge", 0), ("wrap", 0)])
 @settings(max_examples=examples(15), deadline=None)
 @given(case=correlate_shapes(), dtype=st.sampled_from(["float32", "float64"]), seed=st.integers(0, 2**16))
 def test_plain_calls_with_a_boundary_rule_skip_the_plan(boundary, fillvalue, case, dtype, seed):
@@ -283,9 +283,6 @@ def _check_unplanned_calls(in1, in2, modes, method, axes=None, **edges):
         _check_unplanned_calls_steadily(in1, in2, modes, method, axes, edges)
 
 
-NUMPY_PAD = {"fill": "constant", "symm": "symmetric", "mirror": "reflect", "nearest": "edge", "wrap": "wrap"}
-
-
 def _check_unplanned_calls_steadily(in1, in2, modes, method, axes, edges):
     calls = [(mode, flip) for mode in modes for flip in (False, True)]
     plans, results = {}, {}
@@ -300,7 +297,7 @@ def _check_unplanned_calls_steadily(in1, in2, modes, method, axes, edges):
         x, ref_mode = in1, mode
         if edges and mode != "valid":  # extended as numpy.pad does, then 'valid'
             pads = [mode_padding(n, k, mode) if axes is None or a in np.atleast_1d(axes) % in1.ndim else (0, 0) for a, (n, k) in enumerate(zip(in1.shape, in2.shape))]
-            fill = {"constant_values": edges["fillvalue"]} if edges["boundary"] == "fill" else {}
+            fill = {"constant_values": edges["fillvalue"]} if edges["boundary"] == "constant" else {}
             x, ref_mode = np.pad(in1, pads, mode=NUMPY_PAD[edges["boundary"]], **fill), "valid"
         terms = reference_terms(x, in2, ref_mode, axes=axes, flip=flip)  # a single output of n = k taps may cancel far below its terms
         assert_matches(results[mode, flip], reference_correlate(x, in2, ref_mode, axes=axes, flip=flip), dtype=in1.dtype, terms=terms)
@@ -635,7 +632,6 @@ def _refuse(method):
     return dataclasses.replace(method, run=run)
 
 
-SEPARABLE_BOUNDARIES = {"fill": "constant", "wrap": "wrap", "symm": "symmetric", "mirror": "reflect", "nearest": "edge"}  # numpy.pad's names
 _TAPS_7 = np.arange(7) - 3.0
 GAUSSIAN_7 = np.exp(-(_TAPS_7[:, None] ** 2 + _TAPS_7[None, :] ** 2) / 4)  # a 7x7 Gaussian, float64
 
@@ -669,7 +665,7 @@ def _separable_cases(draw):
     return shape, tuple(draw(st.integers(2, taps)) for _ in range(ndim))
 
 
-@pytest.mark.parametrize("boundary", list(SEPARABLE_BOUNDARIES))
+@pytest.mark.parametrize("boundary", EDGE_RULES)
 @settings(max_examples=examples(30), deadline=None)
 @given(
     case=_separable_cases(),
@@ -693,7 +689,7 @@ def test_separable_form_matches_scipy(boundary, case, batch, mode, dtype, comple
     shape, kernel = case
     if mode == "valid" and any(n < k for n, k in zip(shape, kernel)) and any(n > k for n, k in zip(shape, kernel)):
         shape = tuple(max(n, k) for n, k in zip(shape, kernel))  # 'valid' needs one array at least as large on every axis
-    if boundary != "fill":
+    if boundary != "constant":
         mode = "same"
     rng = np.random.default_rng(seed)
     real = np.finfo(dtype).dtype
@@ -706,11 +702,11 @@ def test_separable_form_matches_scipy(boundary, case, batch, mode, dtype, comple
         plan = (ac.plan_convolve if flip else ac.plan_correlate)(w_call, x.shape, mode, "direct", axes=axes, boundary=boundary, dtype=x.dtype)
         assert isinstance(plan._kernel, _separable.SeparableTaps)
         got = plan(x)
-    if boundary == "fill":
+    if boundary == "constant":
         extended, ref_mode = x, mode
     else:  # the input extended by the rule (numpy.pad), then 'valid'
         pads = [(0, 0)] * (x.ndim - len(shape)) + [mode_padding(n, k, "same") for n, k in zip(shape, kernel)]
-        extended = np.pad(x.astype(np.result_type(x.dtype, np.float64)), pads, mode=SEPARABLE_BOUNDARIES[boundary])
+        extended = np.pad(x.astype(np.result_type(x.dtype, np.float64)), pads, mode=NUMPY_PAD[boundary])
         ref_mode = "valid"
     expected = reference_correlate(extended, w_call, ref_mode, axes=axes, flip=flip)
     assert got.dtype == dtype

@@ -9,7 +9,7 @@ from _reference import assert_matches, assert_scores_match, random, reference_ma
 da = pytest.importorskip("dask.array")
 acd = pytest.importorskip("arrayconv.dask")
 
-BOUNDARIES = ["fill", "wrap", "symm", "mirror", "nearest"]
+BOUNDARIES = ("constant", "wrap", "symmetric", "mirror", "edge")
 
 
 @pytest.mark.parametrize("boundary", BOUNDARIES)

@@ -10,7 +10,7 @@ from _reference import assert_matches, reference_richardson_lucy, to_numpy
 from _strategies import examples
 
 METHODS = ("auto", *ac.METHODS)
-BOUNDARIES = ("fill", "wrap", "symm", "reflect", "mirror", "nearest")
+BOUNDARIES = ("constant", "wrap", "symmetric", "mirror", "edge")
 
 
 def counts(rng, shape, dtype):

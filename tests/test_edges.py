@@ -9,12 +9,11 @@ from hypothesis import strategies as st
 
 import arrayconv as ac
 from arrayconv._shapes import mode_padding
-from _reference import assert_matches, random, reference_conv, reference_correlate, to_numpy
+from _reference import EDGE_RULES, NDIMAGE_MODES, NUMPY_PAD, assert_matches, random, reference_conv, reference_correlate, to_numpy
 from _strategies import examples
 
 METHODS = ["auto", *ac.METHODS]
-NDIMAGE_MODES = {"symm": "reflect", "reflect": "reflect", "mirror": "mirror", "nearest": "nearest", "wrap": "wrap", "fill": "constant"}
-SIGNAL_BOUNDARIES = {"fill": "fill", "wrap": "wrap", "symm": "symm"}
+SIGNAL_BOUNDARIES = {"constant": "fill", "wrap": "wrap", "symmetric": "symm"}
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -43,11 +42,8 @@ def test_same_matches_ndimage(xp, method, boundary, shape, kernel, dtype, seed):
         assert_matches(flipped, ref, dtype=dtype, backend=xp.__name__, terms=terms)
 
 
-NUMPY_PAD_MODES = {"symm": "symmetric", "mirror": "reflect", "nearest": "edge", "wrap": "wrap"}
-
-
 @pytest.mark.parametrize("method", METHODS)
-@pytest.mark.parametrize("boundary", list(NUMPY_PAD_MODES))
+@pytest.mark.parametrize("boundary", [b for b in EDGE_RULES if b != "constant"])
 @pytest.mark.parametrize("shape, kernel", [((2,), (31,)), ((3,), (35,)), ((2, 5), (17, 24))])
 def test_halos_longer_than_the_image_repeat_the_rule(xp, method, boundary, shape, kernel, rng):
     """A kernel many times the image's length extends it by the rule repeated, as
@@ -55,7 +51,7 @@ def test_halos_longer_than_the_image_repeat_the_rule(xp, method, boundary, shape
     so the reference is numpy.pad's extension correlated in mode 'valid'."""
     x, k = random(rng, shape, "float64"), random(rng, kernel, "float64")
     widths = [(n - 1 - (n - 1) // 2, (n - 1) // 2) for n in kernel]  # 'same' centring, as SciPy
-    ref = scipy.signal.correlate(np.pad(x, widths, mode=NUMPY_PAD_MODES[boundary]), k, "valid")
+    ref = scipy.signal.correlate(np.pad(x, widths, mode=NUMPY_PAD[boundary]), k, "valid")
     got = ac.correlate(xp.asarray(x), xp.asarray(k), "same", method, boundary=boundary)
     assert_matches(got, ref, dtype="float64", backend=xp.__name__)
 
@@ -86,12 +82,12 @@ def test_batched_axes_extend_only_the_correlated_axes(rng):
 
 
 @pytest.mark.parametrize("method", METHODS)
-@pytest.mark.parametrize("padding_mode", ["reflect", "replicate", "circular"])
+@pytest.mark.parametrize("padding_mode", ["mirror", "edge", "wrap", "symmetric"])
 @pytest.mark.parametrize("options", [dict(padding=2), dict(padding="same", dilation=2), dict(padding=(1, 3), stride=2, groups=2)])
 def test_conv_padding_modes(xp, method, padding_mode, options, rng):
     x, w = random(rng, (2, 4, 9, 11), "float64"), random(rng, (6, 4 // options.get("groups", 1), 4, 3), "float64")
     got = ac.conv(xp.asarray(x), xp.asarray(w), method=method, padding_mode=padding_mode, **options)
-    numpy_mode = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}[padding_mode]
+    numpy_mode = NUMPY_PAD[padding_mode]
     padding = options["padding"]
     if padding == "same":
         total = [2 * (k - 1) for k in w.shape[2:]]
@@ -106,11 +102,11 @@ def test_conv_padding_modes(xp, method, padding_mode, options, rng):
 def test_conv_padding_modes_match_torch(rng):
     torch = pytest.importorskip("torch")
     x, w = random(rng, (1, 3, 12, 13), "float64"), random(rng, (5, 3, 5, 4), "float64")
-    for mode in ["reflect", "replicate", "circular"]:
+    for mode, ours in [("reflect", "mirror"), ("replicate", "replicate"), ("circular", "circular"), ("zeros", "zeros")]:
         layer = torch.nn.Conv2d(3, 5, (5, 4), padding=(2, 1), padding_mode=mode, bias=False, dtype=torch.float64)
         layer.weight.data = torch.tensor(w)
         ref = layer(torch.tensor(x)).detach().numpy()
-        assert_matches(ac.conv(x, w, padding=(2, 1), padding_mode=mode), ref, dtype="float64")
+        assert_matches(ac.conv(x, w, padding=(2, 1), padding_mode=ours), ref, dtype="float64")
 
 
 # Lengths where the FFT wraps natively (fast lengths) and where it extends first (primes).
@@ -431,7 +427,7 @@ def test_boundary_errors(rng):
     with pytest.raises(ValueError, match="`boundary` must be one of"):
         ac.correlate(x, k, boundary="periodic")
     with pytest.raises(ValueError, match="`padding_mode` must be one of"):
-        ac.conv(x[None, None], k[None, None], padding_mode="symmetric")
+        ac.conv(x[None, None], k[None, None], padding_mode="periodic")
 
 
 @pytest.mark.parametrize("method", METHODS)

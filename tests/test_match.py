@@ -10,7 +10,7 @@ from _reference import assert_matches, assert_scores_match, random, reference_ma
 from _strategies import MODES, examples
 
 METHODS = ("auto", *ac.METHODS)
-BOUNDARIES = ("fill", "wrap", "symm", "mirror", "nearest")
+BOUNDARIES = ("constant", "wrap", "symmetric", "mirror", "edge")
 
 
 @st.composite

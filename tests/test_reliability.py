@@ -59,11 +59,13 @@ def test_memory_stays_bounded_over_10000_calls_of_varying_shapes():
     assert end - warm < 2 << 20, f"grew by {(end - warm) / 2**20:.1f} MiB after the caches filled"
 
 
-def test_import_costs_under_300_ms_and_never_imports_cupy():
+def test_import_never_imports_cupy_nor_scipy_signal():
+    """Importing arrayconv and a NumPy call leave CuPy out (it takes seconds to import, and
+    a GPU context), and scipy.signal (the demo's peer) too. The import's time is
+    measured by ``python -m bench.startup``, not here."""
     code = (
-        "import sys, time; start = time.perf_counter(); import arrayconv; "
-        "print(time.perf_counter() - start, 'cupy' in sys.modules)"
+        "import sys, numpy as np, arrayconv as ac; ac.correlate(np.ones(8), np.ones(3)); "
+        "print('cupy' in sys.modules, 'scipy.signal' in sys.modules)"
     )
-    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split() for _ in range(3)]
-    assert min(float(seconds) for seconds, _ in runs) < 0.3, runs
-    assert all(cupy == "False" for _, cupy in runs)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False", "False"], done.stdout

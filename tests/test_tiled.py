@@ -13,7 +13,7 @@ import scipy.signal
 import arrayconv as ac
 from _reference import assert_matches, random
 
-BOUNDARIES = ["fill", "wrap", "symm", "mirror", "nearest"]
+BOUNDARIES = ("constant", "wrap", "symmetric", "mirror", "edge")
 
 
 @pytest.mark.parametrize("mode", ["full", "same", "valid"])
