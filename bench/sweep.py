@@ -38,9 +38,9 @@ limit each sweep recorded (else ``--memory-limit BYTES``, else this machine's).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import dataclasses
 import datetime
+import importlib.util
 import json
 import math
 import random
@@ -151,6 +151,11 @@ def _layer_options(point: dict, rng: np.random.Generator) -> dict:
             return {**point, "w": (o, c // g, k, k), **options}
 
 
+def correlate_options(point: dict) -> dict:
+    """The keyword arguments of `point`'s correlate: its mode, and its axes where it has them."""
+    return {"mode": point["mode"], **({"axes": point["axes"]} if "axes" in point else {})}
+
+
 def conv_options(point: dict) -> dict:
     """The keyword arguments of `point`'s conv: padding, and stride, dilation and groups
     where it has them."""
@@ -179,7 +184,7 @@ def _conv_outputs(point: dict) -> int:
 
 def _choice(point: dict, x: object = None, w: object = None) -> ac.Choice:
     """'auto's choice for `point`: from its shapes on the CPU, or for arrays `x` and `w`."""
-    options = {"mode": point["mode"]} if point["op"] == "correlate" else conv_options(point)
+    options = correlate_options(point) if point["op"] == "correlate" else conv_options(point)
     plan = point.get("plans", False)
     if x is None:
         return ac.choose_method(tuple(point["x"]), tuple(point["w"]), op=point["op"], dtype=_dtype(point), plan=plan, **options)
@@ -196,12 +201,12 @@ def _caller(point: dict, x: object, w: object, method: str) -> Callable[[], obje
     method's plan (made here, once)."""
     if point.get("plans"):
         if point["op"] == "correlate":
-            plan = ac.plan_correlate(w, x.shape, point["mode"], method)
+            plan = ac.plan_correlate(w, x.shape, point["mode"], method, axes=point.get("axes"))
         else:
             plan = ac.plan_conv(w, x.shape, method=method, **conv_options(point))
         return lambda: plan(x)
     if point["op"] == "correlate":
-        return lambda: ac.correlate(x, w, point["mode"], method)
+        return lambda: ac.correlate(x, w, point["mode"], method, axes=point.get("axes"))
     return lambda: ac.conv(x, w, method=method, **conv_options(point))
 
 

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 import arrayconv as ac
-from arrayconv.__main__ import main
 from bench import accuracy, deconvolve, images, match, overhead, plans, readme, run, sweep
 from bench.cases import CASES, Case, random_array
 from bench.devices import device
@@ -161,7 +160,7 @@ def test_sweep_of_plans_times_plans_and_judges_the_plan_choice(tmp_path, monkeyp
     monkeypatch.setattr(ac, "plan_correlate", lambda *a, **k: made.append(a[3]) or real(*a, **k))
     point = {"id": "k5", "op": "correlate", "x": (64, 64), "w": (63, 63), "mode": "valid", "plans": True}
     result = sweep.time_point(point, device("cpu"))
-    assert result["chosen"] == ac.choose_method((64, 64), (63, 63), mode="valid", dtype="float32", plan=True).method == "im2col"
+    assert result["chosen"] == ac.choose_method((64, 64), (63, 63), mode="valid", dtype="float32", plan=True).method
     assert sorted(made) == sorted(result["median_s"])  # one plan per timed method
     path = sweep.write([result], tmp_path, ["--plans"], device("cpu"))
     assert path.name.endswith("-plans.md") and "Plans: each method's plan is made once" in path.read_text()

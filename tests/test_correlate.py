@@ -5,6 +5,8 @@ import time
 
 import numpy as np
 import pytest
+from _reference import EDGE_RULES, NUMPY_PAD, assert_matches, random, reference_correlate, reference_terms
+from _strategies import FLOAT_DTYPES, MODES, correlate_shapes, examples
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from scipy import ndimage
@@ -12,8 +14,6 @@ from scipy import ndimage
 import arrayconv as ac
 from arrayconv._plan import Plan
 from arrayconv._shapes import mode_padding
-from _reference import EDGE_RULES, NUMPY_PAD, assert_matches, random, reference_correlate, reference_terms
-from _strategies import FLOAT_DTYPES, MODES, correlate_shapes, examples
 
 METHODS = ["auto", *ac.METHODS]
 FUNCS = {"correlate": (ac.correlate, False), "convolve": (ac.convolve, True)}
@@ -326,27 +326,23 @@ def test_short_signals_run_as_one_numpy_correlate(n, k, dtype, mode, rng):
 
 
 @pytest.mark.parametrize(
-    ("n", "k", "dtype", "method", "form"),
+    ("n", "k", "dtype", "form"),
     [
-        (3000, 1023, "float64", "fft", "banded"),  # FFT 46-68 us; banded 130, lines 246-280
-        (30000, 511, "float64", "fft", "banded"),  # FFT 304 us; banded 403, lines 1435
-        (1847, 153, "float64", "direct", "lines"),  # lines 32-34 us (one numpy.correlate); banded 57-59
-        (10000, 127, "float32", "direct", "banded"),  # banded 51 us; FFT 104, lines 167
-        (30000, 255, "float32", "direct", "banded"),  # banded 214 us; FFT 313 (one thread)
-        (300000, 255, "float64", "direct", "banded"),  # banded 3471 us; FFT 3954 (out of cache)
+        (3000, 1023, "float64", "banded"),  # banded 130 us, lines 246-280
+        (30000, 511, "float64", "banded"),  # banded 403 us, lines 1435
+        (1847, 153, "float64", "lines"),  # lines 32-34 us (one numpy.correlate); banded 57-59
+        (10000, 127, "float32", "banded"),  # banded 51 us, lines 167
+        (30000, 255, "float32", "banded"),
+        (300000, 255, "float64", "banded"),
     ],
 )
-def test_long_1d_kernels_are_priced_by_their_bytes(n, k, dtype, method, form):
+def test_long_1d_kernels_are_priced_by_their_bytes(n, k, dtype, form):
     """numpy.correlate's dot product per output sample grows with the kernel's bytes (taps
-    times itemsize; the old log2(taps) rule priced 1023 float64 taps at a fifth of what they
-    cost), and a 1-D FFT makes half the fixed array calls of a 2-D one: long kernels go to
-    the FFT, and direct's form (one numpy.correlate per line, or banded GEMMs) is the faster
-    one. A 1-D transform too small for threads runs on one, and a long one outgrows the
-    cache from 256 KiB, so 255 taps stay on direct (times: 'same', plain calls, 2-core CI
-    machine)."""
+    times itemsize), so direct's faster form (one numpy.correlate per line, or banded GEMMs)
+    is the one it runs (times: 'same', 2-core CI machine). Which method 'auto' takes on
+    these lines: tests/test_choice.py."""
     from arrayconv._methods import _banded, _rows
 
-    assert ac.choose_method((n,), (k,), mode="same", dtype=dtype).method == method
     kernel = ac.plan_correlate(np.ones(k, dtype), (n,), "same", method="direct")._kernel
     assert isinstance(kernel, _rows.RowKernels if form == "lines" else _banded.BandedTaps)
 
@@ -447,37 +443,13 @@ def test_the_dot_product_probe_measures_this_machine_once_per_dtype_and_taps(mon
 
 
 def test_batches_of_1d_signals_price_each_lines_transform_by_its_own_bytes():
-    """Transforms along one axis take each line whole, in cache whatever the batch: 8
-    float32 signals of 88008 samples with 1438 taps ('valid') go to the FFT (2.3 ms),
-    not overlap-save (6.7 ms), which the whole batch's bytes priced 1.75x high."""
+    """Transforms along one axis take each line whole, in cache whatever the batch (the
+    pick on 8 signals of 88008 samples with 1438 taps: tests/test_choice.py)."""
     from arrayconv._backend import NUMPY
     from arrayconv._methods import fft
 
     assert fft._slowed(256, 16 << 10, NUMPY, True) == 256 < fft._slowed(256, 16 << 10, NUMPY, False)
     assert fft._slowed(1, 64 << 20, NUMPY, True) == fft._slowed(1, 64 << 20, NUMPY, False) > 1  # one long line
-    x, w = np.empty((8, 88008), np.float32), np.empty((1, 1438), np.float32)
-    assert ac.choose_method(x, w, mode="valid", axes=-1).method == "fft"
-
-
-@pytest.mark.parametrize(
-    ("shape", "taps", "dtype", "mode", "method"),
-    [
-        ((256, 3166), 270, "float32", "valid", "fft"),  # FFT 1.7 ms; direct's banded form 3.0
-        ((64, 1983), 153, "float64", "same", "fft"),  # FFT 0.48 ms; banded 0.71
-        ((16, 63390), 4, "float64", "same", "direct"),  # direct 0.55 ms; FFT 4.4
-        ((64, 3000), 127, "float32", "same", "fft"),  # several lines per transform call: FFT 0.33-0.42 ms; banded 0.77
-        ((32, 62894), 128, "float32", "same", "fft"),  # FFT 3.7 ms; banded 8.6
-        ((24, 15944), 78, "float64", "valid", "fft"),  # FFT 1.1 ms; direct 2.1
-    ],
-)
-def test_batches_of_1d_signals_take_the_fft_for_fir_filters_of_hundreds_of_taps(shape, taps, dtype, mode, method):
-    """A batch of lines filtered along one axis makes one contiguous pass per line into
-    and out of its transform (not the N-D layout's four): multichannel signals with FIR
-    filters of 150-450 taps go to the FFT, which ran 1.4-2.4x faster than the banded
-    form 'auto' took before; and a call's transforms of several lines are priced at
-    0.45 of one line's each (bench/results/batched-lines-fft-2026-11-25.md)."""
-    x, w = np.empty(shape, dtype), np.empty((1, taps), dtype)
-    assert ac.choose_method(x, w, mode=mode, axes=-1).method == method
 
 
 def test_taps_met_per_output_sample_of_a_1d_line():
