@@ -16,19 +16,11 @@ from ._rates import Rates, cache_dir, rates_for
 
 # With measure=True, candidates estimated slower than this many times the best are not run.
 MEASURE_WITHIN = 10.0
-# A plain call that keeps its plan for later calls with the same kernel (arrayconv._kept)
-# ranks the methods by their time per later call, among those whose one call is estimated
-# within this factor of the fastest: a loop gains, a single call loses at most this much by
-# estimate. On the plain sweeps timed since plans are kept (seeds 39, 40, 42, 43; 354
-# points) every factor from 1.1 to 2 moved the same 5-6 points from 1.03-1.45x of the
-# fastest method to the fastest, and none away from it.
+# A plain call that keeps its plan (arrayconv._kept) takes the fastest method per later call among
+# those whose one call is estimated within this factor of the fastest (bench.sweep judges it).
 KEPT_WITHIN = 1.25
-# ... or within this many seconds of it and at most twice it: on small problems (a 64x64
-# image with a 7x7 kernel) a first call slower by a fraction of a millisecond goes
-# unnoticed, while a loop gains on every call (bench/results/kept-extra-2026-11-24.md).
-# The factor of two keeps tiny calls from losing more: a plain call on two 1-D signals of
-# 50 and 80 samples runs direct as one numpy.correlate without its plan (4 us), where
-# im2col's operator, estimated as fast per later call, takes 13 us through the plan.
+# ... or within this many seconds of it and at most twice it: on small problems a first call
+# slower by a fraction of a millisecond goes unnoticed, while a loop gains on every call.
 KEPT_EXTRA = 2e-4
 
 # What a choice is for: one plain call; a plain call that keeps its plan; a plan's calls.
@@ -192,7 +184,7 @@ def measured_choice(
     return replace(estimated, method=winner, reason=reason, measured=seconds)
 
 
-def _disk_file():  # type: ignore[no-untyped-def]
+def _disk_file():
     return cache_dir() / "measured.json"
 
 

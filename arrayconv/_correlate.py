@@ -11,9 +11,9 @@ import numpy as np
 
 from . import _kept
 from ._backend import Array, Backend, get_backend, on_arrays_device
-from ._choose import Calls
-from ._cache import LRUCache
 from ._boundary import EDGE_RULES, EdgeRule, edge_rule, extend, fill_dtype, fill_number
+from ._cache import LRUCache
+from ._choose import Calls
 from ._docstrings import fill
 from ._methods import METHODS
 from ._methods._separable import rank_one
@@ -298,7 +298,7 @@ def _correlate(
     plain = plain and nan == "propagate" and not measure and out is None
     call = _unplanned_call(in1, in2, mode, method, axes, flip) if plain else None
     settings = None if call is None else _kept.settings()  # asked once: both keys hold it
-    key = None if call is None else (*call, boundary, fillvalue, *settings)
+    key = None if call is None or settings is None else (*call, boundary, fillvalue, *settings)
     unplanned = None if key is None else _unplanned_calls.get(key)
     if unplanned:
         return unplanned(in1, in2)
@@ -324,12 +324,7 @@ class _Unplanned:
     """A plain call whose plan runs direct as one ``numpy.correlate`` of a 1-D signal or of
     a batch of lines laid end to end, or on one map in one chunk (:meth:`Plan.unplanned`),
     run without the plan: the same calls on the same samples, so the same result, for a
-    fraction of the plan's cost (1000 samples with 3 taps: about 7 us against 47, where
-    SciPy takes 15-23, bench/results/one-line-calls-2026-11-23.md; a 64x64 float32 image
-    with a 3x3 kernel: 19 us, where ``scipy.ndimage`` takes 25 and the kept plan's call
-    took 38 before direct ran one map without its chunks,
-    bench/results/one-map-2026-11-24.md; 2 float64 lines of 161 samples with 5 taps: 5.7
-    us against 16.8 through the kept plan, bench/results/batched-lines-unplanned-2026-11-25.md).
+    fraction of the plan's cost (1000 samples with 3 taps: about 7 us against 47).
     Every axis of such a call is correlated, or one along which `in2` has length 1 (a
     batch axis, before the correlated ones), so flipping `in2` along all of them is
     convolution's flip."""
@@ -417,7 +412,7 @@ def correlate_spec(
         w = w.conj()
     if spec.y.dtype.kind in "iu":
         if spec.extend and edges.boundary == "constant":  # the samples past the edges count too
-            x_bound = max(x_bound, abs(int(edges.fillvalue)))
+            x_bound = max(x_bound, math.ceil(abs(edges.fillvalue)))
         spec = replace(spec, excluded=int_guard(spec.y.dtype, x_bound, abs_bound(in2, in2.dtype), terms(spec.problem)))
     if edges.nan == "normalize" and not shaped.scalar:  # weighs by the kernel itself
         spec = replace(spec, nan=_nan_rule(shaped.x, in2, backend, shaped.mode, shaped.axes, edges, spec.problem.circular, kernel=in2, flip=flip))
@@ -494,7 +489,7 @@ def _shaped(
     return _Shaped(spec, x, mode, axes, w_order, scalar)
 
 
-def _extended(x: ArraySpec, w: ArraySpec, axes: tuple[int, ...], mode: str, edges: Edges, backend: Backend):  # type: ignore[no-untyped-def]
+def _extended(x: ArraySpec, w: ArraySpec, axes: tuple[int, ...], mode: str, edges: Edges, backend: Backend):
     """The input extended past its edges for `mode` (in the result's dtype where its own
     does not hold `fillvalue`: :func:`fill_dtype`), and the function that extends it."""
     pads = [mode_padding(x.shape[a], w.shape[a], mode) for a in axes]

@@ -5,8 +5,7 @@ method's form (for the FFT, its spectrum) cost 25-55% of a call on a single imag
 64x64-512x512. A plain call on NumPy arrays of float32, float64, complex64 or complex128 whose
 kernel takes at most :data:`KERNEL_BYTES` keeps its plan, keyed by the kernel's (and bias's)
 bytes, the shapes, dtypes and options, the memory budget, workers and rates: a later call
-with the same kernel values calls that plan (bench/results/kept-plans-2026-11-24.md). The
-plan is made from a copy of the kernel, so that a kernel changed in place is a new kernel
+with the same kernel values calls that plan. The plan is made from a copy of the kernel, so that a kernel changed in place is a new kernel
 and the kept plan keeps the old values. Such a call chooses its method for the calls to come
 (:data:`~arrayconv._choose.KEPT_WITHIN`, :data:`~arrayconv._choose.KEPT_EXTRA`): the
 fastest per later call among the methods whose one call is estimated near the fastest; the

@@ -39,9 +39,8 @@ def cores() -> str:
 def blas() -> str:
     """numpy's BLAS: its name and version, the kernels it runs and its threads (from
     threadpoolctl, where installed), and an ``OPENBLAS_CORETYPE`` that overrides its choice
-    of kernels. On an AVX-512 machine, OpenBLAS held to its Haswell (AVX2) kernels ran
-    float32 GEMMs at 253-278 GFLOP/s against 456-470 (bench/results/cpu-2026-11-24c.md),
-    which moves every comparison with torch."""
+    of kernels: on an AVX-512 machine, OpenBLAS held to its Haswell (AVX2) kernels runs
+    float32 GEMMs at about half the speed, which moves every comparison with torch."""
     try:
         from threadpoolctl import threadpool_info
 

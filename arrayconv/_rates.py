@@ -66,77 +66,31 @@ def rows_gain(rows: int) -> float:
     return min(GEMM_ROWS_MAX_GAIN, max(1.0, rows / GEMM_ROWS) ** (1 / 3))
 
 
-# The CPU's rates are the cost model's units: first measured with `calibrate`'s probes on
-# an early host of the 2-core CI machine, then kept while every weight of the model was
-# fitted with them, on later and faster hosts. So they are not this or any machine's
-# peaks: `calibrate` scales each by how this machine's probe compares with
-# REFERENCE_PROBES, the probes of the host the model was last fitted on.
+# The CPU's rates are the cost model's units, not a machine's peaks: `calibrate` scales each by
+# how this machine's probe compares with REFERENCE_PROBES, those of the host the model was fitted on.
 DEFAULT_RATES = Rates(gemm_flops=100e9, stream_bytes=11e9, fft_flops=10e9, call_seconds=5e-6)
-# The probes on the CI machine's AVX-512 host of 2026-11-24 (OpenBLAS with Haswell
-# kernels, 2 cores): GEMM 257-275 GFLOP/s, copy 44-47 GB/s, FFT 18-25 GFLOP/s, 1.24-1.39 us
-# per tap call over six runs. Plugged in as rates they made the picks worse (180 single
-# images within 1.1x of the fastest: 86% against 92%;
-# bench/results/calibrated-rates-2026-11-24.md).
+# The probes of the 2-core CI host the CPU model was fitted on (best of six `calibrate` runs).
 REFERENCE_PROBES = Rates(gemm_flops=265e9, stream_bytes=45e9, fft_flops=21e9, call_seconds=1.3e-6)
-# Double-precision GEMMs ran at 0.3-0.5 of float32's rate (OpenBLAS on the 2-core CI
-# machine: 1024^3 133 against 278 GFLOP/s, (16 x 256) x (256 x 65536) 43 against 133,
-# (1 x 1023) x (1023 x 10000) 14 against 48; complex128 86-138 against complex64 137-277).
+# Double-precision GEMMs (float64, complex128) run at 0.3-0.5 of float32's rate on the CPU.
 DOUBLE_GEMM_SHARE = 0.5
-# The GEMM rate is what GEMMs of up to 16 output channels reach (the model's weights were
-# fitted with it); with 64-256 channels, direct's taps and im2col's columns ran in 0.45-0.7
-# of the time charged, where their GEMMs were most of it (sweeps 79-82). Charged the rate
-# times (rows / 16) ** (1/3), at most 2x (reached at 128 rows; the reference host's GEMM probe
-# reads 2.65x the rate), the 8 CPU sweeps of 2026-11-27 (768 points) rescore at 96.4%
-# within 1.2x of the fastest, worst 1.86, none past 2x (95.7%, 2.41, two past 2x before;
-# bench/results/gemm-rows-2026-11-27.md).
+# GEMMs with more than GEMM_ROWS rows (output channels) reuse each column more: their rate grows
+# as the cube root of rows / GEMM_ROWS, at most GEMM_ROWS_MAX_GAIN (fitted by bench.sweep --rescore).
 GEMM_ROWS, GEMM_ROWS_MAX_GAIN = 16, 2.0
-# The reference machine's BLAS ran on its 2 cores; allotted one core (a batch job, taskset),
-# the 1024^3 float32 GEMM probe ran at 0.51 of its 2-core rate (131 against 258 GFLOP/s).
+# The reference host's BLAS ran on 2 cores; a process allotted one core gets this share of it.
 ONE_CORE_GEMM_SHARE = 0.5
-# Likewise its large transforms ran on 2 workers: on one, the FFT probe (a 2048x2048 round
-# trip) ran at 0.59 of its 2-core rate. Transforms that run on one thread anyway (small
-# ones, overlap-save's slabs) lose nothing, and no further gain is assumed from more
-# workers (as for overlap-save's slabs).
+# Likewise its large transforms ran on 2 workers; on one they run at this share (small ones,
+# and overlap-save's one-thread slabs, lose nothing).
 ONE_WORKER_FFT_SHARE = 0.6
-# The GPU's rates, in the units of its model: the GEMM, copy and FFT rates are what
-# `calibrate`'s probes read on an NVIDIA H100 80GB HBM3 with CuPy 14.2 on 2026-11-23,
-# with which the model was fitted (bench/results/gpu-*). A call's cost is a launch's in a
-# run of them: the probe's 65 us (41 us on 2026-11-26) made the FFT's 20 launches cost
-# 1.3 ms, where on the H100 the FFT took 0.2 ms more than the direct kernel's one launch
-# at 1x1 kernels (0.42 against 0.21 ms, 64x64 to 4096x4096), about 11 us a launch; so
-# 'auto' kept the direct kernel where the FFT ran 1.5-4.7x faster (sweep-gpu-2026-11-26:
-# 93% of 96 points within 1.2x of the fastest, worst 4.72, 3 past 2x; its first run 88% of
-# 51, worst 3.60). At 15 us the same timings give 95% (worst 2.15, one past 2x: a
-# 64x64 image under a 63x63 kernel, now im2col, was direct at 1.08) and 94% (worst 2.22,
-# two past 2x); 11-30 us all gave a worst of 2.15-2.22. Since 2026-11-26's evening each
-# method's launches on the GPU are counted as measured there (im2col's 21, at this cost
-# each: bench/results/gpu-cost-refit-2026-11-26.md; since 2026-11-27 the FFT's 57 and
-# direct's 9.6: bench/results/gpu-direct-refit-2026-11-27.md).
+# The GPU's rates in its model's units: `calibrate('gpu')` probes of the H100 the model was fitted
+# on; a call costs one launch in a run of them (fitted by bench.sweep --device gpu --rescore).
 DEFAULT_GPU_RATES = Rates(gemm_flops=23e12, stream_bytes=2.0e12, fft_flops=2.2e12, call_seconds=15e-6)
-# The probes of the H100 machines the GPU's model was fitted on (2026-11-26 and -27):
-# `calibrate('gpu')` scales the rates above by how a GPU's probes compare with these, so an
-# H100 gets the shipped rates back. They are the GPU bench's ceilings (an 8192^3 FP32 GEMM,
-# a 1 GiB copy; 51.0-51.9 TFLOP/s and 2885-2967 GB/s over six runs on H100 machines,
-# bench/results/gpu-h100-80gb-hbm3-*.md); the FFT and a call have no probe of their own on
-# a GPU (see :func:`measure_rates`), so theirs are the shipped rates. Small probes (a 1024^3
-# GEMM, a 64 MiB copy, a 2048x2048 FFT, one tap) timed each host's launch latency, not its
-# GPU: on the H100 of 2026-11-27 they read 1.2-2.1x the fit host's, and the rates scaled
-# by them took its three sweeps there from none to three points past 2x, where its
-# calls ran at 0.6-1.4x the fit host's speed (bench/results/gpu-direct-refit-2026-11-27.md).
+# The GPU ceilings (an 8192^3 FP32 GEMM, a 1 GiB copy) of the H100s the GPU model was fitted on, by
+# which `calibrate('gpu')` scales the rates; small probes would time the host's launch latency instead.
 GPU_REFERENCE_PROBES = Rates(gemm_flops=51.3e12, stream_bytes=2.94e12, fft_flops=DEFAULT_GPU_RATES.fft_flops, call_seconds=DEFAULT_GPU_RATES.call_seconds)
 
 _loaded = LRUCache("rates", maxsize=8)
-# numpy.correlate past 11 taps makes one BLAS dot product per output sample, whose fixed
-# cost depends on the BLAS build, its setup and the host's state more than any rate
-# above: on the AVX-512 host of 2026-11-25 with OPENBLAS_CORETYPE=Haswell, float64's ddot
-# took 28-34 ns per sample at 12-127 taps in some processes, 6-13 in others (and without
-# the variable); float32's sdot 5-16. The direct method's 1-D lines sum such rows in
-# pieces of 11 taps where that is priced faster, so this process measures the dot at its
-# first such choice, and the model adds what it takes over the host's it was fitted on
-# (:func:`dot_extra_ns`). OpenBLAS sums 128 bytes at a time and the taps past the last
-# such block one by one: float32 rows of 24-31 taps took 9.8-11.9 ns a sample, 32-40 taps
-# 6.3-7.5, 56-63 taps 11.5-14.2. So the probe times the row's own taps, up to
-# _DOT_PROBE_MAX_TAPS (where the rest is a small share of the dot), and 32 taps past that.
+# numpy.correlate past 11 taps makes one BLAS dot product per output sample, whose fixed cost
+# varies with the BLAS build and the host's state: a process measures it once (dot_extra_ns).
 _REFERENCE_DOT_NS = 6.0
 _REFERENCE_DOT_NS_PER_BYTE = 0.011
 _DOT_PROBE_SAMPLES, _DOT_PROBE_TAPS, _DOT_PROBE_MIN_TAPS, _DOT_PROBE_MAX_TAPS = 2048, 32, 12, 128

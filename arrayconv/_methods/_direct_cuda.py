@@ -108,18 +108,11 @@ _MAX_GRID_Y = 65535
 _MAX_SEGMENT_TAPS = 32
 # Threads that fill the GPU; with fewer, the kernel runs at that fraction of its rate.
 _FULL_THREADS = 1 << 16
-# A tap's instructions in multiply-adds at the GEMM rate, per thread: its ``OB * R``
-# multiply-adds, its ``OB`` weight reads and its input reads (with a register segment,
-# ``(R + K2 - 1) / K2`` a tap; else ``R``, each behind a bounds check). Reads, not
-# multiply-adds, set the pace: fitted to the direct kernel's plain calls on H100s in three
-# sweeps (seeds 3-5, 274 problems; least squares on relative error) and judged on two held
-# out (seeds 6-7, 264 problems; measured / estimated over 10-90% of them 0.83-1.48, was
-# 0.78-2.08 with one read cost for every tap); bench/results/gpu-direct-refit-2026-11-27.md.
+# A tap's instructions per thread, in multiply-adds at the GEMM rate: its OB * R multiply-adds, OB
+# weight reads and its input reads; reads set the pace (fitted by bench.sweep --device gpu).
 _MULTIPLY_ADD, _WEIGHT_READ, _INPUT_READ = 0.36, 1.7, 5.1
-# Passes over the input and output at the stream rate, and the fixed cost of a call and of
-# the kernel's form (launches at call_seconds each), fitted with the terms above; the split
-# between a call and the kernel's form is read from a plan's calls (37-42 us on case a,
-# bench/results/gpu-launch-cache-2026-11-26.md), not fitted.
+# Passes over the input and output at the stream rate, and the launches of a call and of the
+# kernel's form (the split read from a plan's calls, not fitted).
 _STREAM_PASSES = 0.74
 _CALLS, _PREPARE_CALLS = 2.5, 7.1
 

@@ -6,8 +6,7 @@ own unrolled loop (``small_correlate``), which keeps the kernel in registers and
 input once. A kernel row (its taps along the last axis) over the wide padded input (see
 :mod:`._taps`) is then one ``numpy.correlate(..., 'valid')`` call: a kernel of ``R`` rows
 of ``K`` taps costs ``R`` calls and ``R - 1`` adds, instead of ``R * K`` multiply-adds:
-a plan on 64x64 float32 with 7x7 ran 119 against 240 us by taps, 512x512 float64 with 7x7
-2.9 against 7.4 ms (bench/results/direct-rows-2026-11-23.md). Rows of 2-3 taps on float32
+about twice as fast as the taps on images with 7x7 kernels. Rows of 2-3 taps on float32
 images from 128x128 stay faster as taps; the cost model picks the form.
 
 Longer rows go to a dot product per output sample (6-35 ns each), so on images this form
@@ -45,51 +44,20 @@ MAX_TAPS = 11
 # Its time per output sample (ns) for 1 to 11 taps, float32 and float64 alike within
 # 0.3 ns (numpy 2.4, this 2-core machine: 10**5 samples).
 _NS_PER_SAMPLE = (0.5, 0.7, 1.1, 0.9, 1.1, 1.3, 1.5, 1.8, 2.0, 2.3, 3.4)
-# Past 11 taps, one dot product per output sample: a fixed part and the taps' bytes. On the
-# AVX-512 host of 2026-11-24 it took about 6 ns + 0.011 ns per byte (4 * 10**4 samples:
-# float32 45 ns at 1024 taps and 178 at 4096, float64 86 and 376; the old 5.5 * log2(taps)
-# - 8 ns, fitted up to 127 taps, said 47 and 58 for both). The weights below price it in
-# the cost model's units, fitted so that direct's forms (these lines, or banded GEMMs)
-# rank as measured: 200 random 1-D signals of 300-3*10**5 samples with 12-4000 taps,
-# every mode, float32 and float64, timed in both forms, as plain calls and as plans: the
-# faster form (or one within 1.1x) on 97-100% of them, worst 1.53 (the old rule: 84-88%,
-# worst 3.6) (bench/results/direct-1d-long-kernels-2026-11-24.md).
+# Past 11 taps, one dot product per output sample: a fixed part and the taps' bytes, in the model's
+# units (fitted so that direct's forms rank as measured on random 1-D signals: bench.images).
 _DOT_NS_OFFSET, _DOT_NS_PER_BYTE = 10.0, 0.015
-# This process's :func:`.dot_extra_ns`, timed at the row's taps, is added to the offset:
-# with OpenBLAS's float64 dot 20-26 ns over the reference's fixed cost, lines of 34-127
-# taps ran 1.1-2.8x faster in pieces (bench/results/dot-probe-2026-11-25.md); float32 rows
-# of 24-31 taps take 3-4 ns over it, past the last 128-byte block
-# (bench/results/split-calls-2026-11-25.md).
-# Adds of each row's result into the sum ran at about this multiple of the stream rate
-# (cache-sized chunks), as the taps' multiply-adds.
+# This process's :func:`.dot_extra_ns`, timed at the row's taps, is added to the offset.
+# Adds of each row's result into the sum run at about this multiple of the stream rate.
 _CACHE_SPEEDUP = 6
-# Weight on the loops and adds, fitted against the taps' estimate (which runs about 1.4x
-# over its measured time): on 154 timings (images of 64x64 to 2048x2048, a stack of 32
-# 512x512 images and 1-D signals of 10**3 to 10**6 samples; kernels of 2 to 11 taps a
-# side; float32 and float64), weight 1 took rows where the taps were up to 1.73x faster
-# (16 points over 1.2x), weight 2 up to 1.69x (7 points over 1.2x; the worst are 1-D
-# float64 signals with 2-3 taps) (bench/results/direct-rows-2026-11-23.md).
+# Weight on the loops and adds against the taps' estimate (fitted on images and 1-D signals with
+# both forms timed).
 _WEIGHT = 2.0
-# 1-D lines read in place (:func:`run_lines`): weights on the loop and on one pass storing
-# its result (with one call per line, filter and piece), fitted (as the wide form's, against
-# the taps' and banded estimates) on 156 timings: 1-D signals of 10**3-10**6 samples,
-# 16-256 of 10**3-10**4, 64 of 10**5 and 3000; 2-127 taps; float32 and float64
-# (bench/results/direct-lines-2026-11-23.md, direct-lines-long-kernels-2026-11-23.md).
-# The loop's weight 1.2 put the pick within 1.2x of the fastest form on 146, 1.0 on 150.
+# 1-D lines read in place (:func:`run_lines`): weights on the loop and on one pass storing its
+# result, fitted against the taps' and banded estimates.
 _LINE_WEIGHT, _LINE_STORE_PASSES = 1.0, 0.67
-# Rows split in pieces (:func:`split_valid`): a weight on the pieces' loops and the time of
-# each further piece's add (ns per output sample). Fitted on 200 random 1-D signals
-# (10**2.5-10**5.5 samples, batches of 1-32, 12-33 taps, every mode, float32 and float64)
-# with direct's two forms timed as plans, and checked on 200 more: the faster form or one
-# within 1.2x on 97.5% of those (pricing the rows as one dot product per sample: 93.4%)
-# (bench/results/split-rows-priced-2026-11-25.md). Each further piece's call (slice,
-# correlate, add), and the zero-padded copy of a line whose window needs zeros, is charged
-# about 1 us over the samples of the call: short lines stay whole where numpy's dot is
-# fast (300 float32 samples with 14 taps, 'same': 2.4 us whole, 4.6 in pieces; 10**3 float64
-# samples with 34 taps: 5.9 ns a sample whole, 9.8 in pieces, 10**4: 5.9 and 5.7). Over 300
-# random lines and batches of 12-40 taps, both forms timed, the pick was the faster or
-# within 1.2x of it on 97-98% (worst 1.30); always splitting rows of up to 33 taps, on
-# 82-87% of those (worst 1.57) (bench/results/split-calls-2026-11-25.md).
+# Rows split in pieces (:func:`split_valid`): a weight on the pieces' loops, each further piece's
+# add per output sample, and about 1 us per piece's calls, so short lines stay whole.
 _SPLIT_WEIGHT, _SPLIT_ADD_NS, _PIECE_CALL_NS = 1.15, 0.4, 1000.0
 
 
@@ -187,10 +155,7 @@ def _cutting_pays(problem: Problem, per_piece: int, workers: int, rates: Rates) 
     estimated faster than one ``numpy.correlate`` of the whole line, whose result is the
     output itself: the threads share the loop, but each piece's result is then copied into
     the output, a store (weighted as in :func:`line_seconds`) that two cores of the CI
-    machine did not share. So float64 signals of 1-2 taps stay whole: plans on 2*10**5
-    samples with 2 taps took 0.44 of the time cut in two (1-4*10**6 samples: 0.84-0.96);
-    float32 ones with 2 taps, and float64 ones with 5 taps, ran 0.8-0.9 of the whole call's
-    time cut up (bench/results/one-line-calls-2026-11-23.md)."""
+    machine did not share. So float64 signals of 1-2 taps stay whole."""
     p = problem
     length = p.out_spatial[0]
     loop = length * _line_ns(p)[0] * 1e-9

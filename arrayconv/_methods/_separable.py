@@ -9,8 +9,8 @@ banded or taps), over the rows of the padding too. Each other pass is a GEMM per
 :data:`BLOCK_ROWS` outputs along its axis with a banded matrix of the axis's filter,
 ``(BLOCK_ROWS, BLOCK_ROWS + k - 1)``, over the block's samples of the pass before: the
 zeros outside the band cost flops, at the GEMM's rate.
-A 2048x2048 float32 image with a 7x7 Gaussian ran in 8.7 ms against 12.9 by overlap-save,
-1024x1024 float64 with 9x9 in 4.9 against 7.0 (bench/results/separable-2026-11-25.md).
+On a 2048x2048 float32 image with a 7x7 Gaussian this is about 1.5x faster than the best
+method that takes the whole kernel.
 
 :func:`rank_one` finds the factors from the kernel's values; correlate marks such a
 problem (``Problem.rank_one``), and direct's cost model picks this form where it is
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -40,25 +41,8 @@ _TOLERANCE_EPS = 8
 # Share of the GEMM rate that the column pass's small GEMMs reach (32 x 36 blocks,
 # measured about 0.5 of a large GEMM's).
 _GEMM_SHARE = 0.5
-# Weights on the row pass's estimate (direct's, in the cost model's units) and on the
-# column pass's, and the two passes' fixed cost in array calls. Fitted on 284 random
-# images (32 to 4096 a side, up to 2**23 samples) with outer-product kernels of 2-31 taps
-# a side, every mode, float32 and float64, the form and 'auto' without it timed as plans:
-# the faster (or one within 1.2x) on 97.2% in sample (worst 1.79; unweighted: 87.0%, worst
-# 2.84) and on 99.3% of 146 more held out (worst 1.22) (bench/results/separable-2026-11-25.md).
-# Volumes' two other passes, at that weight, were priced about 3x high: on 71 random 3-D
-# problems (8 to 512 a side, kernels of 2-15 taps a side) the passes were faster on 70 but
-# picked on 68% (71.8% within 1.2x); their weight 0.5 put all 71 within 1.2x (worst 1.02).
-# Complex problems (complex data, kernel or both): their column pass's GEMMs are priced at
-# 2 flops per multiply-add, as real ones (these small GEMMs are bound by their bytes; at a
-# complex multiply-add's 8, 75% of 80 random complex images were within 1.2x), and their
-# row pass (taps or banded: numpy.correlate's rows are real) weighs more: at the real
-# weights 85% were within 1.2x (worst 2.22), at these 97.5% in sample and 94.3% of 70 held
-# out (worst 1.28); volumes' other passes weigh more too (40 random complex volumes, in
-# sample only: 87.5% within 1.2x, worst 1.71). Timed with OPENBLAS_THREAD_TIMEOUT=4: OpenBLAS's
-# threads spin for about 0.1 s after each GEMM, which on 2 cores slowed an FFT timed right
-# after the passes by up to 1.9x and had biased a first fit; the real weights held there (80
-# images: all within 1.2x, worst 1.18) (bench/results/separable-complex-2026-11-25.md).
+# Weights on the row pass's estimate (direct's, in the model's units) and on the other passes',
+# by (complex, kernel dimensions); fitted on random images and volumes with the form timed as plans.
 _WEIGHTS = {(False, 2): (1.8, 1.5), (False, 3): (1.8, 0.5), (True, 2): (3.0, 0.5), (True, 3): (3.0, 1.5)}  # (rows, columns) by (complex, kernel dimensions)
 _FIXED_CALLS = 4
 
@@ -90,7 +74,7 @@ def factors(w: Array, problem: Problem) -> list[np.ndarray] | None:
     the line through it over that tap (exact for a box or a Sobel kernel). None for any
     other kernel (or all zeros)."""
     taps = np.asarray(w, dtype=np.result_type(problem.dtype, np.float64)).reshape(problem.kernel)
-    at = np.unravel_index(np.argmax(np.abs(taps)), taps.shape)
+    at: tuple[Any, ...] = np.unravel_index(np.argmax(np.abs(taps)), taps.shape)
     peak = taps[at]
     if peak == 0 or not np.isfinite(taps).all():
         return None

@@ -30,13 +30,8 @@ from ._taps import Chunk, Layout, chunk_input, layout, pad_input, padded_bytes, 
 # Bytes of one chunk's working set (measured best on the benchmark cases: 256 KiB chunks
 # were 1.5-2x slower, from per-call overhead and small GEMMs).
 _CHUNK_BYTES = 4 << 20
-# GEMM taps that do few multiply-adds per element they move, Og * Cg / (Og + Cg) of them
-# (a tap reads Cg input and writes Og output samples per position), are memory-bound: in
-# 512 KiB chunks, which stay in cache from tap to tap, 33 such convs with 2-256 outputs on
-# the CPU took 0.40-0.99 of their time in 4 MiB chunks (in earlier runs three took
-# 1.03-1.15: 256 input channels, a small batch that had been one chunk); one output (a
-# matrix-vector product) and more multiply-adds per element (16 outputs over 64 channels
-# and up) ran as fast or faster in 4 MiB (bench/results/direct-few-outputs-2026-11-27.md).
+# GEMM taps that do few multiply-adds per element they move (Og * Cg / (Og + Cg) of them) are
+# memory-bound: they run in chunks small enough to stay in cache from tap to tap.
 _MEMORY_BOUND_CHUNK_BYTES = 512 << 10
 _MEMORY_BOUND_INTENSITY = 8
 # With at most this many outputs, their bytes per tap then move at this multiple of the
@@ -46,29 +41,19 @@ _MEMORY_BOUND_INTENSITY = 8
 _FEW_OUTPUTS, _FEW_OUTPUTS_CACHE_SPEEDUP = 8, 9
 # The row form's chunks: smaller, so that images from 512x512 float32 run on two threads.
 _ROWS_CHUNK_BYTES = 1 << 20
-# With a stride, each tap's input is a stepped view that is copied before its product: the
-# copies are charged this many passes at the stream rate. Uncharged, direct ran 3-20x over
-# its estimate on the strided problems of the first sweep of strides, dilations and groups
-# (seed 92); over the 88 strided points of direct's taps in seeds 92 and 93, 4.5 passes
-# put the median of measured over estimated at 1.00 (6: 0.88, 3: 1.25). The pointwise form
-# copies the samples it reads, in rows of a few dozen samples at strides of 3-4 and on one
-# thread: about 6 passes (bench/results/strided-copies-2026-11-27.md).
+# With a stride, each tap's stepped view is copied before its product: passes at the stream rate
+# (the pointwise form copies in short rows on one thread: more).
 STRIDED_COPY_PASSES = 4.5
 POINTWISE_COPY_PASSES = 6
 # Elementwise taps on cached chunks, on all cores, ran about 6x the stream bandwidth.
 _CACHE_SPEEDUP = 6
 # GEMM taps on cached chunks moved their bytes at about three times the stream bandwidth.
 GEMM_CACHE_SPEEDUP = 3
-# One-output taps, which BLAS runs as matrix-vector products without packing the input,
-# read it at 44-70 GB/s (16-256 channels; 4-6x the default stream rate), against 13-32 GB/s
-# for 2-4 outputs (bench/results/direct-one-output-2026-11-23.md).
+# One-output taps are matrix-vector products, which BLAS runs without packing the input: they
+# read it at about this multiple of the stream rate.
 _MATVEC_SPEEDUP = 5
-# One map in one chunk (:mod:`._one_map`) makes its taps' or rows' array calls without the
-# chunk machinery: charged this share of a call each. On 798 random one-map problems (8 to
-# 300 a side, 2-D to 3-D and 1-D with taps; kernels of 2 to 16; float32 and float64), with
-# the methods' plan calls timed: share 1 put the plain call's pick within 1.2x of the
-# fastest method on 95.6% (worst 1.83), 0.5 on 98.0% (worst 1.59), 0.3 on 96.9% (worst
-# 2.64) (bench/results/one-map-2026-11-24.md).
+# One map in one chunk (:mod:`._one_map`) makes its array calls without the chunk machinery:
+# charged this share of a call each.
 ONE_MAP_CALL_SHARE = 0.5
 
 _forms = LRUCache("direct_forms", maxsize=256)
@@ -102,8 +87,7 @@ def pointwise(problem: Problem) -> bool:
 
 def _form(problem: Problem, backend: Backend, rates: Rates) -> tuple[str, int]:
     """How the CPU sums the taps: ``('pointwise', 0)`` where it applies (the one tap's
-    GEMMs written straight into the result: no chunks, no sum; 18 1x1 convs, 6 of them
-    strided, in 0.26-0.93 of the taps' time, bench/results/pointwise-2026-11-27.md), else
+    GEMMs written straight into the result: no chunks, no sum), else
     ``('taps', 0)``, ``('rows', 0)``, ``('banded', block)`` or ``('separable', 0)``,
     whichever applies and is estimated fastest (the separable form only where its
     temporaries fit the memory budget). Cached: every call of a plain function asks."""
@@ -197,7 +181,7 @@ def run(x: Array, kernel: Kernel, problem: Problem, backend: Backend, out: Array
     """Solve `problem` by direct summation over kernel taps (`kernel` from :func:`prepare`)."""
     p = problem
     rows = isinstance(kernel, _rows.RowKernels)
-    if rows and _rows.reads_lines(p):
+    if isinstance(kernel, _rows.RowKernels) and _rows.reads_lines(p):
         lines = _rows.run_lines(x, kernel, p, out, _ROWS_CHUNK_BYTES, _config.workers(), rates_for(backend))
         return lines.reshape(p.y_shape)
     if isinstance(kernel, _one_map.MapKernel):
@@ -213,7 +197,7 @@ def run(x: Array, kernel: Kernel, problem: Problem, backend: Backend, out: Array
         return out.reshape(p.y_shape)
     if _form(p, backend, rates_for(backend))[0] == "pointwise":
         samples = x.reshape(p.batch, p.groups, p.in_per_group, *p.spatial)[(..., *(slice(None, None, s) for s in p.stride))]
-        backend.xp.matmul(kernel[0], samples.reshape(p.batch, p.groups, p.in_per_group, -1), out=out.reshape(p.batch, p.groups, p.out_per_group, -1))
+        backend.xp.matmul(kernel[0], samples.reshape(p.batch, p.groups, p.in_per_group, -1), out=out.reshape(p.batch, p.groups, p.out_per_group, -1))  # type: ignore[index]  # the taps array
         return out.reshape(p.y_shape)
     lay, sums = layout(p), (_rows.accumulate if rows else accumulate)
     work = lay.chunks(_bytes_per_sample(p), _chunk_bytes(p, rows, backend))
@@ -221,7 +205,7 @@ def run(x: Array, kernel: Kernel, problem: Problem, backend: Backend, out: Array
     whole = None if own_rows else pad_input(x, p, backend)
     x = x.reshape(p.batch, p.groups, p.in_per_group, *p.spatial) if own_rows else x
 
-    def job(chunk):  # type: ignore[no-untyped-def]
+    def job(chunk):
         padded, at = chunk_input(whole, x, chunk, p, backend, wide=True)
         lay.store_block(out, sums(padded, kernel, lay, at, backend), chunk)
 
@@ -233,9 +217,8 @@ def run(x: Array, kernel: Kernel, problem: Problem, backend: Backend, out: Array
 def _pads_chunks(problem: Problem) -> bool:
     """Whether each chunk of the taps, where there are several, pads the input rows under
     its output rows itself (:func:`._taps.padded_rows`, wide), on the thread that runs it:
-    unit stride, zero padding, and a copy needed (not :func:`._taps.reads_in_place`).
-    Against the whole input padded first on one thread, single images from 1024x1024 ran
-    in 0.92-0.98 of the time, the rest as before (bench/results/direct-chunk-padding-2026-11-27.md)."""
+    unit stride, zero padding, and a copy needed (not :func:`._taps.reads_in_place`):
+    the padding then runs on every thread, not first on one."""
     p = problem
     return p.unit_stride and not pads_periodically(p) and not reads_in_place(p)
 
@@ -315,7 +298,7 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     accumulator, storing it and padding the input (unless read in place) at the stream
     rate, and one array call per tap and chunk: numpy's batched matmul runs a chunk's
     batch items and groups in one call (about 0.15 us per GEMM inside it, against 3 us per
-    call from Python). Refitted to the method-choice sweep (bench/results/sweep-*). The
+    call from Python). Fitted to the method-choice sweeps (``python -m bench.sweep``). The
     row and banded forms, where they apply and are estimated faster: :func:`._rows.seconds`
     and :func:`._banded.seconds`; 1x1 kernels: :func:`_pointwise_cost`. On the GPU:
     :func:`._direct_cuda.cost`.

@@ -35,111 +35,44 @@ from . import Cost, Method, output, register
 # Below this many input channels per group, multiply-accumulate beats a batched GEMM.
 _GEMM_MIN_CHANNELS = 8
 # On the CPU, up to this many output maps per group it beats it with any number of input
-# channels: making the spectra frequency-major costs more than the GEMM saves (complex64,
-# 2 cores, B 1-64, Cg 16-256, 2k-131k frequencies: 1.1-9x faster for Og 1-4, 0.9x at 8).
+# channels: making the spectra frequency-major costs more than the GEMM saves.
 _MAC_MAX_OUTPUTS = 4
-# The multiply-add ran at 1.2-3.8 (median 1.5) times the kernel spectra's bytes per batch
-# item over the stream rate (B 1-256, Cg 1-256, Og 1-64); 8 before that measurement. The
-# committed sweeps' picks hold at 4 and get worse at 2 (the FFT's other terms run low).
+# The multiply-add's passes over the kernel spectra per batch item, at the stream rate.
 _MAC_PASSES = 4
-# Transforms of fewer samples run on one thread: pocketfft's threads cost more than they
-# save below it (forward and inverse, 2 cores, float32: 256x256 0.38 ms on one thread and
-# 0.69 on two, 320x320 0.59 and 0.71, 384x384 0.86 and 0.78, 1024x1024 13.2 and 7.4).
+# Transforms of fewer samples run on one thread: pocketfft's threads cost more than they save.
 _THREADED_SAMPLES = 1 << 17
-# Passes over the kernel spectra (placing them) and over the data's spectra per batch
-# item. Array calls made whatever the size (placement, three transforms, contraction,
-# crop): about 0.25 ms at the default call cost on the CPU, fitted when every plain call
-# made its plan (now split below). The CPU's weights were refitted
-# to sweeps timed after plain calls lost most of their fixed cost (seeds 11-13 of
-# single images up to 512x512, seed 14 of all shapes; bench/results/sweep-*): 17, 17, 6 and
-# 130 calls put 77-91% of those single images within 1.2x of the fastest, these 98-100%.
-# The 17 kernel passes there were for spectra transposed to the GEMM's frequency-major
-# layout; the CPU now transforms them in that layout (:func:`prepare`), and they take the 4
-# passes of spectra summed in place: the estimate of building them then runs 1.8-4.6x over
-# its time, as 17 passes did (2.1-7.4x) before (bench/results/fft-frequency-major-2026-11-25.md).
+# Passes over the kernel spectra (placing them) and over the data's spectra per batch item
+# (fitted by bench.sweep --rescore on the CPU sweeps).
 _KERNEL_PASSES = 4
 _DATA_PASSES = 4
-# The 50 fixed calls above are split: 20 per call of the whole-image FFT, 30 with the
-# kernel's spectrum (made once by a plan or a kept plain call), so one call is charged as
-# fitted and a later call less (a plan's call on 8x8-32x32 images: 41-47 us against
-# direct's 28-38). Rescored on the sweeps of 2026-11-24 timed with kept plans (seeds 39-46,
-# 582 points): 96.7% -> 97.3% within 1.2x (complex128 128x128 images with 5x5 kernels go
-# from direct, 1.23-1.31x of the fastest, to the FFT); on all 3780 committed CPU points, 6
-# picks nearer the fastest, 1 further (1.00 -> 1.02). Charging the spectrum what it
-# measures (16-18 us, 5 calls) gained one more point with kept plans but lost 0.5-1.1% on
-# the sweeps timed before them, whose calls made their plan every time.
-# Overlap-save's blocks keep the 50 their sizing was fitted with (on slabs).
+# Array calls made whatever the size: per call, with the kernel's spectrum (made once by a plan or
+# a kept plain call), and per overlap-save block (whose sizing was fitted with 50 on slabs).
 _FIXED_CALLS = 20
 _FIXED_KERNEL_CALLS = 30
 _BLOCK_FIXED_CALLS = 50
-# Problems along one axis (1-D signals, and batches of them through `axes`). Direct's 1-D
-# forms (lines, banded) are priced near their measured time, while the terms above were
-# fitted in the model's units against 2-D taps (about 3x measured on the CI machine's host
-# of 2026-11-24). So along one axis the FFT pays half the fixed calls; one pass per item
-# over its spectra (each line goes into its transform's buffer and out of it contiguously,
-# where the N-D layout takes 4) and two over the kernel spectrum in the product;
-# transforms too small for threads at the one-thread rate (:func:`_thread_factor`); and a
-# line out of cache from :data:`_LINE_CACHE_BYTES`. Chosen on random grids of 230 batches
-# and 788 signals, judged on 180 more held out: 93% and 98% of picks within 1.2x of the
-# fastest, none over 2x; at 966799e 'auto' was within 1.2x on 72-93%, up to 25x off
-# (bench/results/direct-1d-long-kernels-2026-11-24.md, batched-1d-2026-11-24.md).
+# Along one axis (1-D signals, batches through `axes`) the FFT makes half the fixed calls and one
+# pass per item over its spectra (each line goes into its transform and out contiguously).
 _FIXED_CALLS_1D, _FIXED_KERNEL_CALLS_1D = 10, 15
-# Several lines transformed by one call (a batch of 1-D signals, row filters on images)
-# ran at about 0.45 of the per-line time of one line (pocketfft transforms lines side by
-# side in SIMD lanes): fitted to 80 random batches whose methods were each timed after
-# 0.15 s of their own calls (OpenBLAS's threads spin for 0.1 s after another method's
-# GEMMs), 0.43; judged on 80 more held out, 'auto' within 1.2x of the fastest on 95%
-# (89% at weight 1), worst 1.51 (2.06); one line keeps weight 1 (its own fit: 1.05)
-# (bench/results/batched-lines-fft-2026-11-25.md).
+# Several lines transformed by one call run at about this share of one line's time each
+# (pocketfft transforms lines side by side in SIMD lanes); one line keeps weight 1.
 _LINES_TRANSFORM_WEIGHT = 0.45
 _DATA_PASSES_1D, _MAC_PASSES_1D = 1, 2
-# On a GPU: passes over the kernel spectra and over the data's, the channel sum's weight
-# (its GEMMs' FLOPs at the GEMM rate) and its passes over the kernel spectra, the
-# transforms' weight, and the fixed cost of a call (30 launches, call_seconds each) and of
-# making the kernel spectrum (27), which a plan pays once. The rate terms were fitted
-# (non-negative least squares on relative error) to the FFT's plain calls on an H100 in a
-# sweep of 96 problems (seed 3, 2026-11-26): the CPU's terms they had before charged the bytes 11x and the channel
-# sum 2.6x what they took (a (16, 256, 128, 128) x (64, 256, 5, 5) conv priced 35 ms ran
-# in 9.6) (bench/results/gpu-cost-refit-2026-11-26.md). A plain call's 57 launches are
-# charged near the upper quartile of a small problem's plain call (162 FFT calls on images
-# up to 256x256 in the seven GPU sweeps of 2026-11-26 and -27, H100s: quartiles 0.55,
-# 0.65, 0.91 ms, the same shape 0.64-1.80 ms within one sweep; without the held-out seeds
-# 6-7 the upper quartile is 0.85 ms, 57 launches), not at its median (43): the direct
-# kernel's small calls hold at 0.11-0.34 ms, so a wrong FFT pick costs more than a wrong
-# direct one. 57-62 also gave the best worst case on the sweeps not held out (the
-# morning's two and seeds 3-5: worst 1.81, none past 2x; 42 left seed 4 one point at
-# 2.07); held out, seed 6 99% within 1.2x (worst 1.21), seed 7 95% (worst 1.54). The 15
-# launches added since 2026-11-26 went to the kernel spectrum's share: a plan's calls
-# (case c 0.43-0.48 ms a frame by FFT, bench/results/plans-gpu-2026-11-27.md) do not pay
-# them (bench/results/gpu-direct-refit-2026-11-27.md).
+# On a GPU: passes over the kernel and data spectra, the channel sum's weight and passes, the
+# transforms' weight, and the launches of a call and of the kernel spectrum (which a plan pays
+# once), fitted to the FFT's calls in the GPU sweeps (bench.sweep --device gpu).
 _GPU_KERNEL_PASSES, _GPU_DATA_PASSES = 1.5, 0.5
 _GPU_CONTRACTION_WEIGHT, _GPU_CONTRACTION_PASSES = 3.8, 1.8
 _GPU_TRANSFORM_WEIGHT = 1.2
 _FIXED_GPU_CALLS, _FIXED_GPU_KERNEL_CALLS = 30, 27
-# The channel sum's per-frequency GEMMs of small (B, Cg) x (Cg, Og) complex matrices
-# (numpy.matmul, OpenBLAS, 2 cores; B 1-64, Cg 16-256, Og 1-256, 2048 frequencies) reached
-# 0.018 * B^0.23 * Og^0.26 * Cg^0.30 of the large-GEMM rate (4-125 GFLOP/s), or read the
-# kernel spectra at about 0.9 of the stream rate (B = 1): within x1.26 on average. Its
-# weight in the FFT's cost (5; 3 to 10 gave the same picks) was fitted to the sweep.
+# The channel sum's per-frequency GEMMs of small (B, Cg) x (Cg, Og) complex matrices reach
+# a * B^b * Og^c * Cg^d of the large-GEMM rate (numpy.matmul timed alone); its weight in the cost.
 _SMALL_GEMM_EFFICIENCY = (0.018, 0.23, 0.26, 0.30)
 CONTRACTION_WEIGHT = 5
-# An overlap-save block's channel sum: its spectra (135x68 frequencies on a 128x128 block)
-# stay in cache. Timed alone, numpy.matmul over a block's frequencies (B 1-16, Cg 16-64,
-# Og 16-64) took 0.08-0.25 of the time weight 5 charges; oa ran at a median 0.74 of its
-# estimate on 189 multichannel convs of eight CPU sweeps (seeds 63-70; 16-channel convs
-# on 2048x2048 at 0.26-0.40, which let a 2.44x slower im2col pick through). Weight 2 put
-# that median at 0.89 (mean |log| 0.41 -> 0.32) and no sweep's picks worse
-# (bench/results/cpu-cost-refit-2026-11-27.md). Overlap-save still ranks its candidate
-# blocks at weight 5 (see overlap._weigh_blocks).
+# An overlap-save block's channel sum runs in cache: a lower weight than the whole FFT's
+# (overlap-save still ranks its candidate blocks at CONTRACTION_WEIGHT).
 _BLOCK_CONTRACTION_WEIGHT = 2
-# On the CPU a transform call whose maps outgrow the cache runs slower per n log n: measured
-# on this 2-core machine, one map: 1.0x up to 2 MiB, 1.2x at 4, 1.45x at 8, 1.75x at 14; many
-# maps of 135x135 in one call: 1.4-1.9x per map at 4-18 MiB against 1 MiB, and of 540x540
-# 1.1-2.3x at 17-71 MiB (bench/results/fft-many-maps-2026-11-23.md; maps of 72x72 showed no
-# steady growth). So the bytes counted are those of all the maps that one call transforms
-# (N-D). A transform along one axis takes each line whole: a line's own bytes count, from
-# 256 KiB (30000-300000 samples with 255 taps: the FFT ran 1.1-2.1x slower than the
-# banded form, which the 2 MiB threshold missed).
+# On the CPU a transform whose maps outgrow the cache runs slower per n log n: counted from the
+# bytes of all maps one N-D call transforms, or of one line along one axis.
 _CACHE_BYTES = 2 << 20
 _LINE_CACHE_BYTES = 256 << 10
 _OUT_OF_CACHE_SLOWDOWN = 0.75
@@ -245,7 +178,7 @@ def _periodic(problem: Problem, backend: Backend) -> Problem:
     )
 
 
-def _transforms(backend: Backend, real: bool):  # type: ignore[no-untyped-def]
+def _transforms(backend: Backend, real: bool):
     """Forward and inverse N-D transforms of `backend`; on the CPU with all workers, or
     one thread for transforms under :data:`_THREADED_SAMPLES` samples."""
     fft = backend.fft
@@ -317,9 +250,7 @@ def _spectrum_by_axis(w: Array, fixed: Layout, backend: Backend, first_axis: int
     """The placed kernel's spectrum one axis at a time, last axis first, each axis placed
     just before it is transformed: the lines of the axes not yet reached are only the
     kernel's taps, so the transforms of the zero lines between them are skipped (the
-    same values as the N-D transform: a zero line's transform is zero). On the CPU this
-    made plain calls on 128x128-512x512 images 0.87-0.94 of their time, and a filter bank
-    of 16x16 kernels 0.81 (bench/results/kernel-spectrum-by-axis-2026-11-23.md)."""
+    same values as the N-D transform: a zero line's transform is zero)."""
     xp, fft = backend.xp, backend.fft
     spectrum = w
     for ax in reversed(range(len(fixed.shape))):
@@ -443,8 +374,7 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     """Transforms at the FFT rate, the contraction, the passes over every map.
 
     The weights of the terms were fitted (non-negative least squares on relative error)
-    to the FFT timings of the method-choice sweep with seed 0 (bench/results/sweep-*):
-    placing and transposing kernel spectra costs more passes than the data's. The
+    to the FFT timings of the method-choice sweeps (``python -m bench.sweep``): placing and transposing kernel spectra costs more passes than the data's. The
     per-frequency GEMMs of small matrices run far below the GEMM rate, by their shape
     (:func:`_contraction_seconds`).
     """
@@ -539,9 +469,7 @@ def _contraction_seconds(problem: Problem, frequencies: float, kernels: int, bac
     """Seconds of the channel sum as per-frequency GEMMs over `frequencies`, reading
     `kernels` bytes of kernel spectra, charged `weight` times on the CPU, at the GEMM rate
     of the spectra's precision (:func:`work_dtype`: complex128's, for float64 and integer
-    data, at half of complex64's: until 2026-11-27 at
-    complex64's, which put a float64 (64, 16, 64, 64) x (64, 16, 5, 5) conv on overlap-save
-    at 2.21x im2col's time; bench/results/fft-double-contraction-2026-11-27.md)."""
+    data, at half of complex64's)."""
     p = problem
     flops = 8 * p.batch * p.groups * p.in_per_group * p.out_per_group * frequencies
     if backend.name == "cupy":

@@ -30,69 +30,40 @@ from ._taps import Chunk, assign_rows, chunk_input, flat_length, layout, pad_inp
 
 # Preferred size of one chunk's column matrix: large enough for an efficient GEMM.
 _CHUNK_BYTES = 32 << 20
-# On the CPU, chunks of columns of output samples hold this much per kernel tap, at least
-# _CPU_CHUNK_BYTES and at most _CPU_MAX_CHUNK_BYTES. Measured on 13 convs (chunks of 1-32
-# MiB, bench/results/im2col-exact-2026-11-26.md), when each tap was a copy of its own: 3x3
-# kernels ran fastest at 2-8 MiB, 5x5 at 4-16 MiB. Since the gather is one copy and each
-# chunk pads its own rows, 8 MiB chunks ran 7x7-31x31 kernels in 0.48-0.88 of the time of
-# the 24-32 MiB the rule gave before, 5x5 in 0.93-1.05 of 12 MiB's, and a 63x63 kernel's
-# chunk is one output row at either size (bench/results/im2col-chunk-padding-2026-11-27.md).
+# On the CPU, chunks of columns hold this much per kernel tap, at least _CPU_CHUNK_BYTES and at
+# most _CPU_MAX_CHUNK_BYTES: small enough to stay in cache between the gather and the GEMM.
 _CPU_TAP_BYTES = 512 << 10
 _CPU_CHUNK_BYTES = 2 << 20
 _CPU_MAX_CHUNK_BYTES = 8 << 20
-# Passes at stream speed over the CPU's columns (written by the gather and read by the
-# GEMM, in cache) and over the result (written by the GEMMs), fitted to the 79 points of a
-# CPU sweep with the GEMM rate and call costs as they were (seed 63: measured/estimated
-# 0.79 median, 0.60-3.19 over 10-90%, with 2 and 1 passes; 0.98, 0.69-2.47 after).
+# Passes at stream speed over the CPU's columns (written by the gather, read by the GEMM, in
+# cache) and over the result (written by the GEMMs), fitted by bench.sweep --rescore.
 _EXACT_COLUMN_PASSES = 1.25
 _EXACT_RESULT_PASSES = 2
-# Columns at most this deep (a 1x1 kernel over one channel per group) are charged no less
-# than direct's run and the gather: their GEMM, a product of one term, runs far below the
-# GEMM rate (4096x4096: numpy's matmul 30 ms, a multiply 11 ms), where direct scales the
-# input in place. Sweeps 63-65: such convs ran 1.5-3.6x slower by im2col than by direct;
-# 1x1 kernels over 4 channels either way (0.47-1.13x), over 16 and more up to 1.6x faster.
+# Columns at most this deep (a 1x1 kernel over one channel per group) are charged no less than
+# direct's run and the gather: a product of one term runs far below the GEMM rate.
 _SHALLOW_DEPTH = 1
 # On a GPU, launches cost tens of microseconds: fewer, larger chunks.
 _GPU_CHUNK_BYTES = 1 << 30
-# On a GPU: the GEMM's weight (its FLOPs at the GEMM rate over _gemm_efficiency) and the
-# passes' (columns and products at the stream rate), the fixed cost of each chunk and of
-# the kernel's form (launches at call_seconds each). Fitted to im2col's plain calls on an
-# H100 in a sweep of 96 problems (seed 3, 2026-11-26; least squares on relative error),
-# where 4 launches were charged and a plain call took at least 270 us, and the GEMMs ran
-# about 16x faster than charged (cuBLAS reaches far more than the efficiency's 5% floor
-# says); the split of the fixed launches is read from a plan's calls (e3: 202-217 us, a
-# plain call 307-336), not fitted (bench/results/gpu-cost-refit-2026-11-26.md).
+# On a GPU: the GEMM's and the passes' weights and the launches of each chunk and of the kernel's
+# form, fitted to im2col's calls in the GPU sweeps (the split of launches read from a plan's calls).
 _GPU_GEMM_WEIGHT, _GPU_PASS_WEIGHT = 0.06, 1.35
 _GPU_CALLS_PER_CHUNK, _GPU_PREPARE_CALLS = 13, 8
-# Building the operator matrix on a GPU, per axis: about a dozen array calls, one of them
-# (`flatnonzero`) waiting for the device, which take the time of about 35 launches. A 64x64
-# image under a 63x63 kernel ('valid') took 1.19 ms by im2col, charged 0.15 at 3 calls per
-# axis, and ran 2.2x slower than direct in each of three GPU sweeps (seeds 2 and 3 and the
-# first run's); at 35 it is charged 1.1 ms.
+# Building the operator matrix on a GPU takes about a dozen array calls per axis, one waiting for
+# the device: the time of about this many launches.
 _GPU_OPERATOR_AXIS_CALLS = 35
 # The operator matrix is used up to this size, and when the image has at most this many
 # times the kernel's taps (the share of the operator's zeros).
 _OPERATOR_BYTES = 16 << 20
 _OPERATOR_WASTE = 2.5
-# On the CPU the operator's GEMM is the slower of its arithmetic (at least this share of the
-# GEMM rate, however few images or outputs) and its bytes (the matrix, at most 16 MiB and
-# just built or kept, read from cache at this multiple of the stream rate). Fitted to 75
-# float32/float64 GEMMs (batches 1-256, matrices 144x1024 to 8000x500): median 3.0x of
-# measured, 4.8x for one image (as first fitted, their sum at a 5% floor: 4.9x, 15.5x).
+# On the CPU the operator's GEMM is the slower of its arithmetic (at least this share of the GEMM
+# rate) and its bytes (the matrix, read from cache at this multiple of the stream rate).
 _OPERATOR_GEMM_FLOOR = 0.1
 _OPERATOR_CACHE_SPEEDUP = 2
-# When the last axis's taps alone make columns this deep (taps x input channels), only
-# they are gathered. Measured: case b (3 x 16 = 48 deep) ran 75 ms gathering all taps and
-# 88 ms gathering the last axis's; e3 (3 x 256) 5.8 vs 4.5 ms; e16 (16 x 256) 121 vs 65
-# ms; a sweep point with 4 channels and a 15x15 kernel (15 x 4) 234 vs 542 ms.
+# When the last axis's taps alone make columns this deep (taps x input channels), only they are
+# gathered.
 _LAST_AXIS_DEPTH = 512
-# With a stride, a chunk's calls are charged as if its kernel had at most this many taps:
-# the calls per tap stand in for costs measured at unit stride (see :func:`_exact_cost`),
-# and priced strided kernels of 15x15 to 63x63 at 2-18x im2col's time (sweep seed 94:
-# 256 images of 64x64 under 16 filters of 31x31 at stride 3 estimated 344 ms, run in 76,
-# while overlap-save ran in 163). Over six sweeps of strides, dilations and groups (468
-# points), no cap put 6 picks past 2x, caps of 25, 100 and 225 taps 4, 3 and 4
-# (bench/results/strided-copies-2026-11-27.md).
+# With a stride, a chunk's calls are charged as if its kernel had at most this many taps: the calls
+# per tap stand in for costs measured at unit stride (:func:`_exact_cost`).
 _STRIDED_CALLED_TAPS = 100
 
 
@@ -282,10 +253,8 @@ def _run_exact(x: Array, w_cols: Array, problem: Problem, backend: Backend, out:
     rows of one item: a matrix whose rows are `out`'s, which BLAS takes as it is).
 
     Small chunks (:func:`_cpu_chunk_bytes`) keep the columns in cache between their
-    gather and the GEMM, and the result needs no copy: against wide columns (junk
-    included) in 32 MiB chunks, one GEMM per chunk and a transposing copy into `out`,
-    1.07-1.90x faster on 12 of 13 convs on 2 cores (a 1.35x, b 1.14x, d 1.38x), 0.81-0.95x
-    on a batch of 8x8 images (bench/results/im2col-exact-2026-11-26.md). Chunks run on
+    gather and the GEMM, and the result needs no copy (against wide columns with junk,
+    one GEMM per chunk and a transposing copy, up to 1.9x faster). Chunks run on
     every worker thread where BLAS can be held to one thread (:func:`.._threads.gemm_lanes`),
     each gathering its own columns and running its own GEMMs.
     """
@@ -326,10 +295,8 @@ def _whole_grid(x: Array, problem: Problem, backend: Backend) -> Array | None:
 
 def _pads_chunks(problem: Problem) -> bool:
     """Whether each chunk of :func:`_run_exact` pads its own rows with zeros
-    (:func:`._taps.padded_rows`), in cache and on its own thread: against the whole input
-    padded first on one thread, padded convs with 3x3 kernels ran in 0.81-0.94 of the time
-    on 2 cores (case b 0.84-0.86), larger kernels 0.93-0.95, unpadded ones as before
-    (bench/results/im2col-chunk-padding-2026-11-27.md)."""
+    (:func:`._taps.padded_rows`), in cache and on its own thread, instead of the whole
+    input padded first on one thread."""
     return problem.pads and not pads_periodically(problem)
 
 
@@ -474,18 +441,13 @@ def _exact_cost(problem: Problem, rates: Rates) -> Cost:
     """Cost of :func:`_run_exact` (the CPU's columns): passes over the padded input, the
     columns and the result at stream speed (:data:`_EXACT_COLUMN_PASSES`,
     :data:`_EXACT_RESULT_PASSES`), the columns' shared by the threads that gather them
-    (the result's, written by the GEMMs, as on one thread: shared too, they picked one
-    point of a sweep worse; bench/results/cpu-cost-refit-2026-11-27.md);
+    (the result's, written by the GEMMs, as on one thread);
     the GEMMs' arithmetic at the GEMM rate of their output channels (:func:`.._rates.rows_gain`)
     scaled down for few output channels, shallow columns or few columns per GEMM (one
     item's samples, or a chunk's rows of one item);
     and per chunk a call per tap and one GEMM call (fitted when each tap was a copy of its
-    own; the gather is one copy since 2026-11-27, 4x faster on a 31x31 kernel over a
-    512x512 image, and these calls, unrefitted, now stand for the fixed cost of im2col's
-    call: 79 us on 32x32 with 3x3, direct's unplanned call 21; they price large kernels
-    high, a 63x63 kernel on 512x512 at 8x its time, but charged as two calls per further
-    chunk they put single images with 5x5 kernels on im2col at up to 1.58x direct's time,
-    bench/results/im2col-chunk-padding-2026-11-27.md); shallow columns
+    own; the gather is now one copy, and these calls stand for the fixed cost of im2col's
+    call: they price large kernels high); shallow columns
     (:data:`_SHALLOW_DEPTH`), and unit-stride 1x1 kernels, whose columns are the input itself (direct's
     pointwise form runs the same GEMMs on the input in place; with a stride both copy the
     samples, and im2col's copies run on every thread), no less than direct's run and the

@@ -3,13 +3,9 @@ spectra do not fit the memory budget, or whose blocks' spectra stay in cache.
 
 The output is cut into blocks. The candidates are slabs (a power of two of rows, or all,
 along the first spatial axis, whole along the others) and cubes (the same power of two of
-samples along every spatial axis): under a tight budget only a small cube fits (a
-2048x2048 image with a 63x63 kernel in 1 MiB: cubes of 128 ran in 42 ms, where the
-one-row slabs of before ran in 991 ms and over the budget;
-bench/results/oa-blocks-2026-11-26.md). On the CPU, when each output map reads one input
-map, a block holds one batch item (a stack of 8 frames of 1920x1920 ran in 0.55-0.59 of the
-time of slabs holding the whole stack, whose spectra left the cache;
-bench/results/oa-stacks-2026-11-23.md). A block of `n` outputs along a cut axis
+samples along every spatial axis): under a tight budget only a small cube fits, where
+one-row slabs would run many times slower and past the budget. On the CPU, when each output
+map reads one input map, a block holds one batch item, so its spectra stay in cache. A block of `n` outputs along a cut axis
 needs ``(n - 1) * stride + dilation * (kernel - 1) + 1`` input samples along it (its halo
 overlaps the next block's); those are cut from the input (zero-filled past the padding, or read
 around the input's period when the padding is periodic), transformed, multiplied by the kernel
@@ -36,8 +32,8 @@ from .._backend import Array, Backend
 from .._cache import LRUCache
 from .._problem import Problem
 from .._rates import Rates, rates_for
-from .._threads import run_parallel
 from .._shapes import Shape
+from .._threads import run_parallel
 from .._window import periodic_window, window
 from . import Cost, Method, fft, output, register
 
@@ -76,10 +72,8 @@ def _block_count(problem: Problem, backend: Backend, block: Shape) -> int:
     return spatial * (problem.batch // items_per_block(problem, backend))
 
 
-# Two slabs at a time on 2 cores ran 1.28-1.76x faster than one slab at a time with
-# two-thread transforms on images of 1920x1920 and up, 1.23x on 1024x1024
-# (bench/results/oa-threads-2026-11-23.md). The gain is not assumed to grow with more
-# cores: the transforms' own threads share those.
+# Slabs run side by side on the workers, faster than one at a time with threaded transforms; the
+# gain is not assumed to grow past 2 cores (the transforms' own threads share those).
 _THREADED_SPEEDUP = 1.4
 
 
@@ -128,9 +122,7 @@ def _candidates(problem: Problem) -> list[Shape]:
     return list(dict.fromkeys([*slabs, *cubes]))
 
 
-# Block plans of recent problems: weighing every candidate block on every plain call cost
-# 1-2 ms (plain 256x256 calls 0.64-0.72 of the time once kept, 512x512 0.71-0.76;
-# bench/results/oa-slab-plans-2026-11-23.md).
+# Block plans of recent problems: weighing every candidate block costs 1-2 ms a plain call.
 _block_plans = LRUCache("oa_block_plans", maxsize=256)
 
 
@@ -151,11 +143,8 @@ def block_plan(problem: Problem, backend: Backend, memory_limit: int, rates: Rat
 _TIE = 1.02
 
 
-# Candidate blocks are ranked with the channel sum charged at the whole-image FFT's weight,
-# as when the blocks were fitted: ranked at the block's own weight (which estimates the
-# chosen block's time better), 17 of 165 multichannel convs of the sweeps of 2026-11-27 got
-# smaller blocks, and 14 of them ran slower (1.35x geometric mean, up to 1.86x;
-# bench/results/cpu-cost-refit-2026-11-27.md).
+# Candidate blocks are ranked with the channel sum at the whole-image FFT's weight, as when the
+# blocks were fitted (the block's own weight picked smaller, slower blocks).
 _RANKING_CONTRACTION_WEIGHT = fft.CONTRACTION_WEIGHT
 
 
