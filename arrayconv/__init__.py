@@ -8,7 +8,6 @@ Public API: :func:`correlate`, :func:`convolve` (SciPy semantics), :func:`conv`
 (:func:`config`, :func:`memory_limit`, :func:`cache_info`, :func:`clear_caches`).
 """
 
-from ._allocator import keep_freed_memory
 from ._adjoint import (
     conv_transpose,
     conv_weight_grad,
@@ -17,6 +16,7 @@ from ._adjoint import (
     correlate_transpose,
     correlate_weight_grad,
 )
+from ._allocator import keep_freed_memory
 from ._cache import cache_info, clear_caches
 from ._choose import Choice, MemoryLimitWarning
 from ._choose_method import choose_method

@@ -10,7 +10,7 @@ so that ``Re vdot(y_grad, A(x)) == Re vdot(A^T(y_grad), x)``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
 from ._backend import Array, get_backend, on_arrays_device
 from ._conv import Padding, conv, conv_padding, conv_spec
@@ -114,7 +114,7 @@ def conv_transpose(
     if min(spatial) < 1:
         msg = f"`y` of shape {y.shape} with padding {padding!r} implies an empty input of spatial shape {spatial}"
         raise ValueError(msg)
-    options = dict(stride=strides, padding=padding, dilation=dilations, groups=groups)
+    options: dict[str, Any] = dict(stride=strides, padding=padding, dilation=dilations, groups=groups)
     x_spec = ArraySpec((y.shape[0], w.shape[1] * groups, *spatial), y.dtype)
     spec = conv_spec(x_spec, w, None, backend, method, x_bound=0, **options)
     if spec.problem.out_spatial != tuple(y.shape[2:]):  # pragma: no cover - follows from the sizes above
@@ -198,7 +198,7 @@ def conv_weight_grad(
     """
     backend = get_backend(x=x, y=y)
     x, y = as_array(x, "x", backend), as_array(y, "y", backend)
-    options = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
+    options: dict[str, Any] = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
     w_spec = input_spec("w_shape", w_shape, y.dtype)
     spec = conv_spec(ArraySpec(tuple(x.shape), x.dtype), w_spec, None, backend, method, x_bound=0, **options)
     problem = spec.problem
@@ -378,7 +378,7 @@ def convolve_weight_grad(
     return _weight_grad(in1, y, in2_shape, mode, method, axes, flip=True)
 
 
-def _check_forward(in1: ArraySpec, in2: Array, y: Array, mode: str, method: str, axes: object, backend) -> None:  # type: ignore[no-untyped-def]
+def _check_forward(in1: ArraySpec, in2: Array, y: Array, mode: str, method: str, axes: object, backend) -> None:
     """Check the forward correlation and that `y` has its result's shape."""
     spec, _ = correlate_spec(in1, in2, backend, mode, method, axes, flip=False, x_bound=0, kernel_values=False)  # type: ignore[arg-type]
     if tuple(y.shape) != spec.y.shape:
@@ -392,18 +392,18 @@ def _reversed(a: Array, axes: tuple[int, ...]) -> Array:
     return flipped.conj() if flipped.dtype.kind == "c" else flipped
 
 
-def _contiguous(xp, a: Array) -> Array:  # type: ignore[no-untyped-def]
+def _contiguous(xp, a: Array) -> Array:
     """`a` in C order (0-d stays 0-d)."""
     return xp.ascontiguousarray(a).reshape(a.shape)
 
 
-def _unbroadcast(xp, a: Array, shape: tuple[int, ...]) -> Array:  # type: ignore[no-untyped-def]
+def _unbroadcast(xp, a: Array, shape: tuple[int, ...]) -> Array:
     """Sum `a` over the axes where `shape` is 1 and `a` is longer."""
     summed = tuple(ax for ax, n in enumerate(shape) if n == 1 < a.shape[ax])
     return xp.sum(a, axis=summed, keepdims=True) if summed else a
 
 
-def _transpose(y, in2, in1_shape, mode, method, axes, *, flip):  # type: ignore[no-untyped-def]
+def _transpose(y, in2, in1_shape, mode, method, axes, *, flip):
     backend = get_backend(y=y, in2=in2)
     y, in2 = as_array(y, "y", backend), as_array(in2, "in2", backend)
     in1 = input_spec("in1_shape", in1_shape, y.dtype)
@@ -418,7 +418,7 @@ def _transpose(y, in2, in1_shape, mode, method, axes, *, flip):  # type: ignore[
     return _contiguous(backend.xp, _unbroadcast(backend.xp, grad, in1.shape))
 
 
-def _weight_grad(in1, y, in2_shape, mode, method, axes, *, flip):  # type: ignore[no-untyped-def]
+def _weight_grad(in1, y, in2_shape, mode, method, axes, *, flip):
     backend = get_backend(in1=in1, y=y)
     in1, y = as_array(in1, "in1", backend), as_array(y, "y", backend)
     in2 = input_spec("in2_shape", in2_shape, y.dtype)

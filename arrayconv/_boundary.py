@@ -67,17 +67,17 @@ def edge_rule(value: object, name: str = "boundary", fillvalue: complex = 0) -> 
     return ALIASES.get(value, value)
 
 
-def fill_number(fillvalue: object) -> complex:
+def fill_number(fillvalue: Any) -> complex:
     """`fillvalue` as a Python number (int, float or complex); TypeError for anything else
     (None, a string, an array of several values), which NumPy would take as NaN or fail
     on with a message that does not name it."""
     if type(fillvalue) in (int, float, complex):
-        return fillvalue  # type: ignore[return-value]
+        return fillvalue
     value = np.asarray(fillvalue) if np.ndim(fillvalue) == 0 else None
     if value is None or value.dtype.kind not in "biufc":
         msg = f"`fillvalue` must be a number (int, float or complex), got {fillvalue!r}"
         raise TypeError(msg)
-    return value.item()  # type: ignore[no-any-return]
+    return value.item()
 
 
 def fill_dtype(fillvalue: complex, x_dtype: np.dtype[Any], result: np.dtype[Any]) -> np.dtype[Any]:
@@ -145,7 +145,7 @@ def extend(
     dtype = a.dtype if dtype is None else dtype
     if any(past_one_copy(a.shape[ax], pad, pad_mode) for ax, pad in zip(axes, pads)):
         return _extend_by_index(xp, a.astype(dtype, copy=False), axes, pads, pad_mode)
-    shape, middle, copies = _layout(tuple(a.shape), tuple(axes), tuple(map(tuple, pads)), pad_mode)  # type: ignore[arg-type]
+    shape, middle, copies = _layout(tuple(a.shape), tuple(axes), tuple(map(tuple, pads)), pad_mode)
     out = xp.empty(shape, dtype)
     out[middle] = a
     for edge, source in copies:

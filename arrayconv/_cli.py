@@ -13,17 +13,16 @@ from typing import Any
 
 import numpy as np
 
-from . import _config
-from . import _allocator
-from ._boundary import EDGE_RULES, edge_rule
+from . import _allocator, _config
 from ._backend import NUMPY
+from ._boundary import EDGE_RULES, edge_rule
 from ._cache import cache_info
 from ._deconvolve import richardson_lucy
 from ._image_files import FITS_SUFFIXES, FORMATS, UsageError, create_output, fits_header, read_image, write_png
 from ._machine import blas, cores, cpu_name
+from ._match import match_template
 from ._nan import NAN_POLICIES
 from ._rates import DEFAULT_RATES, cache_dir, rates_for
-from ._match import match_template
 from ._shapes import mode_padding, mode_window
 from ._tiled import convolve_into, correlate_into
 
@@ -221,8 +220,9 @@ def best_matches(scores: np.ndarray, template: tuple[int, ...], count: int) -> l
 def run_info() -> int:
     """Print the version, the CPU and its BLAS, the cost model's rates, backends, devices,
     memory budget and cache state."""
-    from . import __version__
     import scipy
+
+    from . import __version__
 
     print(f"arrayconv {__version__} (numpy {np.__version__}, scipy {scipy.__version__})")
     print(f"cpu: {cpu_name()}, {cores()} cores, BLAS {blas()}")
@@ -247,7 +247,7 @@ def _gpu_line() -> str:
         return "CuPy not installed (pip install 'arrayconv[cuda13]')"
     try:
         count = cupy.cuda.runtime.getDeviceCount()
-    except Exception as exc:  # noqa: BLE001 - any driver failure means no usable device
+    except Exception as exc:
         return f"CuPy {cupy.__version__}, no usable CUDA device ({exc})"
     names = [cupy.cuda.runtime.getDeviceProperties(i)["name"].decode() for i in range(count)]
     return f"CuPy {cupy.__version__}, {count} device(s): {', '.join(names)}"
@@ -349,7 +349,7 @@ def _on_gpu(kernel: np.ndarray) -> Any:
         import cupy
 
         return cupy.asarray(kernel)
-    except Exception as exc:  # noqa: BLE001 - missing CuPy, driver or device: one line
+    except Exception as exc:
         raise UsageError(f"--device gpu needs CuPy and a CUDA device: {exc}") from None
 
 

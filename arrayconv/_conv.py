@@ -11,9 +11,9 @@ import numpy as np
 
 from . import _kept
 from ._backend import Array, Backend, get_backend, on_arrays_device
-from ._choose import Calls
 from ._boundary import EDGE_RULES, EdgeRule, edge_rule, extend
 from ._cache import LRUCache
+from ._choose import Calls
 from ._docstrings import fill
 from ._methods import METHODS
 from ._nan import IGNORE, NAN_POLICIES, NanPolicy, NanRule, check_kernel, check_result
@@ -24,11 +24,11 @@ from ._problem import (
     as_array,
     check_choice,
     check_conv_shapes,
-    check_no_overlap,
     check_fits,
+    check_no_overlap,
     input_spec,
-    interned,
     int_tuple,
+    interned,
     result_dtype,
 )
 from ._shapes import same_padding
@@ -121,7 +121,7 @@ def conv(
     >>> ac.conv(x, w, stride=2, padding="valid").shape
     (2, 8, 15, 15)
     """
-    options = dict(stride=stride, padding=padding, dilation=dilation, groups=groups, padding_mode=padding_mode, nan=nan)
+    options: dict[str, Any] = dict(stride=stride, padding=padding, dilation=dilation, groups=groups, padding_mode=padding_mode, nan=nan)
     backend = get_backend(x=x, w=w, bias=bias)
     x, w = as_array(x, "x", backend), as_array(w, "w", backend)
     bias = None if bias is None else as_array(bias, "bias", backend)
@@ -193,7 +193,7 @@ def plan_conv(
     w = as_array(w, "w", backend)
     bias = None if bias is None else as_array(bias, "bias", backend)
     x = input_spec("x_shape", x_shape, w.dtype if dtype is None else dtype)
-    options = dict(stride=stride, padding=padding, dilation=dilation, groups=groups, padding_mode=padding_mode, nan=nan)
+    options: dict[str, Any] = dict(stride=stride, padding=padding, dilation=dilation, groups=groups, padding_mode=padding_mode, nan=nan)
     spec = conv_spec(x, w, bias, backend, method, x_bound=abs_bound(None, x.dtype), **options)
     return Plan(spec, w, method, memory_limit=memory_limit, measure=measure)
 
@@ -298,7 +298,7 @@ def _shaped(
     if not circular and (padding_mode != "constant" or nan == "normalize"):
         pads, pad_mode = list(zip(pad_lo, pad_hi)), EDGE_RULES[padding_mode]
         x = ArraySpec((*x.shape[:2], *(n + lo + hi for n, (lo, hi) in zip(x.shape[2:], pads))), x.dtype)
-        extension = lambda a: extend(backend.xp, a, range(2, 2 + nd), pads, pad_mode)  # noqa: E731
+        extension = lambda a: extend(backend.xp, a, range(2, 2 + nd), pads, pad_mode)
         pad_lo = pad_hi = (0,) * nd
     compute, result = result_dtype(*(a for a in (given, w, bias) if a is not None))
     check_result(nan, result)
@@ -319,7 +319,7 @@ def _shaped(
     check_fits(problem, given.shape, w.shape)
 
     def mask_plan(kernel_: Array, dtype: np.dtype[Any]) -> Plan:
-        options = dict(stride=stride, padding=padding if extension is None else 0, dilation=dilation, groups=groups, padding_mode="wrap" if circular else "constant")
+        options: dict[str, Any] = dict(stride=stride, padding=padding if extension is None else 0, dilation=dilation, groups=groups, padding_mode="wrap" if circular else "constant")
         return Plan(conv_spec(ArraySpec(x.shape, dtype), kernel_, None, backend, "auto", x_bound=1, **options), kernel_, "auto")
 
     rule = IGNORE if nan == "ignore" else NanRule(nan, "x", reach=lambda: mask_plan(backend.xp.ones(w.shape, np.float32), np.dtype(np.float32)))

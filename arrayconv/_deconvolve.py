@@ -15,15 +15,16 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
 from ._backend import Array, Backend, get_backend, on_arrays_device
 from ._boundary import EdgeRule, edge_rule
-from ._progress import progress_bar
 from ._correlate import MethodName, plan_convolve, plan_correlate
 from ._plan import check_memory
-from ._problem import as_array, check_broadcast, check_choice, check_real, check_same_ndim, is_int, normalize_axes
+from ._problem import as_array, check_broadcast, check_real, check_same_ndim, is_int, normalize_axes
+from ._progress import progress_bar
 
 # Added to every blurred sample before the division, as skimage does (no division by zero
 # where the blur is 0; far below any sample of a float32 image of counts).
@@ -185,18 +186,18 @@ def deconvolution_dtype(image: Array) -> np.dtype:
     return np.dtype(np.float32 if image.dtype in (np.float16, np.float32) else np.float64)
 
 
-def check_finite(name: str, a: Array, xp: object) -> None:
+def check_finite(name: str, a: Array, xp: Any) -> None:
     """Refuse an input `a` (the argument `name`) holding a NaN or inf."""
-    if not bool(xp.isfinite(a).all()):  # type: ignore[attr-defined]
+    if not bool(xp.isfinite(a).all()):
         msg = f"`{name}` must be finite: a NaN or inf would spread over the whole result in a few iterations"
         raise ValueError(msg)
 
 
-def check_psf(psf: Array, axes: tuple[int, ...], xp: object) -> None:
+def check_psf(psf: Array, axes: tuple[int, ...], xp: Any) -> None:
     """Refuse a PSF holding a NaN or inf, or one (of a stack) that sums to 0 or less along
     `axes`: it blurs nothing, and the iterations would divide by zero or flip signs."""
     check_finite("psf", psf, xp)
-    totals = xp.sum(psf.astype(np.float64), axis=axes)  # type: ignore[attr-defined]
+    totals = xp.sum(psf.astype(np.float64), axis=axes)
     if not bool((totals > 0).all()):
         msg = f"`psf` must sum to more than 0 along the deconvolved axes (a blur spreads light, it does not remove it), got sums down to {float(totals.min()):.3g}"
         raise ValueError(msg)
@@ -218,7 +219,8 @@ def check_deconvolution(
     if not is_int(num_iter):
         msg = f"`num_iter` must be an int, got {num_iter!r}"
         raise TypeError(msg)
-    if num_iter < 0:
+    iterations = operator.index(num_iter)  # type: ignore[arg-type]
+    if iterations < 0:
         msg = f"`num_iter` must be 0 or more, got {num_iter}"
         raise ValueError(msg)
     floor = None
@@ -228,4 +230,4 @@ def check_deconvolution(
             raise TypeError(msg)
         floor = float(filter_epsilon) or None  # 0 filters nothing, as in skimage
     shape = tuple(n if ax in axes else max(n, k) for ax, (n, k) in enumerate(zip(image.shape, psf.shape)))
-    return axes, shape, operator.index(num_iter), floor
+    return axes, shape, iterations, floor

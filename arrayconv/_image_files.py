@@ -82,7 +82,7 @@ def _read_image(path: Path) -> Any:
         return imageio.imread(path)
     except UsageError:
         raise
-    except Exception as exc:  # noqa: BLE001 - a corrupt file makes each reader raise its own kind (IndexError, EOFError)
+    except Exception as exc:
         raise UsageError(f"cannot read {path}: {exc}") from None
 
 

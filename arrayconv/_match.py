@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -168,7 +169,7 @@ _GPU_SLAB_BYTES = 256 << 20
 _SLABS_PER_WINDOW = 4
 
 
-def _slabs(scores: Array, window_rows: int, xp: object) -> list[tuple[int, int]]:
+def _slabs(scores: Array, window_rows: int, xp: Any) -> list[tuple[int, int]]:
     """``(first, end)`` indices along the first axis of `scores` of the slabs to score:
     slabs of :data:`_SLAB_BYTES` (:data:`_GPU_SLAB_BYTES` on a GPU) and at least
     :data:`_SLABS_PER_WINDOW` times the window's height, less one."""
@@ -184,7 +185,7 @@ def _slab(a: Array, lo: int, hi: int) -> Array:
     return a[lo:hi] if a.shape[0] > 1 else a
 
 
-def _window_sums(x: Array, window: tuple[int, ...], axes: tuple[int, ...], offset: float | None, xp: object) -> tuple[Array, Array]:
+def _window_sums(x: Array, window: tuple[int, ...], axes: tuple[int, ...], offset: float | None, xp: Any) -> tuple[Array, Array]:
     """The sums of `x` and of its squares over every window of shape `window` (along
     `axes`) that fits in it, in float64: each a sum of the window's own samples, or with
     an `offset` (NumPy only), along axes of :data:`_RUNNING_TAPS` or more, a difference
@@ -235,7 +236,7 @@ def _sliding_sums(a: Array, k: int, axis: int) -> Array:
 _RUNNING_TAPS = 32
 
 
-def _mean_square(x: Array, xp: object) -> float:
+def _mean_square(x: Array, xp: Any) -> float:
     """About the mean of `x`'s squares, from some 65536 of them in float64 (a float32 dot
     product would overflow past 1.8e19): any constant gives the same window sums, this one
     keeps running sums of the squares less it near zero."""
@@ -249,6 +250,7 @@ def _running_sums(a: Array, k: int, axis: int) -> Array:
     last, a row at a time: ``numpy.cumsum`` steps down such an axis one strided column at
     a time, 4158x4158 float64 in 421 ms against 18)."""
     n, before = a.shape[axis], (slice(None),) * axis
+    total: Any
     total = np.empty((*a.shape[:axis], n + 1, *a.shape[axis + 1 :]))
     total[(*before, 0)] = 0
     if axis == a.ndim - 1:
@@ -260,7 +262,7 @@ def _running_sums(a: Array, k: int, axis: int) -> Array:
     return total[(*before, slice(k, n + 1))] - total[(*before, slice(0, n + 1 - k))]
 
 
-def _scores(numerator: Array, sums: Array, squares: Array, samples: int, xp: object) -> Array:
+def _scores(numerator: Array, sums: Array, squares: Array, samples: int, xp: Any) -> Array:
     """The windows' scores (float64) from their correlations with the template (centred,
     of unit norm) and their sums and sums of squares (float64, consumed): 0 where a
     window's spread is within rounding of zero, clipped to [-1, 1]."""
@@ -304,7 +306,7 @@ def check_match(image: Array, template: Array, mode: str, boundary: str, fillval
     return _check_shapes(image, template, axes), _score_dtype(image, template), fill
 
 
-def centred_template(template: Array, axes: tuple[int, ...], xp: object) -> Array:
+def centred_template(template: Array, axes: tuple[int, ...], xp: Any) -> Array:
     """`template` less its mean along `axes`, of unit norm there (float64): the scores'
     scale. ValueError for a template that is not finite or is constant."""
     t = template.astype(np.float64)
@@ -346,7 +348,7 @@ def _score_dtype(image: Array, template: Array) -> np.dtype:
     return np.dtype(np.float32 if promoted.kind == "f" and promoted.itemsize <= 4 else np.float64)
 
 
-def _finite_mean(x: Array, xp: object) -> tuple[float, bool]:
+def _finite_mean(x: Array, xp: Any) -> tuple[float, bool]:
     """The mean of `x`'s finite samples (0 if none), in float64, and whether all of them
     are finite."""
     with np.errstate(invalid="ignore"):  # inf - inf
@@ -357,7 +359,7 @@ def _finite_mean(x: Array, xp: object) -> tuple[float, bool]:
     return (float(xp.mean(finite, dtype=np.float64)) if finite.size else 0.0), False
 
 
-def _check_template(t0: Array, t: Array, axes: tuple[int, ...], xp: object) -> None:
+def _check_template(t0: Array, t: Array, axes: tuple[int, ...], xp: Any) -> None:
     """Refuse a template holding NaN or inf, or whose samples are all equal (to rounding)
     along `axes`."""
     if not bool(xp.isfinite(t).all()):

@@ -97,11 +97,11 @@ def patch_conv(
                 f"and x.shape={x.shape}, padding={pad}; use method='auto'"
             )
             raise ValueError(msg)
-    y = conv(patches, w, padding=pad, stride=step, method=method)
+    y = conv(patches, w, padding=pad, stride=step, method=method)  # type: ignore[arg-type]  # 'patch' ran above
     return y.reshape(*stack, *y.shape[1:])
 
 
-def _kernel_layout(  # type: ignore[no-untyped-def]
+def _kernel_layout(
     x_shape: tuple[int, ...], w_shape: tuple[int, ...], pad: tuple[int, ...], step: tuple[int, ...],
     backend: str, dtype: np.dtype[Any] | None,
 ):

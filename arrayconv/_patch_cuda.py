@@ -180,7 +180,7 @@ def run(x: Array, w: Array, lay: Layout, backend: Backend) -> Array:
     fn = kernel(_SOURCE, "patch_correlate", x.dtype, **c)
     if lay.shared_bytes > 48 << 10:
         fn.max_dynamic_shared_size_bytes = lay.shared_bytes
-    sms = multiprocessors(backend.device)
+    sms = multiprocessors(backend.device or 0)
     grid = (min(blocks(patches, c["PT"]), 8 * sms), lay.filter_tiles)
     fn(grid, (lay.threads,), (x, w, y, np.int64(patches)), shared_mem=lay.shared_bytes)
     return y

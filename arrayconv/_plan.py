@@ -15,6 +15,7 @@ import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -256,7 +257,7 @@ class Plan:
         work = METHODS[self.method].work_dtype(spec.problem)
         return spec.same_layout and out.flags.c_contiguous and out.dtype == work
 
-    def _settings(self):  # type: ignore[no-untyped-def]
+    def _settings(self):
         if self._memory_limit is None:
             return contextlib.nullcontext()
         return _config.config(memory_limit=self._memory_limit)
@@ -354,7 +355,8 @@ def _caller_level() -> int:
     function: a warning points at the user's call (and the default filter shows it once
     per call site, not once for all of arrayconv)."""
     package = os.path.dirname(os.path.abspath(__file__))
-    frame, level = sys._getframe(1), 1
+    frame: FrameType | None = sys._getframe(1)
+    level = 1
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep):
         frame, level = frame.f_back, level + 1
     return level

@@ -206,9 +206,9 @@ def result_dtype(*arrays: Array) -> tuple[np.dtype[Any], np.dtype[Any]]:
 
 def int_tuple(name: str, value: int | Sequence[int], ndim: int, minimum: int) -> Shape:
     """`value` as a tuple of `ndim` ints, each at least `minimum`."""
-    items = (value,) * ndim if is_int(value) else value
+    given: Any = (value,) * ndim if is_int(value) else value
     try:
-        items = tuple(operator.index(v) for v in items)  # type: ignore[union-attr]
+        items = tuple(operator.index(v) for v in given)
     except TypeError:
         items = ()
     if len(items) != ndim or any(v < minimum for v in items):
@@ -232,9 +232,9 @@ def normalize_axes(axes: int | Sequence[int] | None, ndim: int) -> tuple[int, ..
     """Sorted, non-negative, unique `axes` of an `ndim`-dimensional array (all if None)."""
     if axes is None:
         return tuple(range(ndim))
-    items = (axes,) if is_int(axes) else axes
+    items: Any = (axes,) if is_int(axes) else axes
     try:
-        normal = [operator.index(a) for a in items]  # type: ignore[union-attr]
+        normal = [operator.index(a) for a in items]
     except TypeError:
         normal = None
     if not normal or any(not -ndim <= a < ndim or isinstance(a, (bool, np.bool_)) for a in items):
@@ -307,7 +307,8 @@ def overlaps(a: Array, b: Array, backend: Backend) -> bool:
 def _file_bytes(a: np.ndarray) -> tuple[tuple[int, int], int, int] | None:
     """The file (device, inode) that NumPy array `a` maps and the span of its bytes in it
     (first, one past the last), or None for memory that maps no file."""
-    memmap, owner = None, a
+    memmap: np.memmap | None = None
+    owner: Any = a
     while isinstance(owner, np.ndarray):  # a view's base, up to the mmap that holds the bytes
         if isinstance(owner, np.memmap) and owner.filename is not None:
             memmap = memmap if memmap is not None else owner
@@ -315,7 +316,7 @@ def _file_bytes(a: np.ndarray) -> tuple[tuple[int, int], int, int] | None:
     if memmap is None or not isinstance(owner, mmap.mmap) or a.size == 0:
         return None
     try:
-        stat = os.stat(memmap.filename)
+        stat = os.stat(str(memmap.filename))
     except OSError:
         return None
     mapped_from = memmap.offset - memmap.offset % mmap.ALLOCATIONGRANULARITY  # as np.memmap maps

@@ -19,8 +19,7 @@ import functools
 import itertools
 import math
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -28,15 +27,15 @@ import numpy as np
 
 from . import _config
 from ._backend import NUMPY, Array, get_backend, on_arrays_device
-from ._progress import progress_bar
 from ._boundary import EDGE_RULES, EdgeRule, edge_rule, extend, fill_dtype, fill_number, source_index
 from ._choose import Choice
 from ._choose_method import choose_method
 from ._correlate import MethodName, Mode, convolve, correlate
-from ._methods import METHODS
 from ._docstrings import fill
+from ._methods import METHODS
 from ._nan import NAN_POLICIES, NanPolicy, check_kernel, check_result, refuse_nan
 from ._problem import as_array, check_choice, check_no_overlap, check_numeric, check_valid_sizes, check_writeable, result_dtype
+from ._progress import progress_bar
 from ._shapes import mode_padding
 from ._slab_copies import SLOTS, slab_copies
 
@@ -155,7 +154,7 @@ def convolve_into(
     return _filter_into(in1, in2, out, mode, method, boundary, fillvalue, nan, memory_limit, progress, flip=True)
 
 
-def _filter_into(in1, in2, out, mode, method, boundary, fillvalue, nan, memory_limit, progress, *, flip):  # type: ignore[no-untyped-def]
+def _filter_into(in1, in2, out, mode, method, boundary, fillvalue, nan, memory_limit, progress, *, flip):
     backend = get_backend(in2=in2)
     in2 = as_array(in2, "in2", backend)
     if not all(hasattr(in1, attr) for attr in ("shape", "dtype", "__getitem__")):
@@ -216,13 +215,14 @@ def _filter_into(in1, in2, out, mode, method, boundary, fillvalue, nan, memory_l
         ThreadPoolExecutor(1) as io,
         slab_copies(backend, grid.in_shape[: grid.axes] + shape[grid.axes :], box_dtype, grid.out_shape, dtype) as copies,
     ):
-        tiles = itertools.pairwise(itertools.chain(grid.tiles(), [None]))  # each with the one after it
-        reading, writing = io.submit(read, 0, grid.first()), None
-        for i, (tile, following) in enumerate(tiles):
+        tiles = list(grid.tiles())
+        reading = io.submit(read, 0, tiles[0])
+        writing: Future[None] | None = None
+        for i, tile in enumerate(tiles):
             slot = i % SLOTS
             box = copies.to_device(slot, reading.result())
-            if following is not None:
-                reading = io.submit(read, (i + 1) % SLOTS, following)
+            if i + 1 < len(tiles):  # the next tile's box is read while this one is filtered
+                reading = io.submit(read, (i + 1) % SLOTS, tiles[i + 1])
             if axes:
                 box = extend(backend.xp, box, axes, pads[grid.axes :], pad_mode, fillvalue)
             y = copies.to_host(slot, func(box, in2, "valid", method, nan=nan, fillvalue=fillvalue))
@@ -232,7 +232,8 @@ def _filter_into(in1, in2, out, mode, method, boundary, fillvalue, nan, memory_l
             writing = io.submit(write, slot, tile, y)
             del y
             bar.update(tile[0].stop - tile[0].start if grid.axes == 1 else 1)
-        writing.result()
+        if writing is not None:
+            writing.result()
     return out
 
 
@@ -296,16 +297,12 @@ class _TileGrid:
         for *others, first in itertools.product(*starts[1:], starts[0]):
             yield tuple(slice(a, min(a + w, n)) for a, w, n in zip((first, *others), self.out_shape, self.y_shape))
 
-    def first(self) -> tuple[slice, ...]:
-        """The first tile."""
-        return next(self.tiles())
-
     def count(self) -> int:
         """How many tiles."""
         return math.prod(self.blocks())
 
     @classmethod
-    def choose(cls, y_shape, kernel, limit, box_bytes, itemsize, method, in2, options) -> _TileGrid:  # type: ignore[no-untyped-def]
+    def choose(cls, y_shape, kernel, limit, box_bytes, itemsize, method, in2, options) -> _TileGrid:
         """The grid estimated fastest (its tiles' count times the chooser's estimate for
         the largest, times :meth:`cut_factor`) among the :data:`_SHORTLIST` that read least
         (:meth:`read_factor`) of those whose boxes in flight with one output row fit

@@ -31,9 +31,10 @@ import numpy as np
 from dask.array.overlap import ensure_minimum_chunksize
 
 from ._backend import get_backend, is_cupy_array
-from ._boundary import EDGE_RULES, edge_rule, extended_index, fill_dtype, fill_number, pad_widths, past_one_copy
-from ._conv import conv_padding
+from ._boundary import EDGE_RULES, EdgeRule, edge_rule, extended_index, fill_dtype, fill_number, pad_widths, past_one_copy
 from ._conv import conv as _conv
+from ._conv import conv_padding
+from ._correlate import MethodName
 from ._correlate import convolve as _convolve
 from ._correlate import correlate as _correlate
 from ._deconvolve import check_deconvolution, check_psf, deconvolution_dtype
@@ -51,9 +52,9 @@ def correlate(
     in1: da.Array,
     in2: Any,
     mode: str = "full",
-    method: str = "auto",
+    method: MethodName = "auto",
     *,
-    boundary: str = "constant",
+    boundary: EdgeRule = "constant",
     fillvalue: complex = 0,
     nan: str = "propagate",
 ) -> da.Array:
@@ -69,9 +70,9 @@ def convolve(
     in1: da.Array,
     in2: Any,
     mode: str = "full",
-    method: str = "auto",
+    method: MethodName = "auto",
     *,
-    boundary: str = "constant",
+    boundary: EdgeRule = "constant",
     fillvalue: complex = 0,
     nan: str = "propagate",
 ) -> da.Array:
@@ -88,9 +89,9 @@ def conv(
     padding: Any = 0,
     dilation: int | Sequence[int] = 1,
     groups: int = 1,
-    padding_mode: str = "constant",
+    padding_mode: EdgeRule = "constant",
     nan: str = "propagate",
-    method: str = "auto",
+    method: MethodName = "auto",
 ) -> da.Array:
     """:func:`arrayconv.conv` of a dask array ``(B, C, *spatial)``, lazily.
 
@@ -118,7 +119,7 @@ def conv(
         reach = [1] * nd  # whole spatial axes: no halo needed
     else:
         x = x.rechunk({1: -1})
-    options = dict(stride=strides, dilation=dilations, groups=groups, nan=nan, method=method)
+    options: dict[str, Any] = dict(stride=strides, dilation=dilations, groups=groups, nan=nan, method=method)
 
     def block(a: Any, kernel: Any, shift: Any) -> Any:
         return _conv(a, kernel, shift, **options)
@@ -131,9 +132,9 @@ def match_template(
     template: Any,
     mode: str = "valid",
     *,
-    boundary: str = "constant",
+    boundary: EdgeRule = "constant",
     fillvalue: float = 0,
-    method: str = "auto",
+    method: MethodName = "auto",
 ) -> da.Array:
     """:func:`arrayconv.match_template` of a dask array with an in-memory template, lazily.
 
@@ -163,9 +164,9 @@ def richardson_lucy(
     *,
     clip: bool = False,
     filter_epsilon: float | None = None,
-    boundary: str = "constant",
+    boundary: EdgeRule = "constant",
     axes: int | Sequence[int] | None = None,
-    method: str = "auto",
+    method: MethodName = "auto",
 ) -> da.Array:
     """:func:`arrayconv.richardson_lucy` of a dask array (a stack of frames, say) with one
     in-memory PSF, lazily.
@@ -200,7 +201,7 @@ def richardson_lucy(
     return whole.map_blocks(block, dtype=deconvolution_dtype(image), meta=whole._meta)
 
 
-def _filter(in1, in2, mode, method, boundary, fillvalue, nan, func):  # type: ignore[no-untyped-def]
+def _filter(in1, in2, mode, method, boundary, fillvalue, nan, func):
     _check_dask("in1", in1, func.__name__)
     check_choice("mode", mode, ("full", "same", "valid"))
     check_choice("nan", nan, NAN_POLICIES)
@@ -253,7 +254,7 @@ def _extend(a: da.Array, axes: Sequence[int], pads: list[tuple[int, int]], pad_m
     return da.pad(a, widths, mode="constant", constant_values=fillvalue) if pad_mode == "constant" else da.pad(a, widths, mode=pad_mode)
 
 
-def _valid_blocks(a, axes, reach, block, operands, *, out_channels=None, strides=None, dilations=None, kernel=None, dtype=None):  # type: ignore[no-untyped-def]
+def _valid_blocks(a, axes, reach, block, operands, *, out_channels=None, strides=None, dilations=None, kernel=None, dtype=None):
     """Apply the 'valid' filter `block` to every block of `a` plus the ``reach - 1`` samples
     after it; the result's `dtype` is NumPy's promotion of the operands' unless given."""
     axes = list(axes)

@@ -34,8 +34,8 @@ import numpy as np
 import scipy
 
 import arrayconv as ac
-from arrayconv._machine import blas, cores, cpu_name
 from arrayconv._backend import NUMPY
+from arrayconv._machine import blas, cores, cpu_name
 from arrayconv._rates import measure_rates
 
 from .cases import CASES, QUICK, Case, unknown_ids_error

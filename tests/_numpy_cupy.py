@@ -151,7 +151,7 @@ class Device:
         return None
 
 
-class ndarray(NDArrayOperatorsMixin):  # noqa: N801 - CuPy's name
+class ndarray(NDArrayOperatorsMixin):
     """A device array: a NumPy array that refuses to leave the device implicitly."""
 
     __slots__ = ("_a", "_device")

@@ -2,9 +2,8 @@ import os
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, settings
-
 from _strategies import DEV_EXAMPLES, PROFILE
+from hypothesis import HealthCheck, settings
 
 settings.register_profile(
     "deterministic",

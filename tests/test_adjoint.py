@@ -2,12 +2,12 @@
 
 import numpy as np
 import pytest
+from _reference import random, to_numpy
+from _strategies import conv_cases, correlate_shapes, examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import arrayconv as ac
-from _reference import random, to_numpy
-from _strategies import conv_cases, correlate_shapes, examples
 
 METHODS = ["auto", *ac.METHODS]
 OPTIONS = ("stride", "padding", "dilation", "groups")

@@ -24,7 +24,7 @@ def test_import_and_numpy_call_never_import_cupy():
 def test_mixed_numpy_and_cupy_is_a_type_error(monkeypatch):
     fake = types.ModuleType("cupy")
 
-    class ndarray:  # noqa: N801  (stands for cupy.ndarray)
+    class ndarray:
         device = contextlib.nullcontext()  # arrayconv makes the arrays' device current
 
     ndarray.__module__ = "cupy"

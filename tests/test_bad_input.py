@@ -9,9 +9,9 @@ untouched when an error is raised.
 import numpy as np
 import pytest
 import scipy.signal
+from _reference import assert_matches, random, reference_conv, reference_correlate
 
 import arrayconv as ac
-from _reference import assert_matches, random, reference_conv, reference_correlate
 
 METHODS = ["auto", *ac.METHODS]
 

@@ -7,11 +7,11 @@ import sys
 import numpy as np
 import pytest
 import scipy.ndimage
+from _reference import assert_matches, reference_richardson_lucy
 
 import arrayconv as ac
 from arrayconv.__main__ import main
 from arrayconv._cli import make_kernel, parse_size
-from _reference import assert_matches, reference_richardson_lucy
 
 
 @pytest.fixture

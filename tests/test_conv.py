@@ -5,12 +5,12 @@ import math
 import numpy as np
 import pytest
 import scipy.signal
+from _reference import assert_matches, random, reference_conv, reference_conv_terms, reference_terms, to_numpy
+from _strategies import conv_cases, examples
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import arrayconv as ac
-from _reference import assert_matches, random, reference_conv, reference_conv_terms, reference_terms, to_numpy
-from _strategies import conv_cases, examples
 
 METHODS = ["auto", *ac.METHODS]
 OPTIONS = ("stride", "padding", "dilation", "groups")

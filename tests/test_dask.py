@@ -2,9 +2,9 @@
 
 import numpy as np
 import pytest
+from _reference import assert_matches, assert_scores_match, random, reference_match_template, reference_richardson_lucy, to_numpy
 
 import arrayconv as ac
-from _reference import assert_matches, assert_scores_match, random, reference_match_template, reference_richardson_lucy, to_numpy
 
 da = pytest.importorskip("dask.array")
 acd = pytest.importorskip("arrayconv.dask")

@@ -2,12 +2,12 @@
 
 import numpy as np
 import pytest
+from _reference import assert_matches, reference_richardson_lucy, to_numpy
+from _strategies import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import arrayconv as ac
-from _reference import assert_matches, reference_richardson_lucy, to_numpy
-from _strategies import examples
 
 METHODS = ("auto", *ac.METHODS)
 BOUNDARIES = ("constant", "wrap", "symmetric", "mirror", "edge")

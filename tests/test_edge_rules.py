@@ -3,10 +3,10 @@ the other libraries' names are aliases, and 'reflect' (two rules in two librarie
 
 import numpy as np
 import pytest
+from _reference import EDGE_ALIASES, EDGE_RULES, NUMPY_PAD, assert_matches, random, reference_correlate
 
 import arrayconv as ac
 from arrayconv.__main__ import main
-from _reference import EDGE_ALIASES, EDGE_RULES, NUMPY_PAD, assert_matches, random, reference_correlate
 
 AMBIGUOUS = r"'reflect' means two rules: 'symmetric' .* or 'mirror' .*; say which"
 
@@ -51,7 +51,7 @@ def test_each_rule_is_numpy_pads_extension(rule, rng):
 
 
 def test_reflect_is_refused_everywhere_naming_both_rules(rng):
-    for name, call in _calls(rng).items():
+    for call in _calls(rng).values():
         with pytest.raises(ValueError, match=AMBIGUOUS):
             call("reflect")
     with pytest.raises(ValueError, match="`boundary`: " + AMBIGUOUS):

@@ -4,13 +4,13 @@ import numpy as np
 import pytest
 import scipy.ndimage
 import scipy.signal
+from _reference import EDGE_RULES, NDIMAGE_MODES, NUMPY_PAD, assert_matches, random, reference_conv, reference_correlate, to_numpy
+from _strategies import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import arrayconv as ac
 from arrayconv._shapes import mode_padding
-from _reference import EDGE_RULES, NDIMAGE_MODES, NUMPY_PAD, assert_matches, random, reference_conv, reference_correlate, to_numpy
-from _strategies import examples
 
 METHODS = ["auto", *ac.METHODS]
 SIGNAL_BOUNDARIES = {"constant": "fill", "wrap": "wrap", "symmetric": "symm"}

@@ -6,9 +6,9 @@ import warnings
 
 import numpy as np
 import pytest
+from _reference import assert_matches, random, reference_conv, reference_correlate
 
 import arrayconv as ac
-from _reference import assert_matches, random, reference_conv, reference_correlate
 
 pytestmark = pytest.mark.gpu
 

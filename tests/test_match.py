@@ -2,12 +2,12 @@
 
 import numpy as np
 import pytest
+from _reference import assert_matches, assert_scores_match, random, reference_match_template, to_numpy
+from _strategies import MODES, examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import arrayconv as ac
-from _reference import assert_matches, assert_scores_match, random, reference_match_template, to_numpy
-from _strategies import MODES, examples
 
 METHODS = ("auto", *ac.METHODS)
 BOUNDARIES = ("constant", "wrap", "symmetric", "mirror", "edge")

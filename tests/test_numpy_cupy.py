@@ -5,13 +5,13 @@ it (``ARRAYCONV_CUPY_STAND_IN=1``); these check the stand-in itself, on every ru
 import os
 import sys
 
+import _numpy_cupy
 import numpy as np
 import pytest
-
-import _numpy_cupy
-import arrayconv as ac
 from _numpy_cupy import cupy as cp
 from _reference import assert_matches, random, reference_conv
+
+import arrayconv as ac
 
 
 @pytest.fixture

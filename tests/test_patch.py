@@ -2,10 +2,9 @@
 
 import numpy as np
 import pytest
-
-import arrayconv as ac
 from _reference import assert_matches, random, reference_conv
 
+import arrayconv as ac
 
 _REFERENCES = {}
 

@@ -6,9 +6,9 @@ import tracemalloc
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+from _reference import random, to_numpy
 
 import arrayconv as ac
-from _reference import random, to_numpy
 
 
 def mixed_workload(rng, xp=np):
@@ -47,9 +47,9 @@ def test_memory_stays_bounded_over_10000_calls_of_varying_shapes():
     shapes = [(int(rng.integers(4, 40)), int(rng.integers(4, 40)), int(rng.integers(1, 6)), int(rng.integers(1, 6))) for _ in range(10_000)]
     data = rng.standard_normal(40 * 40)
     tracemalloc.start()
-    for i, (n, m, k, l) in enumerate(shapes):
-        x, kernel = data[: n * m].reshape(n, m), data[: k * l].reshape(k, l)
-        ac.correlate(x, kernel, ("full", "same", "valid")[i % 3] if n >= k and m >= l else "full")
+    for i, (n, m, k, j) in enumerate(shapes):
+        x, kernel = data[: n * m].reshape(n, m), data[: k * j].reshape(k, j)
+        ac.correlate(x, kernel, ("full", "same", "valid")[i % 3] if n >= k and m >= j else "full")
         if i == 2_000:
             warm, _ = tracemalloc.get_traced_memory()
     end, _ = tracemalloc.get_traced_memory()

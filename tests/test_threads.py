@@ -7,12 +7,12 @@ import time
 
 import numpy as np
 import pytest
+from _reference import assert_matches, random, reference_conv, reference_correlate
 
 import arrayconv as ac
 from arrayconv import _threads
 from arrayconv._methods import im2col
 from arrayconv._threads import gemm_lanes, one_blas_thread, run_parallel
-from _reference import assert_matches, random, reference_conv, reference_correlate
 
 
 @pytest.mark.parametrize("workers", [1, 2, 3, 8])
