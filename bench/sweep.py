@@ -30,8 +30,9 @@ The whole sweep runs under the memory limit read at its start (recorded in the r
 the default limit follows free memory, so a method weighed under one budget could be
 refused under the next (on a GPU, a 19 GB FFT was estimated and then refused at 11 GB).
 
-``--rescore FILE...`` times nothing: it judges committed sweeps' timings by the current cost
-model (what 'auto' would pick now, and how far that is from the fastest), under the memory
+``--rescore FILE...`` times nothing: it judges committed sweeps' timings (reports, or
+``bench/results/sweep-timings.jsonl``, every committed sweep a line; ``--device`` picks one
+device's) by the current cost model (what 'auto' would pick now, and how far that is from the fastest), under the memory
 limit each sweep recorded (else ``--memory-limit BYTES``, else this machine's).
 """
 
@@ -243,6 +244,20 @@ def time_point(point: dict, where: Device) -> dict:
     }
 
 
+def committed_sweeps(paths: list[str], device_name: str | None = None) -> list[tuple[str, dict]]:
+    """The sweeps in `paths`, each a sweep's JSON report or a JSON-lines file of them
+    (``bench/results/sweep-timings.jsonl``: one sweep a line), by name; with `device_name`,
+    only that device's."""
+    found = []
+    for path in map(Path, paths):
+        text = path.read_text()
+        reports = [json.loads(line) for line in text.splitlines() if line.strip()] if path.suffix == ".jsonl" else [json.loads(text)]
+        for report in reports:
+            if device_name in (None, report.get("device", "cpu")):
+                found.append((report.get("name", path.stem), report))
+    return found
+
+
 def rescore(report: dict, memory_limit: int | None = None) -> tuple[dict, list[str]]:
     """A sweep's timings judged by the current cost model: its summary had 'auto' made
     today's picks, and one line per point whose pick changed. A pick whose method was not
@@ -376,9 +391,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory-limit", type=int, help="with --rescore: the limit of sweeps that recorded none (bytes)")
     args = parser.parse_args(argv)
     if args.rescore:
-        for path in args.rescore:
-            stats, changed = rescore(json.loads(Path(path).read_text()), args.memory_limit)
-            print(f"{path}: {stats['within_1.2x']:.0%} of {stats['points']} within {WITHIN}x, worst {stats['worst_ratio']:.2f}, {stats['over_2x']} over {NEVER}x")
+        for name, report in committed_sweeps(args.rescore, args.device if "--device" in argv else None):
+            stats, changed = rescore(report, args.memory_limit)
+            print(f"{name}: {stats['within_1.2x']:.0%} of {stats['points']} within {WITHIN}x, worst {stats['worst_ratio']:.2f}, {stats['over_2x']} over {NEVER}x")
             print("".join(f"  {line}\n" for line in changed), end="")
         return 0
     from tqdm import tqdm

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import arrayconv as ac
-from bench import accuracy, deconvolve, images, match, overhead, plans, readme, run, sweep
+from bench import accuracy, deconvolve, images, match, overhead, page, plans, run, sweep
 from bench.cases import CASES, Case, random_array
 from bench.devices import device
 from bench.peers import QUICK_MAX_DIRECT_MACS, peer_callables
@@ -56,43 +56,27 @@ def _cpu_report():
     return {"command": "python -m bench.run --full", "date": "2026-01-02", "versions": versions, "rates": rates, "cases": [case]}
 
 
-def test_readme_section_uses_the_newest_full_results(tmp_path):
+def test_benchmarks_page_shows_the_newest_results(tmp_path):
     (tmp_path / "cpu-2026-01-01.json").write_text(json.dumps({**_cpu_report(), "date": "old"}))
     newest = _cpu_report()
-    newest["versions"]["blas"] = "openblas 0.3 (Haswell kernels, 2 threads)"
     (tmp_path / "cpu-2026-01-02.json").write_text(json.dumps(newest))
+    (tmp_path / "cpu-2026-01-02.png").write_bytes(b"")
     (tmp_path / "cpu-2026-01-03-quick.json").write_text("not read")
     summary = {"points": 10, "within_1.2x": 0.9, "worst_ratio": 1.7}
-    (tmp_path / "sweep-2026-01-02.json").write_text(json.dumps({"command": "sweep", "date": "2026-01-02", "summary": summary}))
-    other = {"command": "sweep --seed 3", "date": "2026-01-02", "summary": {**summary, "worst_ratio": 1.9}}
-    (tmp_path / "sweep-2026-01-02-seed3.json").write_text(json.dumps(other))
-    (tmp_path / "sweep-2026-01-01.json").write_text(json.dumps({"command": "old sweep", "date": "2026-01-01", "summary": summary}))
-    double = {"command": "sweep --seed 4 --dtype float64", "date": "2026-01-02", "summary": summary}
-    (tmp_path / "sweep-2026-01-02-float64.json").write_text(json.dumps(double))
-    layers = {"command": "sweep --seed 5 --op conv --layers", "date": "2026-01-02", "summary": summary}
-    (tmp_path / "sweep-2026-01-02-seed5-layers.json").write_text(json.dumps(layers))
-    (tmp_path / "sweep-gpu-2026-01-02.json").write_text("the GPU's: not in the CPU section")
-    (tmp_path / "plans-gpu-2026-01-02.json").write_text("the GPU's: not in the CPU section")
-    text = readme.section(tmp_path)
-    assert "on 2026-01-02 (CPU X, 2 cores" in text
-    assert "GEMM measured at 150 GFLOP/s at its start" in text
-    assert "numpy 2 with openblas 0.3 (Haswell kernels, 2 threads), scipy 1" in text  # reports since the BLAS is named
+    sweeps = [
+        {"name": "sweep-2026-01-01", "date": "2026-01-01", "device": "cpu", "summary": summary},
+        {"name": "sweep-2026-01-02-seed3", "date": "2026-01-02", "device": "cpu", "summary": {**summary, "worst_ratio": 1.9}},
+        {"name": "sweep-gpu-2026-01-02", "date": "2026-01-02", "device": "gpu", "summary": summary},
+    ]
+    (tmp_path / "sweep-timings.jsonl").write_text("\n".join(json.dumps(s) for s in sweeps) + "\n")
+    text = page.page(tmp_path, "../results/")
+    assert "## CPU: the design's cases (2026-01-02)" in text and "old" not in text
     assert "| a | 2.0 | im2col | torch conv2d (CPU) | 1.0 | **0.50** | 0.5 | 1.0e-07 | 3.00 |" in text
-    assert "- `sweep`: 10 problems, within 1.2x on 90%, worst 1.70x" in text
-    assert "- `sweep --seed 3`: 10 problems, within 1.2x on 90%, worst 1.90x" in text
-    assert "- `sweep --seed 4 --dtype float64`: 10 problems" in text
-    assert "- `sweep --seed 5 --op conv --layers`: 10 problems" in text
-    assert "![method choice sweep](" + str(tmp_path / "sweep-2026-01-02-seed3.png") + ")" in text  # float32's sizes plot
-    assert "old sweep" not in text
-
-
-def test_readme_main_rewrites_only_between_markers(tmp_path):
-    page = tmp_path / "README.md"
-    page.write_text(f"head\n{readme.START}\nstale\n{readme.END}\ntail\n")
-    assert readme.main(["--results", str(tmp_path), "--readme", str(page)]) == 0
-    assert page.read_text() == f"head\n{readme.START}\n\n{readme.END}\ntail\n"
-    page.write_text("no markers")
-    assert readme.main(["--results", str(tmp_path), "--readme", str(page)]) == 2
+    assert "![CPU benchmark](../results/cpu-2026-01-02.png)" in text
+    assert "## Method choice, CPU sweeps of 2026-01-02" in text and "| sweep-2026-01-02-seed3 | 10 | 90% | 1.90 |" in text
+    assert "| sweep-2026-01-01 |" not in text and "## Method choice, GPU sweeps of 2026-01-02" in text
+    assert page.main(["--results", str(tmp_path), "--out", str(tmp_path / "docs" / "benchmarks.md")]) == 0
+    assert "../cpu-2026-01-02.md" in (tmp_path / "docs" / "benchmarks.md").read_text()
 
 
 def test_sweep_points_are_reproducible_and_within_the_limits():
@@ -448,17 +432,16 @@ def test_gpu_bench_times_every_arrayconv_method_on_a_case():
 GPU_SWEEPS = ["2026-11-26-seed3", "2026-11-26-seed4", "2026-11-27-seed5", "2026-11-27-seed6", "2026-11-27-seed7"]
 
 
-@pytest.mark.parametrize("name", [f"sweep-gpu-{stem}.json" for stem in GPU_SWEEPS])
+@pytest.mark.parametrize("name", [f"sweep-gpu-{stem}" for stem in GPU_SWEEPS])
 def test_the_gpu_cost_model_picks_well_on_the_gpu_sweeps(xp, name):
-    """The GPU's cost model was fitted to seeds 3-5 and judged on seeds 6-7
-    (bench/results/gpu-cost-refit-2026-11-26.md, gpu-direct-refit-2026-11-27.md) and rarely
+    """The GPU's cost model was fitted to seeds 3-5 and judged on seeds 6-7 and rarely
     meets a GPU: a change to a cost function that moves its GPU picks shows here, on the
     stand-in for CuPy too. The sweeps ran under an H100's memory limit (19 GiB; seeds 5-7
     recorded theirs)."""
     if xp is np:
         pytest.skip("a GPU sweep judges the GPU's cost model")
-    report = json.loads((Path(__file__).parents[1] / "bench" / "results" / name).read_text())
-    stats, _ = sweep.rescore(report, memory_limit=19 << 30)
+    sweeps = dict(sweep.committed_sweeps([str(Path(__file__).parents[1] / "bench" / "results" / "sweep-timings.jsonl")], "gpu"))
+    stats, _ = sweep.rescore(sweeps[name], memory_limit=19 << 30)
     assert stats["within_1.2x"] >= 0.95 and stats["over_2x"] == 0, stats
 
 
