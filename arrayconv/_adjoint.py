@@ -44,9 +44,9 @@ def conv_transpose(
 
     Parameters
     ----------
-    y : array_like, shape (B, O, *out)
+    y : array_like, shape ``(B, O, *out)``
         Array in the output space of the forward :func:`conv`.
-    w : array_like, shape (O, C // groups, *kernel)
+    w : array_like, shape ``(O, C // groups, *kernel)``
         The forward filter bank.
     stride, padding, dilation, groups
         Those of the forward :func:`conv`.
@@ -58,7 +58,7 @@ def conv_transpose(
 
     Returns
     -------
-    ndarray, shape (B, C, *spatial)
+    ndarray, shape ``(B, C, *spatial)``
         ``spatial[d] = (out[d] - 1) * stride[d] - pad_lo[d] - pad_hi[d]
         + dilation[d] * (kernel[d] - 1) + 1 + output_padding[d]``.
 
@@ -158,9 +158,9 @@ def conv_weight_grad(
 
     Parameters
     ----------
-    x : array_like, shape (B, C, *spatial)
+    x : array_like, shape ``(B, C, *spatial)``
         The forward input.
-    y : array_like, shape (B, O, *out)
+    y : array_like, shape ``(B, O, *out)``
         Array in the output space of the forward :func:`conv`.
     w_shape : tuple of int
         Shape ``(O, C // groups, *kernel)`` of the forward filters.

@@ -61,9 +61,9 @@ def conv(
 
     Parameters
     ----------
-    x : array_like, shape (B, C, *spatial)
+    x : array_like, shape ``(B, C, *spatial)``
         Batch of images with 1, 2 or 3 spatial dims.
-    w : array_like, shape (O, C // groups, *kernel)
+    w : array_like, shape ``(O, C // groups, *kernel)``
         Filter bank, same ndim as `x`.
     bias : array_like, shape (O,), optional
         Added to each output channel.
@@ -92,7 +92,7 @@ def conv(
 
     Returns
     -------
-    ndarray, shape (B, O, *out)
+    ndarray, shape ``(B, O, *out)``
         ``out[d] = (spatial[d] + 2 * padding[d] - dilation[d] * (kernel[d] - 1) - 1)
         // stride[d] + 1``, dtype ``np.result_type(x, w, bias)`` (float16 computed in
         float32; integers exact).
@@ -157,7 +157,7 @@ def plan_conv(
 
     Parameters
     ----------
-    w : array_like, shape (O, C // groups, *kernel)
+    w : array_like, shape ``(O, C // groups, *kernel)``
         Filter bank; its backend is the plan's.
     x_shape : tuple of int
         Shape ``(B, C, *spatial)`` of every input the plan will take.

@@ -30,8 +30,11 @@ def _machine(versions: dict) -> str:
     return f"{gpu} ({cpu})" if gpu else cpu
 
 
-def page(folder: Path, link: str) -> str:
-    """Markdown of the newest results in `folder`, each file linked as `link` + its name."""
+def page(folder: Path, link: str, reports: str | None = None) -> str:
+    """Markdown of the newest results in `folder`: each plot linked as `link` + its name
+    (relative, so the docs build copies it), each report as `reports` + its name (default
+    `link`)."""
+    reports = link if reports is None else reports
     lines = ["# Benchmarks", "", "Made from the newest committed results in `bench/results` (how each was made:",
              "`bench/README.md`). Ratios above 1: arrayconv faster.", ""]
     for pattern, title in (("cpu-*.json", "CPU"), ("gpu-*.json", "GPU")):
@@ -41,7 +44,7 @@ def page(folder: Path, link: str) -> str:
         path, report = found
         lines += [f"## {title}: the design's cases ({report['date']})", "",
                   f"`{report['command']}` on {_machine(report['versions'])}; medians in ms, float32. "
-                  f"Full report: [{path.with_suffix('.md').name}]({link}{path.with_suffix('.md').name}).", ""]
+                  f"Full report: [{path.with_suffix('.md').name}]({reports}{path.with_suffix('.md').name}).", ""]
         if title == "CPU":
             lines += summary_table(report)
         else:
@@ -61,7 +64,7 @@ def page(folder: Path, link: str) -> str:
             lines += [f"## Same kernel, many frames ({title}, {report['date']})", "",
                       f"Case {report['case']['id']}, {report['frames']} frames: a plan is **{report['speedup_plan_over_plain_auto']:.2f}x** faster "
                       f"per frame than the plain call ({ms[report['plan']]:.2f} against {ms['arrayconv correlate auto']:.2f} ms) "
-                      f"([{path.with_suffix('.md').name}]({link}{path.with_suffix('.md').name})).", ""]
+                      f"([{path.with_suffix('.md').name}]({reports}{path.with_suffix('.md').name})).", ""]
     timings = folder / "sweep-timings.jsonl"
     if timings.exists():
         sweeps = [json.loads(line) for line in timings.read_text().splitlines() if line.strip()]
@@ -89,11 +92,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--results", default="bench/results")
     parser.add_argument("--out", default="docs/_generated/benchmarks.md")
+    parser.add_argument("--reports", help="address prefix of the reports' links (default: relative, as the plots)")
     args = parser.parse_args(argv)
     out, results = Path(args.out), Path(args.results)
     out.parent.mkdir(parents=True, exist_ok=True)
     link = os.path.relpath(results, out.parent).replace(os.sep, "/") + "/"
-    out.write_text(page(results, link))
+    out.write_text(page(results, link, args.reports))
     return 0
 
 
