@@ -32,3 +32,16 @@ def test_richardson_lucy_example_matches_plain_iterations(capsys):
     assert got[star] > 2 * observed[star]  # deconvolution sharpens the brightest star
     rl.main(64, 3)
     assert "arrayconv.richardson_lucy" in capsys.readouterr().out
+
+
+def test_readme_example_runs_and_says_what_it_shows(capsys):
+    """The README's example block, as a reader would paste it."""
+    import re
+
+    text = (Path(__file__).parent.parent / "README.md").read_text()
+    names: dict = {}
+    exec(re.search(r"```python\n(.*?)```", text, re.S).group(1), names)
+    assert names["out"].shape == (8, 32, 256, 256) and names["y"].dtype == np.float32
+    assert np.unravel_index(np.argmax(names["scores"]), names["scores"].shape) == (1000, 2000)
+    assert len(names["smooth"]) == 10 and names["restored"].dtype == np.float32
+    assert capsys.readouterr().out.startswith("Choice(method=")
