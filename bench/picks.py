@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import importlib.util
 import json
 import math
 import statistics
@@ -106,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         "command": command_line("python -m bench.picks", argv),
         "versions": versions(),
         "memory_limit": limit,
+        "threadpoolctl": importlib.util.find_spec("threadpoolctl") is not None,  # im2col's chunks on all cores, or on one
         "within": WITHIN,
         "points": results,
     }

@@ -212,6 +212,7 @@ def test_a_result_fits_cannot_hold_is_one_line(tmp_path, rng, capsys):
 
 @pytest.mark.parametrize("mode", ["valid", "same", "full"])
 def test_match_prints_the_best_windows_and_writes_the_scores(tmp_path, rng, capsys, mode):
+    tifffile = pytest.importorskip("tifffile")
     image = rng.standard_normal((120, 90)).astype(np.float32)
     template = image[30:41, 50:57].copy()
     image[80:91, 10:17] = 3 * template + 2  # a second copy, brighter
@@ -223,7 +224,6 @@ def test_match_prints_the_best_windows_and_writes_the_scores(tmp_path, rng, caps
     assert lines[0] == "window (first sample in the image)\tscore" and len(lines) == 4
     assert {lines[1].split("\t")[0], lines[2].split("\t")[0]} == {"(30, 50)", "(80, 10)"}
     assert lines[1].endswith("\t1.000000") and lines[2].endswith("\t1.000000") and float(lines[3].split("\t")[1]) < 0.9
-    tifffile = pytest.importorskip("tifffile")
     np.testing.assert_array_equal(tifffile.imread(tmp_path / "scores.tif"), ac.match_template(image, template, mode))
 
 
@@ -236,6 +236,7 @@ def test_match_errors_from_the_library_are_one_line(tmp_path, image, capsys):
 
 @pytest.mark.parametrize("dtype, result", [("uint16", "float32"), ("float32", "float32"), ("int32", "float64")])
 def test_deconvolve_writes_richardson_lucy_of_the_image_by_the_psf_scaled_to_sum_one(xp, tmp_path, rng, dtype, result):
+    tifffile = pytest.importorskip("tifffile")
     image = rng.integers(1, 1000, (60, 50)).astype(dtype)
     psf = rng.random((5, 4))
     np.save(tmp_path / "image.npy", image)
@@ -243,7 +244,6 @@ def test_deconvolve_writes_richardson_lucy_of_the_image_by_the_psf_scaled_to_sum
     device = "cpu" if xp is np else "gpu"
     args = ["deconvolve", str(tmp_path / "image.npy"), str(tmp_path / "out.tif"), "--psf", str(tmp_path / "psf.npy"), "--iterations", "5"]
     assert main([*args, "--boundary", "nearest", "--filter-epsilon", "300", "--device", device]) == 0
-    tifffile = pytest.importorskip("tifffile")
     got = tifffile.imread(tmp_path / "out.tif")
     ref = reference_richardson_lucy(image, psf / psf.sum(), 5, boundary="nearest", filter_epsilon=300)
     assert got.dtype == np.dtype(result)
