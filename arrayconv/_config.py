@@ -5,41 +5,21 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-import time
 from collections.abc import Iterator
 
 from ._machine import usable_cores
 
-_FALLBACK_AVAILABLE = 4 << 30
 _DEFAULT_FRACTION = 0.25
 _QUANTUM = 64 << 20
-_REFRESH_SECONDS = 1.0  # free memory is read at most this often
-_ram_seen: tuple[float, int] = (-_REFRESH_SECONDS, 0)  # (when, bytes available)
-_gpu_free: dict[int, tuple[float, int]] = {}
 _gpu_total: dict[int, int] = {}
 _CORES = usable_cores()  # read once: asking costs about 10 us per call on Linux
-
-
-def _available_memory() -> int:
-    """Bytes of RAM available (Linux/macOS via sysconf, read at most once a second: a
-    call asks several times), or 4 GiB if unknown."""
-    global _ram_seen
-    now = time.monotonic()
-    seen = _ram_seen
-    if now - seen[0] > _REFRESH_SECONDS:
-        try:
-            available = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-        except (ValueError, OSError, AttributeError):
-            available = _FALLBACK_AVAILABLE
-        seen = _ram_seen = (now, available)
-    return seen[1]
 
 
 def _ram_total() -> int:
     try:
         return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
-        return 1 << 62  # unknown: let the allocator decide
+        return 16 << 30  # unknown: a laptop's
 
 
 _RAM_TOTAL = _ram_total()
@@ -57,15 +37,16 @@ _settings = _Settings()
 def memory_limit(device: str = "cpu") -> int:
     """Bytes that the temporaries of one call may use.
 
-    The value set with :func:`config`, else a quarter of the memory available on
-    `device` ('cpu': RAM; 'gpu': the current CUDA device's free memory plus what CuPy's
-    pool holds free; read at most once a second), rounded down to 64 MiB so that it stays
-    steady between calls.
+    The value set with :func:`config`, else a quarter of the memory of `device` ('cpu':
+    the machine's RAM; 'gpu': the current CUDA device's), rounded down to 64 MiB. It does
+    not follow the memory free at the moment, so the same call on the same machine picks
+    the same method every time; lower it with :func:`config` on a machine that is short of
+    memory (on the GPU, a call that runs out anyway plans again within the memory free).
     """
     if _settings.memory_limit is not None:
         return _settings.memory_limit
-    available = _available_gpu_memory() if device == "gpu" else _available_memory()
-    return max(_QUANTUM, int(available * _DEFAULT_FRACTION) // _QUANTUM * _QUANTUM)
+    total = capacity("cupy" if device == "gpu" else "numpy")
+    return max(_QUANTUM, int(total * _DEFAULT_FRACTION) // _QUANTUM * _QUANTUM)
 
 
 def capacity(backend_name: str) -> int:
@@ -83,20 +64,6 @@ def capacity(backend_name: str) -> int:
 def budget(backend_name: str) -> int:
     """:func:`memory_limit` of the device a backend runs on."""
     return memory_limit("gpu" if backend_name == "cupy" else "cpu")
-
-
-def _available_gpu_memory() -> int:
-    """Free device memory plus CuPy's pooled free blocks, read at most once a second (the
-    driver query costs more than a small GPU call)."""
-    import cupy
-
-    now = time.monotonic()
-    device = cupy.cuda.runtime.getDevice()
-    seen = _gpu_free.get(device)
-    if seen is None or now - seen[0] > _REFRESH_SECONDS:
-        free, _ = cupy.cuda.runtime.memGetInfo()
-        seen = _gpu_free[device] = (now, free + cupy.get_default_memory_pool().free_bytes())
-    return seen[1]
 
 
 def cores() -> int:
@@ -119,7 +86,7 @@ def config(*, memory_limit: int | None = None, workers: int | None = None) -> It
     ----------
     memory_limit : int, optional
         Bytes that the temporaries of one call may use; methods tile to stay under it.
-        Default: a quarter of the RAM available (read at most once a second).
+        Default: a quarter of the device's memory (RAM, or the GPU's).
     workers : int, optional
         Threads for FFTs and tiled loops. Default: all the cores this process may run on
         (its CPU affinity: a batch job's allocation, ``taskset``).

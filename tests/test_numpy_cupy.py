@@ -25,7 +25,6 @@ def stand_in(monkeypatch):
     for name in names:
         monkeypatch.setitem(sys.modules, name, None)  # put back as they were after the test
     monkeypatch.setattr(_config, "_gpu_total", {})
-    monkeypatch.setattr(_config, "_gpu_free", {})
     ac.clear_caches()
     yield _numpy_cupy.install()
     ac.clear_caches()
