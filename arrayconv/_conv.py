@@ -129,7 +129,7 @@ def conv(
 
     def make(kernel: Array, kernel_bias: Array | None, *, calls: Calls) -> Plan:
         spec = conv_spec(ArraySpec(tuple(x.shape), x.dtype), kernel, kernel_bias, backend, method, x_bound=abs_bound(x, x.dtype), **options)
-        return Plan(spec, kernel, method, measure=measure, sample=x, calls=calls)
+        return Plan(spec, kernel, method, measure=measure, sample=x, calls=calls, retry_smaller=True)
 
     plan = _kept.plain_plan("conv", x, (w, bias), (*options.values(), method), measure, make)
     return plan(x, out)

@@ -310,7 +310,7 @@ def _correlate(
     def make(kernel: Array, *, calls: Calls) -> Plan:
         x = ArraySpec(tuple(in1.shape), in1.dtype)
         spec, w = correlate_spec(x, kernel, backend, mode, method, axes, flip=flip, x_bound=abs_bound(in1, in1.dtype), edges=edges)
-        return Plan(spec, w, method, measure=measure, sample=in1, calls=calls)
+        return Plan(spec, w, method, measure=measure, sample=in1, calls=calls, retry_smaller=True)
 
     plan = _kept.plain_plan("correlate", in1, (in2,), (mode, method, axes, edges, flip), measure, make, settings)
     if key is not None and unplanned is None:

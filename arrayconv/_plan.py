@@ -29,6 +29,7 @@ from ._methods import METHODS, direct
 from ._nan import IGNORE, NanRule
 from ._nan import apply as apply_nan_rule
 from ._problem import ArraySpec, Problem, check_writeable, overlaps
+from ._rates import rates_for
 
 # Integer results up to this bound are exact in float64 arithmetic, so FFT may compute them.
 _EXACT_FLOAT64 = 2 ** np.finfo(np.float64).nmant - 1
@@ -140,6 +141,7 @@ class Plan:
         measure: bool | str = False,
         sample: Array | None = None,
         calls: Calls = "plan",
+        retry_smaller: bool = False,
     ) -> None:
         _check_result_fits(spec)
         if spec.backend.name == "numpy":
@@ -155,7 +157,9 @@ class Plan:
         self._sums_products = METHODS[self.method].sums_products(self._kernel)
         self._masks: dict[str, Callable[[Array], Array]] = {}  # the NaN rule's operators, made on first use
         self._single = self._single_call()
-        del self._w
+        self._retry = retry_smaller and method == "auto" and spec.backend.name == "cupy"
+        if not self._retry:  # a plain CuPy call keeps its kernel, to plan again within the device's free memory
+            del self._w
 
     x_shape = property(lambda self: self._spec.x.shape, doc="Shape of the input.")
     x_dtype = property(lambda self: self._spec.x.dtype, doc="Dtype of the input.")
@@ -200,6 +204,14 @@ class Plan:
             return self._single(x)
         if out is not None:
             self._check_out(out, x)
+        try:
+            return self._call(x, out)
+        except MemoryError as exc:  # CuPy's OutOfMemoryError: the device's memory ran out during the call
+            if self._spec.backend.name != "cupy":
+                raise
+            return self._out_of_device_memory(exc, x, out)
+
+    def _call(self, x: Array, out: Array | None) -> Array:
         spec = self._spec
         with self._settings():
             work = spec.extend(x) if spec.extend else x
@@ -210,6 +222,29 @@ class Plan:
             return y
         out[...] = y
         return out
+
+    def _out_of_device_memory(self, exc: MemoryError, x: Array, out: Array | None) -> Array:
+        """After the GPU ran out of memory: the pool's free blocks handed back, and a plain call
+        planned again within half the device's free memory (smaller chunks or blocks); else,
+        or if that runs out too, one MemoryError that says what the call needed."""
+        spec = self._spec
+        cp = spec.backend.xp
+        cp.get_default_memory_pool().free_all_blocks()
+        free = int(cp.cuda.runtime.memGetInfo()[0])
+        needed = _result_bytes(spec) + METHODS[self.method].cost(spec.problem, spec.backend, rates_for(spec.backend)).temp_bytes
+        if self._retry and needed > free // 2:
+            smaller = Plan(spec, self._w, "auto", memory_limit=max(free // 2, 1), calls=self._calls)
+            if smaller.method != self.method or smaller.choice.estimates[smaller.method].temp_bytes < needed:
+                try:
+                    return smaller(x, out)
+                except MemoryError:
+                    cp.get_default_memory_pool().free_all_blocks()
+        msg = (
+            f"the GPU ran out of memory running {self.method!r}: this call needs about {needed / 2**30:.3g} GiB "
+            f"(its result and temporaries), and {free / 2**30:.3g} GiB of the device are free; free device memory, "
+            "lower memory_limit (arrayconv.config) for smaller chunks, or stream the input with arrayconv.correlate_into"
+        )
+        raise MemoryError(msg) from exc
 
     def unplanned(self) -> Callable[[Array, Array], Array] | None:
         """``f(x, w)``, this plan's result for `x` made from `x` and the kernel `w` as they

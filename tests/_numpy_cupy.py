@@ -350,7 +350,13 @@ def _device_properties(device: int) -> dict[str, Any]:
     return {"name": b"NumPy stand-in for CuPy", "multiProcessorCount": 4}
 
 
+class OutOfMemoryError(MemoryError):
+    """cupy.cuda.memory.OutOfMemoryError: an allocation the device could not make."""
+
+
 class _MemoryPool:
+    freed = 0  # calls of free_all_blocks, for the tests
+
     def free_bytes(self) -> int:
         return 0
 
@@ -361,7 +367,7 @@ class _MemoryPool:
         return 0
 
     def free_all_blocks(self) -> None:
-        return None
+        self.freed += 1
 
 
 _POOL = _MemoryPool()
@@ -385,6 +391,7 @@ cuda = types.SimpleNamespace(
     get_current_stream=lambda: _CURRENT_STREAM,
     get_elapsed_time=lambda start, end: 1e3 * (end.seconds - start.seconds),
     alloc_pinned_memory=bytearray,
+    memory=types.SimpleNamespace(OutOfMemoryError=OutOfMemoryError),
 )
 
 
