@@ -4,11 +4,37 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from . import __version__
 from ._allocator import keep_freed_memory
 from ._cli import UsageError, add_commands, fail, in_flags, run_deconvolve, run_filter, run_info, run_match
+
+
+class Terminated(BaseException):
+    """SIGTERM (a batch scheduler, ``timeout``, a closed terminal), raised as Ctrl-C raises
+    KeyboardInterrupt: the tile loop stops at once and the partial output is cleaned up."""
+
+
+@contextmanager
+def _terminated_raises() -> Iterator[None]:
+    """SIGTERM raises :class:`Terminated` inside the block (the main thread only: elsewhere
+    Python keeps the handler it has)."""
+    def raise_terminated(signum: int, frame: object) -> None:
+        raise Terminated
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -27,31 +53,42 @@ def main(argv: list[str] | None = None) -> int:
     demo = commands.add_parser("demo", help="filter a generated image with several kernels vs SciPy")
     demo.add_argument("--size", type=int, default=2048, help="image side in pixels (default 2048)")
     add_commands(commands)
-    command = None
+    command, kept = None, False
     keep_freed_memory()  # the command line owns its process: its calls reuse freed pages
     try:
         args = parser.parse_args(argv)
-        command = args.command
-        if command == "filter":
-            return run_filter(args)
-        if command == "match":
-            return run_match(args)
-        if command == "deconvolve":
-            return run_deconvolve(args)
-        if command == "info":
-            return run_info()
-        if args.size < 64:
-            raise UsageError(f"--size must be at least 64, got {args.size}")
-        from ._demo import run_demo  # imports scipy.signal: not for --help
-
-        return 0 if run_demo(args.size) else 1
+        command, kept = args.command, getattr(args, "resume", False)
+        with _terminated_raises():
+            return _run(args)
     except BrokenPipeError:  # `arrayconv info | head`: the reader left; end quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141  # as a shell reports a command ended by SIGPIPE
+    except (KeyboardInterrupt, Terminated) as stop:
+        name, code = ("SIGTERM", 143) if isinstance(stop, Terminated) else ("SIGINT", 130)
+        left = "its partial result kept for --resume" if kept else "no output written"
+        print(f"arrayconv: stopped by {name}: {left}", file=sys.stderr)
+        return code
     except UsageError as exc:
         return fail(str(exc))
     except (ValueError, TypeError, OSError, MemoryError) as exc:  # from the library: one line, in the command's words
         return fail(in_flags(f"{type(exc).__name__}: {exc}", command))
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run the parsed command; returns the exit code."""
+    if args.command == "filter":
+        return run_filter(args)
+    if args.command == "match":
+        return run_match(args)
+    if args.command == "deconvolve":
+        return run_deconvolve(args)
+    if args.command == "info":
+        return run_info()
+    if args.size < 64:
+        raise UsageError(f"--size must be at least 64, got {args.size}")
+    from ._demo import run_demo  # imports scipy.signal: not for --help
+
+    return 0 if run_demo(args.size) else 1
 
 
 if __name__ == "__main__":

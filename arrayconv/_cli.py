@@ -18,7 +18,7 @@ from ._backend import NUMPY
 from ._boundary import EDGE_RULES, edge_rule
 from ._cache import cache_info
 from ._deconvolve import richardson_lucy
-from ._image_files import FITS_SUFFIXES, FORMATS, UsageError, create_output, fits_header, read_image, write_png
+from ._image_files import FITS_SUFFIXES, FORMATS, UsageError, create_output, fits_header, read_image, whole_or_nothing, write_png
 from ._machine import blas, cores, cpu_name
 from ._match import match_template
 from ._nan import NAN_POLICIES
@@ -69,6 +69,7 @@ def add_commands(commands: Any) -> None:
     cmd.add_argument("--device", default="cpu", choices=("cpu", "gpu"))
     cmd.add_argument("--memory-limit", default=None, help="bytes for temporaries, e.g. 512M or 2G")
     cmd.add_argument("--no-progress", action="store_true", help="no progress bar")
+    cmd.add_argument("--resume", action="store_true", help="continue a run stopped by a crash or an interrupt (one started with --resume), and keep a stopped run's partial result for that")
     cmd = commands.add_parser("match", help="find a template in an image file: the best matches by normalized cross-correlation")
     cmd.add_argument("image", help="image file: .npy, .tif/.tiff, .png or .fits/.fit/.fts")
     cmd.add_argument("template", help="template file, as many dims as the image")
@@ -113,19 +114,19 @@ def run_filter(args: argparse.Namespace) -> int:
     if source.suffix.lower() in FITS_SUFFIXES and target.suffix.lower() in FITS_SUFFIXES:
         shifts = tuple((k - 1) // 2 - start for (start, _), k in zip(windows, kernel.shape))  # 'same' starts at (k - 1) // 2
         header = fits_header(source, shifts)
-    out = np.empty(shape, dtype) if in_memory else create_output(target, shape, dtype, header)
-    options = dict(boundary=args.boundary, fillvalue=args.fillvalue, nan=args.nan, memory_limit=limit)
-    try:
-        (convolve_into if args.convolve else correlate_into)(image, kernel, out, args.mode, **options, progress=not args.no_progress)
-    except BaseException:  # an error, or Ctrl-C: no half-written file left behind
-        if not in_memory:
-            del out
-            target.unlink(missing_ok=True)
-        raise
-    if in_memory:
-        write_png(target, out, image.dtype)
-    elif hasattr(out, "flush"):
-        out.flush()
+    if in_memory and args.resume:
+        raise UsageError(f"--resume needs an OUTPUT written out of core (.npy, .tif or FITS), got {target}")
+    options = dict(boundary=args.boundary, fillvalue=args.fillvalue, nan=args.nan, memory_limit=limit, progress=not args.no_progress)
+    filter_into = convolve_into if args.convolve else correlate_into
+    with whole_or_nothing(target, keep_partial=args.resume) as partial:  # an error or interrupt leaves no half-written OUTPUT
+        if in_memory:
+            out = filter_into(image, kernel, np.empty(shape, dtype), args.mode, **options)
+            write_png(partial, out, image.dtype)
+        else:
+            out = create_output(partial, shape, dtype, header, reuse=args.resume)
+            filter_into(image, kernel, out, args.mode, **options, resume=args.resume)
+            out.flush()
+        del out
     return 0
 
 
@@ -180,11 +181,13 @@ def run_deconvolve(args: argparse.Namespace) -> int:
 
 
 def write_result(target: Path, result: np.ndarray, header: Any = None) -> None:
-    """Write the in-memory `result` to the file `target` (with a FITS `header`, if given)."""
-    out = create_output(target, result.shape, result.dtype, header)
-    out[...] = result
-    if hasattr(out, "flush"):
+    """Write the in-memory `result` to the file `target` (with a FITS `header`, if given),
+    whole or not at all."""
+    with whole_or_nothing(target) as partial:
+        out = create_output(partial, result.shape, result.dtype, header)
+        out[...] = result
         out.flush()
+        del out
 
 
 def check_files(inputs: list[Path], outputs: list[Path]) -> None:

@@ -6,8 +6,11 @@ from __future__ import annotations
 import importlib
 import logging
 import math
+import os
 import re
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -120,10 +123,43 @@ def fits_header(path: Path, shifts: tuple[int, ...]) -> Any:
     return header
 
 
-def create_output(path: Path, shape: tuple[int, ...], dtype: np.dtype[Any], header: Any = None) -> Any:
+def partial_path(path: Path) -> Path:
+    """Where the result for `path` is written until it is whole: a hidden file beside it,
+    with its suffix (the writers pick the format by it)."""
+    return path.with_name(f".{path.stem}.arrayconv-partial{path.suffix}")
+
+
+@contextmanager
+def whole_or_nothing(path: Path, keep_partial: bool = False) -> Iterator[Path]:
+    """Yield the path to write the result for `path` into (:func:`partial_path`); leaving
+    the block without an error renames it onto `path` (atomic: `path` is the old file or
+    the whole new one, never part of it), leaving it by an error or an interrupt removes it,
+    with its progress record, unless `keep_partial` (a resumable run)."""
+    from ._resume import SUFFIX
+
+    partial = partial_path(path)
+    try:
+        yield partial
+    except BaseException:
+        if not keep_partial:
+            partial.unlink(missing_ok=True)
+            Path(str(partial) + SUFFIX).unlink(missing_ok=True)
+        raise
+    os.replace(partial, path)
+
+
+def create_output(path: Path, shape: tuple[int, ...], dtype: np.dtype[Any], header: Any = None, reuse: bool = False) -> Any:
     """A writable memory-mapped .npy, .tif or FITS file of `shape` and `dtype` (FITS: with
-    the cards of `header`, an astropy header, after its own)."""
+    the cards of `header`, an astropy header, after its own); with `reuse`, the file at
+    `path` opened for update where it is one of that shape and dtype (a run to resume)."""
     suffix = path.suffix.lower()
+    if reuse and path.exists():
+        try:
+            existing = _open_output(path, suffix)
+        except (OSError, ValueError):
+            existing = None
+        if existing is not None and tuple(existing.shape) == shape and existing.dtype.newbyteorder("=") == dtype:
+            return existing
     if suffix == ".npy":
         return np.lib.format.open_memmap(path, mode="w+", dtype=dtype, shape=shape)
     if suffix in FITS_SUFFIXES:
@@ -132,9 +168,20 @@ def create_output(path: Path, shape: tuple[int, ...], dtype: np.dtype[Any], head
     return tifffile.memmap(path, shape=shape, dtype=dtype)
 
 
-def _create_fits(path: Path, shape: tuple[int, ...], dtype: np.dtype[Any], cards: Any) -> np.memmap:
-    """A FITS file of one image HDU, its data zeros sized on disk (a sparse file) and mapped
-    big-endian, as FITS stores them."""
+def _open_output(path: Path, suffix: str) -> Any:
+    """The result file at `path` opened for update, as :func:`create_output` made it."""
+    if suffix == ".npy":
+        return np.load(path, mmap_mode="r+")
+    if suffix in FITS_SUFFIXES:
+        header = _optional("astropy.io.fits", "FITS files").getheader(path)
+        shape = tuple(header[f"NAXIS{i}"] for i in range(header["NAXIS"], 0, -1))
+        dtype = next(t for t, bitpix in _BITPIX.items() if bitpix == header["BITPIX"])
+        return np.memmap(path, dtype.newbyteorder(">"), "r+", offset=len(header.tostring()), shape=shape)
+    return _optional("tifffile", "TIFF files").memmap(path, mode="r+")
+
+
+def _fits_head(shape: tuple[int, ...], dtype: np.dtype[Any], cards: Any) -> bytes:
+    """The header block of a FITS file of one image HDU of `shape` and `dtype`, with `cards`."""
     if dtype not in _BITPIX:
         kinds = ", ".join(str(t) for t in _BITPIX)
         raise UsageError(f"FITS holds images of {kinds}; the result here is {dtype} (use a float kernel)")
@@ -143,7 +190,13 @@ def _create_fits(path: Path, shape: tuple[int, ...], dtype: np.dtype[Any], cards
     header = fits.Header([("SIMPLE", True), ("BITPIX", _BITPIX[dtype]), ("NAXIS", len(shape)), *axes])
     if cards is not None:
         header.extend(cards)
-    head = header.tostring().encode("ascii")  # padded to whole blocks
+    return header.tostring().encode("ascii")  # padded to whole blocks
+
+
+def _create_fits(path: Path, shape: tuple[int, ...], dtype: np.dtype[Any], cards: Any) -> np.memmap:
+    """A FITS file of one image HDU, its data zeros sized on disk (a sparse file) and mapped
+    big-endian, as FITS stores them."""
+    head = _fits_head(shape, dtype, cards)
     data_bytes = math.prod(shape) * dtype.itemsize
     with open(path, "wb") as file:
         file.write(head)

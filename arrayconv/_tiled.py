@@ -20,6 +20,7 @@ import itertools
 import math
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -36,6 +37,7 @@ from ._methods import METHODS
 from ._nan import NAN_POLICIES, NanPolicy, check_kernel, check_result, refuse_nan
 from ._problem import as_array, check_choice, check_no_overlap, check_numeric, check_valid_sizes, check_writeable, result_dtype
 from ._progress import progress_bar
+from ._resume import Progress, file_of, fingerprint
 from ._shapes import mode_padding
 from ._slab_copies import SLOTS, slab_copies
 
@@ -66,6 +68,7 @@ def correlate_into(
     nan: NanPolicy = "propagate",
     memory_limit: int | None = None,
     progress: bool = True,
+    resume: bool = False,
 ) -> Any:
     """Correlate an image larger than memory into an output array, tile by tile.
 
@@ -96,6 +99,14 @@ def correlate_into(
     {memory_limit}
     progress : bool, optional
         Show a progress bar (tqdm, when installed). Default True.
+    resume : bool, optional
+        Make the run resumable: record how many tiles are done, about once a second and
+        after their data are flushed to `out`'s file (in `out`'s attributes for zarr and
+        HDF5, else in ``<out's file>.arrayconv-progress.json``), and first skip the tiles that an earlier
+        resumable run into this `out` recorded, after checking that its input, kernel,
+        options and memory limit were the same (else a ValueError). The record goes once
+        the run completes. The result equals an uninterrupted run's, bit for bit. Needs an
+        `out` backed by a file or a store. Default False.
 
     Returns
     -------
@@ -124,7 +135,7 @@ def correlate_into(
     >>> bool(np.allclose(result, ac.correlate(np.asarray(image), psf, "same"), atol=1e-5))
     True
     """
-    return _filter_into(in1, in2, out, mode, method, boundary, fillvalue, nan, memory_limit, progress, flip=False)
+    return _filter_into(in1, in2, out, mode, method, boundary, fillvalue, nan, memory_limit, progress, resume, flip=False)
 
 
 @fill
@@ -141,6 +152,7 @@ def convolve_into(
     nan: NanPolicy = "propagate",
     memory_limit: int | None = None,
     progress: bool = True,
+    resume: bool = False,
 ) -> Any:
     """Convolve an image larger than memory into an output array, tile by tile.
 
@@ -151,10 +163,10 @@ def convolve_into(
     array_like
         `out`.
     """
-    return _filter_into(in1, in2, out, mode, method, boundary, fillvalue, nan, memory_limit, progress, flip=True)
+    return _filter_into(in1, in2, out, mode, method, boundary, fillvalue, nan, memory_limit, progress, resume, flip=True)
 
 
-def _filter_into(in1, in2, out, mode, method, boundary, fillvalue, nan, memory_limit, progress, *, flip):
+def _filter_into(in1, in2, out, mode, method, boundary, fillvalue, nan, memory_limit, progress, resume, *, flip):
     backend = get_backend(in2=in2)
     in2 = as_array(in2, "in2", backend)
     if not all(hasattr(in1, attr) for attr in ("shape", "dtype", "__getitem__")):
@@ -199,42 +211,65 @@ def _filter_into(in1, in2, out, mode, method, boundary, fillvalue, nan, memory_l
     axes = range(grid.axes, len(shape))  # extended in memory; the tiled axes are read past their edges
     source = _BoxReader(in1, pad_mode, fillvalue, box_dtype)
     func = convolve if flip else correlate
+    tiles = list(grid.tiles())
+    record = None
+    if resume:
+        options = dict(mode=mode, method=method, boundary=pad_mode, fillvalue=repr(fillvalue), nan=nan, flip=flip)
+        record = Progress(out, fingerprint(in1, in2.get() if backend.name == "cupy" else in2, out, options, grid.out_shape), len(tiles))
+    first = record.done() if record else 0
 
-    def read(slot: int, tile: tuple[slice, ...]) -> np.ndarray:
-        ranges = [(s.start - lo, s.stop + k - 1 - lo) for s, k, (lo, _) in zip(tile, kernel, pads)]
+    def read(slot: int, i: int) -> np.ndarray:
+        ranges = [(s.start - lo, s.stop + k - 1 - lo) for s, k, (lo, _) in zip(tiles[i], kernel, pads)]
         box_shape = (*(b - a for a, b in ranges), *shape[grid.axes :])
-        return source.box(ranges, into=copies.input_buffer(slot, box_shape))
+        with _naming_tile("reading", i, tiles, in1, "`in1`"):
+            return source.box(ranges, into=copies.input_buffer(slot, box_shape))
 
-    def write(slot: int, tile: tuple[slice, ...], y: np.ndarray) -> None:
+    def write(slot: int, i: int, y: np.ndarray) -> None:
         copies.wait_for_host(slot)
-        out[_index(tile)] = y
+        with _naming_tile("writing", i, tiles, out, "`out`"):
+            out[_index(tiles[i])] = y
+            if record is not None:
+                record.tile_done(i + 1)
 
     with (
+        record if record is not None else nullcontext(),  # left last: after the writes
         _config.config(memory_limit=grid.left()),
         progress_bar(y_shape[0] if grid.axes == 1 else grid.count(), progress, "row" if grid.axes == 1 else "tile") as bar,
         ThreadPoolExecutor(1) as io,
         slab_copies(backend, grid.in_shape[: grid.axes] + shape[grid.axes :], box_dtype, grid.out_shape, dtype) as copies,
     ):
-        tiles = list(grid.tiles())
-        reading = io.submit(read, 0, tiles[0])
+        bar.update(sum(t[0].stop - t[0].start for t in tiles[:first]) if grid.axes == 1 else first)
+        reading = io.submit(read, first % SLOTS, first) if first < len(tiles) else None
         writing: Future[None] | None = None
-        for i, tile in enumerate(tiles):
-            slot = i % SLOTS
+        for i in range(first, len(tiles)):
+            tile, slot = tiles[i], i % SLOTS
+            assert reading is not None
             box = copies.to_device(slot, reading.result())
             if i + 1 < len(tiles):  # the next tile's box is read while this one is filtered
-                reading = io.submit(read, (i + 1) % SLOTS, tiles[i + 1])
+                reading = io.submit(read, (i + 1) % SLOTS, i + 1)
             if axes:
                 box = extend(backend.xp, box, axes, pads[grid.axes :], pad_mode, fillvalue)
             y = copies.to_host(slot, func(box, in2, "valid", method, nan=nan, fillvalue=fillvalue))
             del box
             if writing is not None:
                 writing.result()  # one result waiting at a time, and its error raised here
-            writing = io.submit(write, slot, tile, y)
+            writing = io.submit(write, slot, i, y)
             del y
             bar.update(tile[0].stop - tile[0].start if grid.axes == 1 else 1)
         if writing is not None:
             writing.result()
     return out
+
+
+@contextmanager
+def _naming_tile(doing: str, i: int, tiles: list[tuple[slice, ...]], array: Any, name: str) -> Iterator[None]:
+    """An OSError (a full disk, a failing read) raised as one that names the file and the tile."""
+    try:
+        yield
+    except OSError as exc:
+        where = ", ".join(f"{s.start}:{s.stop}" for s in tiles[i])
+        msg = f"{doing} tile {i + 1} of {len(tiles)} (result [{where}]) of {file_of(array) or name}: {exc.strerror or exc}"
+        raise OSError(exc.errno, msg) from exc
 
 
 @dataclass(frozen=True)
