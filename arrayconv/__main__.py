@@ -15,26 +15,32 @@ from ._allocator import keep_freed_memory
 from ._cli import UsageError, add_commands, fail, in_flags, run_deconvolve, run_filter, run_info, run_match
 
 
-class Terminated(BaseException):
-    """SIGTERM (a batch scheduler, ``timeout``, a closed terminal), raised as Ctrl-C raises
-    KeyboardInterrupt: the tile loop stops at once and the partial output is cleaned up."""
+class Stopped(BaseException):
+    """SIGINT (Ctrl-C) or SIGTERM (a batch scheduler, ``timeout``, a closed terminal): the
+    tile loop stops at once and the partial output is cleaned up. Not KeyboardInterrupt,
+    which Python would turn into a death by SIGINT at exit whatever the exit code."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.name, self.code = signal.Signals(signum).name, 128 + signum
 
 
 @contextmanager
-def _terminated_raises() -> Iterator[None]:
-    """SIGTERM raises :class:`Terminated` inside the block (the main thread only: elsewhere
-    Python keeps the handler it has)."""
-    def raise_terminated(signum: int, frame: object) -> None:
-        raise Terminated
+def _signals_raise() -> Iterator[None]:
+    """SIGINT and SIGTERM raise :class:`Stopped` inside the block (on the main thread only:
+    elsewhere Python keeps the handlers it has)."""
+    def stop(signum: int, frame: object) -> None:
+        raise Stopped(signum)
 
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGTERM, raise_terminated)
+    previous = {signum: signal.signal(signum, stop) for signum in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -58,13 +64,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
         command, kept = args.command, getattr(args, "resume", False)
-        with _terminated_raises():
+        with _signals_raise():
             return _run(args)
     except BrokenPipeError:  # `arrayconv info | head`: the reader left; end quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141  # as a shell reports a command ended by SIGPIPE
-    except (KeyboardInterrupt, Terminated) as stop:
-        name, code = ("SIGTERM", 143) if isinstance(stop, Terminated) else ("SIGINT", 130)
+    except (KeyboardInterrupt, Stopped) as stop:  # KeyboardInterrupt: Ctrl-C before the handlers were in place
+        name, code = (stop.name, stop.code) if isinstance(stop, Stopped) else ("SIGINT", 130)
         left = "its partial result kept for --resume" if kept else "no output written"
         print(f"arrayconv: stopped by {name}: {left}", file=sys.stderr)
         return code
