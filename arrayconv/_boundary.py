@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import warnings
 from collections.abc import Sequence
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Literal
 
@@ -151,6 +152,30 @@ def extend(
     for edge, source in copies:
         out[edge] = fillvalue if source is None else out[source]
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class Extension:
+    """An input's extension past its edges, as data: called on an array, :func:`extend`
+    with these arguments; read by the methods that take the input as it is instead."""
+
+    xp: ModuleType
+    axes: tuple[int, ...]
+    pads: tuple[tuple[int, int], ...]
+    pad_mode: str
+    fillvalue: complex = 0
+    dtype: np.dtype[Any] | None = None
+
+    def __call__(self, a: Array) -> Array:
+        return extend(self.xp, a, self.axes, self.pads, self.pad_mode, self.fillvalue, self.dtype)
+
+    def trailing_pads(self, ndim: int, count: int) -> tuple[tuple[int, int], ...] | None:
+        """The pads of the last `count` axes of an `ndim`-D input; None where another axis
+        is padded."""
+        pads = dict(zip(self.axes, self.pads))
+        if any(pad != (0, 0) for ax, pad in pads.items() if ax < ndim - count):
+            return None
+        return tuple(pads.get(ax, (0, 0)) for ax in range(ndim - count, ndim))
 
 
 def _extend_by_index(xp: ModuleType, a: Array, axes: Sequence[int], pads: Sequence[tuple[int, int]], pad_mode: str) -> Array:

@@ -11,7 +11,7 @@ import numpy as np
 
 from . import _kept
 from ._backend import Array, Backend, get_backend, on_arrays_device
-from ._boundary import EDGE_RULES, EdgeRule, edge_rule, extend
+from ._boundary import EDGE_RULES, EdgeRule, Extension, edge_rule
 from ._cache import LRUCache
 from ._choose import Calls
 from ._docstrings import fill
@@ -296,9 +296,9 @@ def _shaped(
     given, extension = x, None
     circular = padding_mode == "wrap"
     if not circular and (padding_mode != "constant" or nan == "normalize"):
-        pads, pad_mode = list(zip(pad_lo, pad_hi)), EDGE_RULES[padding_mode]
+        pads = tuple(zip(pad_lo, pad_hi))
         x = ArraySpec((*x.shape[:2], *(n + lo + hi for n, (lo, hi) in zip(x.shape[2:], pads))), x.dtype)
-        extension = lambda a: extend(backend.xp, a, range(2, 2 + nd), pads, pad_mode)
+        extension = Extension(backend.xp, tuple(range(2, 2 + nd)), pads, EDGE_RULES[padding_mode])
         pad_lo = pad_hi = (0,) * nd
     compute, result = result_dtype(*(a for a in (given, w, bias) if a is not None))
     check_result(nan, result)

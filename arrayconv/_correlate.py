@@ -11,7 +11,7 @@ import numpy as np
 
 from . import _kept
 from ._backend import Array, Backend, get_backend, on_arrays_device
-from ._boundary import EDGE_RULES, EdgeRule, edge_rule, extend, fill_dtype, fill_number
+from ._boundary import EDGE_RULES, EdgeRule, Extension, edge_rule, fill_dtype, fill_number
 from ._cache import LRUCache
 from ._choose import Calls
 from ._docstrings import fill
@@ -498,7 +498,7 @@ def _extended(x: ArraySpec, w: ArraySpec, axes: tuple[int, ...], mode: str, edge
         shape[a] += lo + hi
     pad_mode = EDGE_RULES[edges.boundary]
     dtype = fill_dtype(edges.fillvalue, x.dtype, result_dtype(x, w)[1]) if pad_mode == "constant" else x.dtype
-    return ArraySpec(tuple(shape), dtype), lambda a: extend(backend.xp, a, axes, pads, pad_mode, edges.fillvalue, dtype)
+    return ArraySpec(tuple(shape), dtype), Extension(backend.xp, axes, tuple(pads), pad_mode, edges.fillvalue, dtype)
 
 
 def _nan_rule(

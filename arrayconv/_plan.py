@@ -23,6 +23,7 @@ import numpy as np
 from . import _config
 from ._allocator import keep_if_asked
 from ._backend import Array, Backend, is_cupy_array, on_arrays_device
+from ._boundary import Extension
 from ._cache import approximate_size
 from ._choose import Calls, Choice, MemoryLimitWarning, choose, measured_choice
 from ._methods import METHODS, direct
@@ -58,7 +59,7 @@ class Spec:
     same_layout : bool
         True when the result is the problem output reshaped (no axes moved), so a
         C-contiguous `out` can receive the method's result directly.
-    extend : callable or None
+    extend : Extension or None
         Input -> input extended past its edges by the boundary rule (before `to_problem`).
     nan : NanRule
         The NaN policy and the operators on masks it needs.
@@ -74,7 +75,7 @@ class Spec:
     from_problem: Callable[[Array], Array]
     excluded: dict[str, str]
     same_layout: bool
-    extend: Callable[[Array], Array] | None = None
+    extend: Extension | None = None
     nan: NanRule = IGNORE
     finish: Callable[[Array], Array] | None = None
 
@@ -155,6 +156,7 @@ class Plan:
             self.method = self.choice.method
             self._kernel = self._prepare(self.method)
         self._sums_products = METHODS[self.method].sums_products(self._kernel)
+        self._as_given = self._reads_as_given()
         self._masks: dict[str, Callable[[Array], Array]] = {}  # the NaN rule's operators, made on first use
         self._single = self._single_call()
         self._retry = retry_smaller and method == "auto" and spec.backend.name == "cupy"
@@ -214,7 +216,7 @@ class Plan:
     def _call(self, x: Array, out: Array | None) -> Array:
         spec = self._spec
         with self._settings():
-            work = spec.extend(x) if spec.extend else x
+            work = spec.extend(x) if spec.extend and not self._as_given else x
             y = apply_nan_rule(spec.nan, work, spec.backend, self._sums_products, lambda a: self._result(a, out), self._masks)
             if spec.finish:
                 y = spec.finish(y)
@@ -282,9 +284,24 @@ class Plan:
     def _result(self, x: Array, out: Array | None) -> Array:
         """The method's result for the (extended) input `x`, in `out` when it can write there."""
         if out is not None and self._fills(out):
-            self._run(self.method, self._kernel, x, out.reshape(self._spec.problem.y_shape))
+            self._run(self.method, self._kernel, x, out.reshape(self._spec.problem.y_shape), self._as_given)
             return out
-        return self._run(self.method, self._kernel, x)
+        return self._run(self.method, self._kernel, x, as_given=self._as_given)
+
+    def _reads_as_given(self) -> bool:
+        """Whether the plan's kernel reads the input as the caller gave it (direct's compiled
+        loops: :func:`._methods.direct.reading_edges`): past its edges by the boundary rule,
+        with no extended copy, and 8- and 16-bit integers with no float copy. Where the input
+        needs no axes moved and the NaN rule no masks; the kernel is made to read the edges."""
+        spec = self._spec
+        plain_nan = spec.nan.policy == "ignore" or (spec.nan.policy == "propagate" and self._sums_products)
+        if self.method != "direct" or not spec.same_layout or not plain_nan:
+            return False
+        kernel = direct.reading_edges(self._kernel, spec.problem, spec.extend, len(spec.x.shape))
+        if kernel is None:
+            return False
+        self._kernel = kernel
+        return True
 
     def _fills(self, out: Array) -> bool:
         """Whether the method can write straight into `out`: same layout and dtype."""
@@ -302,10 +319,16 @@ class Plan:
         dtype = METHODS[method].work_dtype(spec.problem)
         return METHODS[method].prepare(self._w.astype(dtype, copy=False), spec.problem, spec.backend)
 
-    def _run(self, method: str, kernel: Any, x: Array, out: Array | None = None) -> Array:
+    def _run(self, method: str, kernel: Any, x: Array, out: Array | None = None, as_given: bool = False) -> Array:
         spec = self._spec
         chosen = METHODS[method]
-        x_problem = spec.to_problem(x).astype(chosen.work_dtype(spec.problem), copy=False)
+        if as_given:  # the input's own samples, in the problem's layout but for its spatial shape
+            p = spec.problem
+            x_problem = x.reshape(p.batch, p.groups * p.in_per_group, *x.shape[x.ndim - len(p.spatial):])
+            if not direct.reads_dtype(x.dtype):
+                x_problem = x_problem.astype(chosen.work_dtype(p), copy=False)
+        else:
+            x_problem = spec.to_problem(x).astype(chosen.work_dtype(spec.problem), copy=False)
         y = spec.from_problem(chosen.run(x_problem, kernel, spec.problem, spec.backend, out))
         if spec.y.dtype.kind in "iu" and y.dtype.kind == "f":
             y = spec.backend.xp.rint(y)  # integers computed in float are rounded, as SciPy

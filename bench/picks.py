@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", default="tests/data/pick-timings.json")
     parser.add_argument("--only", help="comma-separated point ids")
-    parser.add_argument("--runs", type=int, default=3, help="rounds through the points (default 3): near-ties flip between runs")
+    parser.add_argument("--runs", type=int, default=5, help="rounds through the points (default 5): near-ties flip between runs")
     args = parser.parse_args(argv)
     where = device("cpu")
     wanted = set(args.only.split(",")) if args.only else None
@@ -108,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         "versions": versions(),
         "memory_limit": limit,
         "threadpoolctl": importlib.util.find_spec("threadpoolctl") is not None,  # im2col's chunks on all cores, or on one
+        "numba": importlib.util.find_spec("numba") is not None,  # direct's compiled form, or its NumPy forms
         "within": WITHIN,
         "points": results,
     }

@@ -76,3 +76,16 @@ def reference_dot_speed(monkeypatch):
 
     monkeypatch.setattr(_rates, "measure_dot_extra_ns", lambda itemsize, taps: 0.0)
     _rates._dot_extras.clear()
+
+
+@pytest.fixture
+def numpy_forms(monkeypatch):
+    """Direct's NumPy forms only: its compiled form (numba, where installed) left out, for
+    the tests of the forms it would take over."""
+    import arrayconv as ac
+    from arrayconv._methods import _compiled
+
+    monkeypatch.setattr(_compiled, "available", lambda: False)
+    ac.clear_caches()
+    yield
+    ac.clear_caches()

@@ -376,7 +376,7 @@ def test_rescore_picks_under_the_memory_limit_the_sweep_recorded():
     assert sweep.rescore({"device": "cpu", "points": [timed]})[1] != []  # this machine's limit
 
 
-def test_rescore_takes_random_kernels_as_the_sweeps_timed():
+def test_rescore_takes_random_kernels_as_the_sweeps_timed(numpy_forms):
     """Rescoring builds each point's kernel from random values, as the sweep timed it: a
     kernel left unfilled could hold an outer product (or NaNs), which direct's separable
     form would price, and the pick would not be the one the timings judge."""

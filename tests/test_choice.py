@@ -13,26 +13,18 @@ from pathlib import Path
 import pytest
 
 import arrayconv as ac
+from arrayconv._methods import _compiled
 from bench.sweep import _choice
 
 TIMINGS = json.loads((Path(__file__).parent / "data" / "pick-timings.json").read_text())
-# Known misses of the cost model on these timings (strict: a refit that mends one fails here
-# until its mark goes).
-MISSES = {
-    "fir-24x15944-78-f64": "direct's two forms and the FFT are estimated within 1% on 24 float64 lines of 78 taps; "
-    "direct ran 1.2-1.7x faster over four runs on the CI machine",
-}
+INSTALLED = {"threadpoolctl": importlib.util.find_spec("threadpoolctl") is not None, "numba": _compiled.available()}
 
 
-def _marked(point: dict) -> object:
-    reason = MISSES.get(point["id"])
-    return pytest.param(point, id=point["id"], marks=pytest.mark.xfail(reason=reason, strict=True) if reason else ())
-
-
-@pytest.mark.parametrize("point", [_marked(point) for point in TIMINGS["points"]])
+@pytest.mark.parametrize("point", TIMINGS["points"], ids=lambda point: point["id"])
 def test_auto_picks_within_1_2x_of_the_fastest_on_committed_timings(point):
-    if (importlib.util.find_spec("threadpoolctl") is not None) != TIMINGS["threadpoolctl"]:
-        pytest.skip("the timings ran with threadpoolctl (the threads extra) " + ("installed" if TIMINGS["threadpoolctl"] else "missing") + ", which moves im2col's speed")
+    for extra, what in (("threadpoolctl", "im2col's speed"), ("numba", "direct's forms")):
+        if INSTALLED[extra] != TIMINGS[extra]:
+            pytest.skip(f"the timings ran with {extra} " + ("installed" if TIMINGS[extra] else "missing") + f", which moves {what}")
     with ac.config(memory_limit=TIMINGS["memory_limit"]):
         choice = _choice(point)
     times = point["median_s"]

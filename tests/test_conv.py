@@ -649,7 +649,7 @@ def _sums_rows(kernel):
 
 @pytest.mark.parametrize("calls", [1, 2])  # the second call of a plain one-map call skips the plan
 @pytest.mark.parametrize(("side", "one_map"), [(64, True), (700, False)])
-def test_direct_takes_the_row_form_for_small_kernels_and_keeps_nans_in_their_footprint(side, one_map, calls, rng):
+def test_direct_takes_the_row_form_for_small_kernels_and_keeps_nans_in_their_footprint(side, one_map, calls, rng, numpy_forms):
     from arrayconv._methods import _one_map
 
     x, k = random(rng, (side, side), "float64"), random(rng, (5, 5), "float64")
@@ -810,7 +810,7 @@ def test_plain_conv_calls_with_weights_seen_before_reuse_their_plan(rng, plans_m
 
 @pytest.mark.parametrize(("x_shape", "w_shape"), [((1, 1, 300), (1, 1, 7)), ((6, 1, 120), (1, 1, 16)), ((1, 1, 24, 24), (1, 1, 3, 3))])
 @pytest.mark.parametrize("with_bias", [False, True])
-def test_plan_calls_of_one_direct_call_give_the_bits_of_every_step(x_shape, w_shape, with_bias, rng):
+def test_plan_calls_of_one_direct_call_give_the_bits_of_every_step(x_shape, w_shape, with_bias, rng, numpy_forms):
     """A plan whose direct run is a single call (a line, lines laid end to end, one map)
     makes that call without its other steps when there is no `out`: the bits of the call
     with `out`, which takes them all, the bias included."""

@@ -264,7 +264,7 @@ def test_plain_calls_with_a_boundary_rule_skip_the_plan(boundary, fillvalue, cas
 
 
 @pytest.mark.parametrize(("shape", "kernel"), [((32, 32), (3, 3)), ((1000,), (3,)), ((9, 12, 10), (3, 2, 3))])
-def test_small_wrap_calls_skip_the_plan(shape, kernel, rng):
+def test_small_wrap_calls_skip_the_plan(shape, kernel, rng, numpy_forms):
     """boundary='wrap' on a small image: direct on one map, its halos copied one period
     away, without the plan from the second call (32x32 with 3x3: 39 us a call before,
     13 now; scipy.ndimage takes 10): the input extended periodically, then 'valid'."""
@@ -729,7 +729,7 @@ def test_separable_form_propagates_nan_over_the_footprint_only(rng, monkeypatch)
     assert_matches(got[finite], expected[finite], dtype="float64")
 
 
-def test_auto_sums_a_gaussian_in_two_passes(rng):
+def test_auto_sums_a_gaussian_in_two_passes(rng, numpy_forms):
     """With the reference rates, 'auto' runs a 7x7 Gaussian on a 512x512 float32 image as
     direct's two passes (0.55 against 1.3 ms by the FFT when measured), and a random
     7x7 kernel as before."""
@@ -743,7 +743,7 @@ def test_auto_sums_a_gaussian_in_two_passes(rng):
     assert not isinstance(other._kernel, _separable.SeparableTaps)
 
 
-def test_separable_form_keeps_to_the_memory_budget(rng):
+def test_separable_form_keeps_to_the_memory_budget(rng, numpy_forms):
     """The passes hold the row pass's result (and a volume's middle pass) besides the
     padded input: where those do not fit `memory_limit`, direct sums the taps another
     way."""

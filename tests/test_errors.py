@@ -83,8 +83,8 @@ def test_explicit_method_over_memory_budget_says_so():
 def test_auto_never_raises_under_a_tiny_budget_but_says_it_goes_over():
     """Where no method fits the budget, 'auto' runs the one with the smallest temporaries
     and says so (a MemoryLimitWarning, once per plan: a plain call's plan is kept)."""
-    x = np.random.default_rng(0).standard_normal((1, 1, 60, 60))
-    w = np.random.default_rng(1).standard_normal((1, 1, 9, 9))
+    x = np.random.default_rng(0).standard_normal((1, 2, 60, 60))  # two channels: direct sums them through a padded copy
+    w = np.random.default_rng(1).standard_normal((1, 2, 9, 9))
     with ac.config(memory_limit=1):
         with pytest.warns(ac.MemoryLimitWarning, match=r"no method fits memory_limit=1 bytes for this problem: running '\w+', the one with the smallest temporaries") as record:
             y = ac.conv(x, w)

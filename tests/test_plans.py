@@ -165,7 +165,7 @@ def test_complex_estimates_count_complex_arithmetic():
     assert 1.9 < ratio["fft"] < 2.5 and 1.9 < ratio["oa"] < 2.5, ratio
 
 
-def test_temporaries_are_counted_as_small_problems_hold_them(rng):
+def test_temporaries_are_counted_as_small_problems_hold_them(rng, numpy_forms):
     """Direct counted a whole 4 MiB chunk of accumulators for a 12x12 tile; im2col's
     operator matrix (tiny images) was built whatever the budget while its check counted
     the columns it does not make, so under 1200 bytes no method fit a problem the operator
@@ -208,7 +208,7 @@ def test_choose_method_takes_every_option_of_the_call_it_explains(rng):
         assert choice.method == ac.plan_conv(w, xs.shape, **options).method, options
 
 
-def test_measure_times_candidates_once_and_remembers(monkeypatch, tmp_path, rng):
+def test_measure_times_candidates_once_and_remembers(monkeypatch, tmp_path, rng, numpy_forms):
     monkeypatch.setenv("ARRAYCONV_CACHE_DIR", str(tmp_path))
     ac.clear_caches()
     timed = []

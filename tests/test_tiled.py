@@ -568,7 +568,7 @@ def test_a_method_named_gets_slabs_it_can_filter(method, rng):
     assert_matches(out, ac.correlate(x, k, "same"), dtype="float64")
 
 
-def test_budgets_too_small_for_the_tiles_or_the_method_are_refused_before_any_read(rng):
+def test_budgets_too_small_for_the_tiles_or_the_method_are_refused_before_any_read(rng, numpy_forms):
     """A budget that cannot hold the tiles in flight with one output sample each once ran
     over it silently (memory_limit=100 filtered 40x40 with 12x12 in slabs of 9 KB); a
     method named that cannot filter even those within what they leave once failed on the

@@ -18,13 +18,14 @@ from dataclasses import replace
 
 from .. import _config
 from .._backend import NUMPY, Array, Backend
+from .._boundary import Extension
 from .._cache import LRUCache
 from .._cuda import C_TYPES
 from .._problem import Problem
 from .._rates import Rates, rates_for
 from .._scratch import scratch
 from .._threads import run_parallel
-from . import Cost, Method, _banded, _direct_cuda, _one_map, _rows, _separable, exact_dtype, output, register
+from . import Cost, Method, _banded, _compiled, _direct_cuda, _one_map, _rows, _separable, exact_dtype, output, register
 from ._taps import Chunk, Layout, chunk_input, layout, pad_input, padded_bytes, pads_periodically, reads_in_place
 
 # Bytes of one chunk's working set (measured best on the benchmark cases: 256 KiB chunks
@@ -110,6 +111,10 @@ def _fastest_form(problem: Problem, backend: Backend, rates: Rates, workers: int
         estimates[("rows", 0)] = _rows_cost(p, backend, rates, workers).seconds
     if _separable.takes(p, backend) and (separable := _separable.cost(p, backend, rates)).temp_bytes <= budget:
         estimates[("separable", 0)] = separable.seconds
+    if _compiled.takes(p, backend):
+        estimates[("compiled", 0)] = _compiled.seconds(p, rates, False, workers)
+        if _separable.takes(p, backend):  # an outer product: its passes fused, in cache
+            estimates[("compiled", 1)] = _compiled.seconds(p, rates, True, workers)
     return min(estimates, key=estimates.__getitem__)
 
 
@@ -151,7 +156,7 @@ def _call_rates(problem: Problem, rows: bool, backend: Backend, rates: Rates) ->
     return replace(rates, call_seconds=rates.call_seconds * ONE_MAP_CALL_SHARE)
 
 
-Kernel = Array | _banded.BandedTaps | _rows.RowKernels | _one_map.MapKernel | _separable.SeparableTaps
+Kernel = Array | _banded.BandedTaps | _rows.RowKernels | _one_map.MapKernel | _separable.SeparableTaps | _compiled.CompiledTaps
 
 
 def prepare(w: Array, problem: Problem, backend: Backend) -> Kernel:
@@ -162,6 +167,8 @@ def prepare(w: Array, problem: Problem, backend: Backend) -> Kernel:
     if _on_gpu(p, backend):
         return _direct_cuda.prepare(w, p, backend)
     form, block = _form(p, backend, rates_for(backend))
+    if form == "compiled":
+        return _compiled.prepare(w, p, _separable.factors(w, p) if block else None)
     if form == "banded":
         return _banded.prepare(w, p, backend, block)
     if form == "separable":
@@ -186,7 +193,10 @@ def run(x: Array, kernel: Kernel, problem: Problem, backend: Backend, out: Array
         return lines.reshape(p.y_shape)
     if isinstance(kernel, _one_map.MapKernel):
         return kernel.runner.run(x, kernel.weights, out).reshape(p.y_shape)
-    out = output(out, p, backend, x.dtype)
+    out = output(out, p, backend, p.dtype)  # the problem's, where the compiled form reads integers as they are
+    if isinstance(kernel, _compiled.CompiledTaps):
+        _compiled.run(x, kernel, p, out)
+        return out.reshape(p.y_shape)
     if _on_gpu(p, backend):
         return _direct_cuda.run(x, kernel, p, backend, out).reshape(p.y_shape)
     if isinstance(kernel, _banded.BandedTaps):
@@ -237,6 +247,24 @@ def unplanned(kernel: Kernel, problem: Problem) -> Callable[[Array, Array], Arra
     return None
 
 
+def reading_edges(kernel: Kernel, problem: Problem, extension: Extension | None, ndim: int) -> Kernel | None:
+    """`kernel` made to read an input of `ndim` dims as it is, before `extension` (the
+    compiled form's index maps read past its edges by the rule); None for the other forms,
+    and for an extension of axes that are not the problem's."""
+    if not isinstance(kernel, _compiled.CompiledTaps):
+        return None
+    if extension is None:
+        return kernel
+    pads = extension.trailing_pads(ndim, len(problem.spatial))
+    fill = complex(extension.fillvalue)
+    if pads is None or fill.imag:
+        return None
+    return _compiled.reading_edges(kernel, _compiled.Edges(pads, extension.pad_mode, fill.real))
+
+
+reads_dtype = _compiled.reads_dtype
+
+
 def single_call(kernel: Kernel, problem: Problem) -> Callable[[Array], Array] | None:
     """``f(x)``: :func:`unplanned`'s run with the kernel's own taps, for a plan to call
     (the same calls on the same samples as :func:`run`, so the same bits). None where
@@ -278,8 +306,8 @@ def accumulate(padded: Array, w_taps: Array, lay: Layout, chunk: Chunk, backend:
 
 def unsupported(problem: Problem, backend: Backend, memory_limit: int) -> str | None:
     """The direct method runs on every problem that fits in memory."""
-    if _on_gpu(problem, backend):
-        return None  # the CUDA kernel reads the input in place
+    if _on_gpu(problem, backend) or _compiled.takes(problem, backend):
+        return None  # the CUDA kernel and the compiled loops read the input in place
     if padded_bytes(problem) > memory_limit:
         return f"its padded input copy needs more than memory_limit={memory_limit} bytes"
     return None
@@ -307,6 +335,8 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     if _on_gpu(p, backend):
         return Cost(*_direct_cuda.cost(p, rates))
     form, block = _form(p, backend, rates)
+    if form == "compiled":
+        return Cost(_compiled.seconds(p, rates, bool(block), _config.workers()), 0)
     if form == "banded":
         temp = padded_bytes(p) + block * p.batch * p.groups * p.dtype.itemsize + 2 * _chunk_temp(p, _CHUNK_BYTES)
         return Cost(_banded.seconds(p, block, _samples(p), rates), temp)

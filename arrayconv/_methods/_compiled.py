@@ -1,0 +1,511 @@
+"""Direct's compiled form: every tap of a row of output while its input rows are in cache.
+
+With numba installed (the ``numba`` extra), direct runs 2-D and 3-D correlations with one
+input channel per group (single images, stacks, depthwise layers) through loops compiled
+for the CPU. Each output row takes its kernel's rows a few at a time, in one loop over the
+row that the compiler vectorizes (one load and one multiply-add per tap and sample, the
+input rows in cache). A kernel that is an outer product of 1-D kernels (a Gaussian, a
+box) runs its passes fused: the row pass of a block of rows into a buffer in cache, then
+the column pass (and for volumes, the plane pass over a block of planes).
+
+The loops read the input as it is, through index maps (one per axis: the input sample at
+each position of the padded axis, or the fill value): zeros past the edges, a periodic
+problem and every boundary rule make no padded copy. They also read integer images of up
+to 16 bits without a float copy (:func:`reads_dtype`).
+
+The code is generated per kernel row length and dtype and compiled once per process, or
+read from numba's cache on disk (:func:`arrayconv.cache_dir`): a new one costs about a
+second the first time. Work is cut into blocks of output rows (or planes) that do not
+depend on the number of threads, so the result is the same bits on one worker or many.
+Each block runs on :func:`arrayconv.config`'s workers, in loops that release the GIL and
+call no BLAS: no thread but arrayconv's own runs a call.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import math
+import os
+import sys
+from dataclasses import dataclass, replace
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from .. import _config
+from .._backend import NUMPY, Array, Backend
+from .._boundary import source_index
+from .._problem import Problem
+from .._rates import Rates, cache_dir
+from .._scratch import scratch
+from .._threads import run_parallel
+
+# Kernel rows of at most this many taps (code is generated per row length).
+MAX_ROW_TAPS = 32
+# Output samples of one block of work, at least: blocks cut by rows (or planes) to about this.
+_BLOCK_SAMPLES = 1 << 16
+# The model of the form's time on each thread, fitted to its timings (python -m bench.filters
+# --fit) and put in the model's units (the other methods' estimates run about 1.3x their
+# times there): seconds per multiply-add, per tap of the scalar loop at a row's ends, and
+# per byte read or written, as multiples of a byte at the stream rate; calls per block and call.
+_MAC_BYTES, _EDGE_TAP_BYTES, _BYTE_BYTES = 0.6, 14.0, 1.37
+_BLOCK_CALLS, _FIXED_CALLS = 3, 4
+# Calls of fewer multiply-adds run on the calling thread: waking another costs more.
+_THREADED_MACS = 4 << 20
+# Kernel rows summed in one pass over an output row: all of a kernel up to 5 taps wide,
+# three of a wider one (more leaves the loop short of registers); buffer rows summed in one
+# pass of the separable form's column and plane passes.
+_FUSED_ROWS, _FUSED_WIDE_ROWS = 5, 3
+_BUFFER_PASSES = (1, 4)
+# Integer inputs read as they are (no float copy): small enough that the loop converts
+# each sample on the fly.
+_READ_AS_IS = frozenset("bBhH")
+
+
+def available() -> bool:
+    """Whether numba is importable and not turned off (``ARRAYCONV_NUMBA=0``)."""
+    return _numba() is not None
+
+
+@functools.cache
+def _numba() -> ModuleType | None:
+    if os.environ.get("ARRAYCONV_NUMBA") == "0":
+        return None
+    try:
+        import numba
+    except ImportError:
+        return None
+    return numba
+
+
+def takes(problem: Problem, backend: Backend) -> bool:
+    """Whether the compiled form runs `problem`: NumPy, numba installed, one input channel
+    per group, 2 or 3 spatial dims, unit stride and dilation, float32 or float64, kernel
+    rows of at most :data:`MAX_ROW_TAPS` taps."""
+    p = problem
+    return (
+        backend.name == "numpy"
+        and p.in_per_group == 1
+        and len(p.spatial) in (2, 3)
+        and p.unit_stride
+        and all(d == 1 for d in p.dilation)
+        and p.dtype.char in "fd"
+        and p.kernel[-1] <= MAX_ROW_TAPS
+        and available()
+    )
+
+
+def reads_dtype(dtype: np.dtype[Any]) -> bool:
+    """Whether the loops read an input of `dtype` as it is: the problem's own float dtype,
+    or (8- and 16-bit) integers, converted sample by sample."""
+    return dtype.char in _READ_AS_IS
+
+
+@dataclass(frozen=True, slots=True)
+class Edges:
+    """What lies past the edges of the input the loops read, along each spatial axis:
+    `pads` ``(before, after)`` by `pad_mode` (a ``numpy.pad`` mode) with `fill` for
+    'constant'. The problem is then the valid correlation of the input so extended."""
+
+    pads: tuple[tuple[int, int], ...]
+    pad_mode: str
+    fill: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledTaps:
+    """The kernel in the compiled form's layout: ``(G, Og, kd, kh, kw)`` taps, or for an
+    outer product its 1-D factors per axis, ``(G, Og, k)`` each (planes, rows, columns);
+    `edges` when the loops read the input before its extension by a boundary rule."""
+
+    taps: np.ndarray | None
+    factors: tuple[np.ndarray, np.ndarray, np.ndarray] | None
+    edges: Edges | None = None
+
+
+def prepare(w: Array, problem: Problem, factors: list[np.ndarray] | None = None) -> CompiledTaps:
+    """`w` ``(G*Og, 1, *kernel)`` as 3-D taps per map, or the outer product's `factors`."""
+    p = problem
+    maps = (p.groups, p.out_per_group)
+    if factors is not None:
+        lines = [np.ones(1)] * (3 - len(factors)) + list(factors)
+        if lines[0].size == 1:  # a kernel one plane deep: its weight in the row pass's
+            lines = [np.ones(1), lines[1], lines[2] * lines[0][0]]
+        as_maps = tuple(np.ascontiguousarray(np.broadcast_to(np.asarray(f, p.dtype), (*maps, f.size))) for f in lines)
+        return CompiledTaps(None, as_maps)  # type: ignore[arg-type]
+    kernel = (1,) * (3 - len(p.kernel)) + tuple(p.kernel)
+    return CompiledTaps(np.ascontiguousarray(np.asarray(w, p.dtype).reshape(*maps, *kernel)), None)
+
+
+def reading_edges(kernel: CompiledTaps, edges: Edges) -> CompiledTaps:
+    """`kernel` run on the input before its extension by `edges` (the problem's input)."""
+    return replace(kernel, edges=edges)
+
+
+def run(x: Array, kernel: CompiledTaps, problem: Problem, out: Array) -> None:
+    """Fill `out` ``(B, G, Og, *out_spatial)`` with `problem`'s correlation of `x`
+    ``(B, G, *spatial)`` (or, with ``kernel.edges``, of `x` extended by them), block by
+    block on the workers."""
+    p = problem
+    volume = len(p.spatial) == 3
+    x3 = _read_only(x.reshape(p.batch, p.groups, *(() if volume else (1,)), *x.shape[2:]))
+    o3 = out.reshape(p.batch, p.groups, p.out_per_group, *(() if volume else (1,)), *p.out_spatial)
+    at = _geometry(p, kernel.edges, x3.shape[2:], kernel.factors is not None)
+    code, fill, maps, columns = at.code, at.fill, at.maps, at.columns
+    if kernel.factors is not None:
+        fz, fy, fx = kernel.factors
+        source = x3.shape[2:]
+        deep = fz.shape[-1] > 1
+        sums = [f.sum(axis=-1) for f in (fz, fy)]
+
+        def separable(unit: Unit) -> None:
+            b, g, o, z, z_end, r, r_end = unit
+            plane = scratch("compiled.plane", (1, source[1] * source[2]) if deep else (1, 1), p.dtype, NUMPY)
+            line = scratch("compiled.line", (1, source[2]), p.dtype, NUMPY)
+            fill_z = fill * sums[0][g, o] if deep else fill  # past the edges of the plane pass's result
+            fills = np.array([fill, fill_z, fill_z * sums[1][g, o]], p.dtype)
+            volume = x3[b, g].reshape(source[0], -1)
+            code.separable(x3[b, g], volume, fz[g, o], fy[g, o], fx[g, o], o3[b, g, o], *maps, z, z_end, r, r_end, *columns,
+                           fills, plane, _read_only(plane), line)
+
+        run_parallel(at.units, separable, _lanes(p, True, _config.workers()))
+        return
+    taps = kernel.taps
+    assert taps is not None
+    fill_rows = fill * taps.sum(axis=-1)
+
+    def direct(unit: Unit) -> None:
+        b, g, o, z, z_end, r, r_end = unit
+        code.taps(x3[b, g], taps[g, o], fill_rows[g, o], o3[b, g, o], *maps, z, z_end, r, r_end, *columns, fill)
+
+    run_parallel(at.units, direct, _lanes(p, False, _config.workers()))
+
+
+@dataclass(frozen=True, slots=True)
+class _Geometry:
+    """What the shapes decide for :func:`run`: the compiled loops, the index maps (planes,
+    rows, columns), the columns ``(c_lo, c_hi, shift)`` (output column c of the interior
+    ``[c_lo, c_hi)`` reads input column ``c + j - shift``), the fill value, the blocks
+    of work."""
+
+    code: ModuleType
+    maps: tuple[np.ndarray, np.ndarray, np.ndarray]
+    columns: tuple[int, int, int]
+    fill: float
+    units: list[Unit]
+
+
+@functools.lru_cache(maxsize=64)
+def _geometry(problem: Problem, edges: Edges | None, source: tuple[int, int, int], separable: bool) -> _Geometry:
+    """:class:`_Geometry` of `problem` on an input of `source` (planes, rows, columns) padded
+    by `edges` (or by the problem's own padding)."""
+    p = problem
+    pads = _pads(p, edges)
+    maps = tuple(_index_map(n, pad, pads.pad_mode) for n, pad in zip(source, pads.pads))
+    out = ((1,) if len(p.out_spatial) == 2 else ()) + tuple(p.out_spatial)
+    kw, width = p.kernel[-1], out[-1]
+    shift = pads.pads[-1][0]
+    c_lo = min(shift, width)
+    c_hi = max(c_lo, min(width, source[2] + shift - kw + 1))
+    code = _module(kw, 1 if separable else _fused_rows(p.kernel), p.dtype.char)
+    deep = separable and len(p.kernel) == 3 and p.kernel[0] > 1  # each input plane's pass made once per output plane
+    units = _units(p, out, whole_planes=deep)  # type: ignore[arg-type]
+    return _Geometry(code, maps, (c_lo, c_hi, shift), pads.fill, units)  # type: ignore[arg-type]
+
+
+Unit = tuple[int, int, int, int, int, int, int]
+
+
+def _units(problem: Problem, out: tuple[int, int, int], whole_planes: bool) -> list[Unit]:
+    """Blocks of about :data:`_BLOCK_SAMPLES` outputs of `problem` (`out`: planes, rows,
+    columns a map), ``(b, g, o, z0, z1, r0, r1)``: several planes of small ones, else
+    bands of rows of one plane (whole planes if `whole_planes`)."""
+    depth, height, width = out
+    p = problem
+    maps = [(b, g, o) for b in range(p.batch) for g in range(p.groups) for o in range(p.out_per_group)]
+    if height * width < _BLOCK_SAMPLES:
+        planes_per = _BLOCK_SAMPLES // max(1, height * width)
+        return [(*m, z, min(depth, z + planes_per), 0, height) for m in maps for z in range(0, depth, planes_per)]
+    rows_per = height if whole_planes else max(1, _BLOCK_SAMPLES // max(1, width))
+    return [(*m, z, z + 1, r, min(height, r + rows_per)) for m in maps for z in range(depth) for r in range(0, height, rows_per)]
+
+
+def _read_only(x: np.ndarray) -> np.ndarray:
+    """`x` as a read-only view: numba compiles once for writable and read-only inputs
+    (memory-mapped files) alike."""
+    view = x.view()
+    view.flags.writeable = False
+    return view
+
+
+def _pads(problem: Problem, edges: Edges | None) -> Edges:
+    """What lies past the edges of the input the loops read, along planes, rows and columns:
+    `edges`, or the problem's own padding (zeros, or periodic)."""
+    if edges is None:
+        edges = Edges(tuple(zip(problem.pad_lo, problem.pad_hi)), "wrap" if problem.circular else "constant")
+    return replace(edges, pads=((0, 0),) * (3 - len(edges.pads)) + edges.pads)
+
+
+@functools.lru_cache(maxsize=256)
+def _index_map(n: int, pad: tuple[int, int], mode: str) -> np.ndarray:
+    """The sample of an axis of `n` at each position of the axis padded by `pad` under
+    `mode` (a ``numpy.pad`` mode); -1 past the edges of a constant fill."""
+    lo, hi = pad
+    index = source_index(np.arange(-lo, n + hi), n, mode).astype(np.int64)
+    index.flags.writeable = False
+    return index
+
+
+def _lanes(problem: Problem, separable: bool, workers: int) -> int:
+    """Threads for `problem`: the workers, or one for a call too small to share."""
+    return workers if _macs(problem, separable) >= _THREADED_MACS else 1
+
+
+def _macs(problem: Problem, separable: bool) -> int:
+    """Multiply-adds of `problem` in the compiled form: every tap of every output, or the
+    outer product's factors' taps."""
+    p = problem
+    outputs = p.batch * p.groups * p.out_per_group * math.prod(p.out_spatial)
+    return outputs * (sum(p.kernel) if separable else math.prod(p.kernel))
+
+
+def seconds(problem: Problem, rates: Rates, separable: bool, workers: int) -> float:
+    """Estimated time (see :data:`_MAC_BYTES`): multiply-adds, the scalar loops at each
+    row's ends, the input read and the output written, and a cost per block, shared by the
+    threads (:func:`_lanes`), and a fixed cost per call."""
+    p = problem
+    outputs = p.batch * p.groups * p.out_per_group * math.prod(p.out_spatial)
+    rows = outputs // p.out_spatial[-1]  # output rows, each of which takes a call per kernel row
+    kw = p.kernel[-1]
+    row_calls = rows if separable else rows * math.prod(p.kernel[:-1])  # an outer product's row pass once per row
+    edge_taps = row_calls * (kw - 1) * kw
+    moved = (p.batch * p.groups * math.prod(p.spatial) + outputs) * p.dtype.itemsize
+    blocks = -(-outputs // _BLOCK_SAMPLES)
+    work = (_MAC_BYTES * _macs(p, separable) + _EDGE_TAP_BYTES * edge_taps + _BYTE_BYTES * moved) / rates.stream_bytes
+    lanes = min(_lanes(p, separable, workers), blocks)
+    return (work + _BLOCK_CALLS * blocks * rates.call_seconds) / lanes + _FIXED_CALLS * rates.call_seconds
+
+
+@functools.cache
+def _module(row_taps: int, fused: int, dtype: str) -> ModuleType:
+    """The compiled loops for kernel rows of `row_taps` taps, `fused` rows a pass, in
+    `dtype` ('f' or 'd'): generated, written under :func:`arrayconv.cache_dir` so that numba caches their
+    machine code there, and imported; in memory (compiled each process) where that folder
+    cannot be written."""
+    source = _source(row_taps, fused, dtype)
+    name = f"arrayconv_compiled_{dtype}{row_taps}x{fused}_{_VERSION}"
+    folder = cache_dir() / "numba"
+    path = folder / f"{name}.py"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        if not path.exists() or path.read_text() != source:
+            path.write_text(source)
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    except OSError:
+        module = ModuleType(name)
+        exec(compile(source.replace("cache=True", "cache=False"), name, "exec"), module.__dict__)
+    sys.modules.setdefault(name, module)
+    return module
+
+
+_VERSION = 3  # bump when the generated code changes: numba keys its cache by file
+
+
+def _fused_rows(kernel: tuple[int, ...]) -> int:
+    """Kernel rows summed in one pass over an output row (see :data:`_FUSED_ROWS`)."""
+    return min(kernel[-2], _FUSED_ROWS if kernel[-1] <= 5 else _FUSED_WIDE_ROWS)
+
+
+def _rows_function(g: int, kw: int) -> str:
+    """``rows{g}``: `g` kernel rows `w` over input rows ``x[rows]``, the interior columns
+    ``[c_lo, c_hi)`` of `dst` (= or +=), in one loop unrolled over the taps."""
+    weights = "".join(f"    w{i}_{j} = w[{i}, {j}]\n" for i in range(g) for j in range(kw))
+    sources = "".join(f"    s{i} = x[rows[{i}], a : a + n + {kw - 1}]\n" for i in range(g))
+    terms = " + ".join(f"w{i}_{j} * F(s{i}[c + {j}])" for i in range(g) for j in range(kw))
+    return f"""
+@njit(nogil=True, cache=True, fastmath=CONTRACT)
+def rows{g}(x, rows, w, dst, c_lo, c_hi, shift, assign):
+    n = c_hi - c_lo
+    if n <= 0:
+        return
+    a = c_lo - shift
+{weights}{sources}    d = dst[c_lo:c_hi]
+    if assign:
+        for c in range(n):
+            d[c] = {terms}
+    else:
+        for c in range(n):
+            d[c] += {terms}
+"""
+
+
+def _buffer_function(g: int) -> str:
+    """``buffer{g}``: `d` (= or +=) the sum of `g` rows of `b` from `first`, weighted by `a`."""
+    named = "".join(f"    a{i}, r{i} = a[{i}], b[first + {i}]\n" for i in range(g))
+    terms = " + ".join(f"a{i} * F(r{i}[c])" for i in range(g))
+    return f"""
+@njit(nogil=True, cache=True, fastmath=CONTRACT)
+def buffer{g}(a, b, first, d, assign):
+{named}    if assign:
+        for c in range(d.shape[0]):
+            d[c] = {terms}
+    else:
+        for c in range(d.shape[0]):
+            d[c] += {terms}
+"""
+
+
+def _source(kw: int, fused: int, dtype: str) -> str:
+    """Python source of the compiled loops for kernel rows of `kw` taps in `dtype` (see the
+    module's docstring): ``rows1`` and ``rows{fused}`` sum kernel rows over an output row's
+    interior columns (where the column map is the identity), ``edges`` the columns near its
+    ends, ``buffer{g}`` sums weighted rows (an outer product's plane and column passes);
+    ``taps`` and ``separable`` run a block. Few sizes of each are made: numba's compile
+    time grows with the unrolled code."""
+    cast = {"f": "np.float32", "d": "np.float64"}[dtype]
+    functions = [_rows_function(g, kw) for g in sorted({1, fused})] + [_buffer_function(g) for g in _BUFFER_PASSES]
+    passes = "".join(
+        f"        {'if' if n == 0 else 'elif'} left >= {g}:\n"
+        f"            buffer{g}(a[i:], b, first + i, d, i == 0)\n"
+        f"            i += {g}\n"
+        for n, g in enumerate(sorted(_BUFFER_PASSES, reverse=True))
+    )
+    return f'''"""Generated by arrayconv._methods._compiled: kernel rows of {kw} taps in {cast}."""
+import numpy as np
+from numba import njit
+
+F = {cast}
+FUSED = {fused}
+CONTRACT = set(["contract"])  # a * b + c as one fused multiply-add
+{"".join(functions)}
+
+@njit(nogil=True, cache=True, fastmath=CONTRACT)
+def weigh(a, b, first, d):
+    """d = sum_i a[i] * b[first + i], up to {max(_BUFFER_PASSES)} rows a pass."""
+    i = 0
+    while i < a.shape[0]:
+        left = a.shape[0] - i
+{passes}
+
+@njit(nogil=True, cache=True, fastmath=CONTRACT)
+def put(d, v, assign):
+    """d[:] = v, or += v (loops: numba's array expressions take long to compile)."""
+    if assign:
+        for c in range(d.shape[0]):
+            d[c] = v
+    else:
+        for c in range(d.shape[0]):
+            d[c] += v
+
+
+@njit(nogil=True, cache=True, fastmath=CONTRACT)
+def weigh_mapped(a, b, index, first, d, fill):
+    """d = sum_i a[i] * b[index[first + i]] (the fill where the index is -1)."""
+    k = a.shape[0]
+    if index[first] >= 0 and index[first + k - 1] == index[first] + k - 1:  # rows in order, all in b
+        weigh(a, b, index[first], d)
+        return
+    put(d, 0, True)
+    for i in range(k):
+        s = index[first + i]
+        if s >= 0:
+            buffer1(a[i:], b, s, d, False)
+        elif fill != 0:
+            put(d, a[i] * F(fill), False)
+
+
+@njit(nogil=True, cache=True, fastmath=CONTRACT)
+def edges(src, cols, w, dst, c_lo, c_hi, fill, assign):
+    """dst[c] (= or +=) sum_j w[j] * src[cols[c + j]] for the columns c of dst outside
+    the interior [c_lo, c_hi)."""
+    for part in range(2):
+        start, stop = (0, c_lo) if part == 0 else (c_hi, dst.shape[0])
+        for c in range(start, stop):
+            t = F(0)
+            for j in range({kw}):
+                k = cols[c + j]
+                if k >= 0:
+                    t += w[j] * F(src[k])
+                elif fill != 0:
+                    t += w[j] * F(fill)
+            if assign:
+                dst[c] = t
+            else:
+                dst[c] += t
+
+
+@njit(nogil=True, cache=True, fastmath=CONTRACT)
+def taps(x, w, fill_rows, out, planes, rows, cols, z0, z1, r0, r1, c_lo, c_hi, shift, fill):
+    """out[z, r] for planes z0:z1 and rows r0:r1: every tap w[d, i, j] over the input
+    sample x[planes[z + d], rows[r + i], cols[c + j]], FUSED kernel rows a pass where
+    they all lie in the input; `fill_rows[d, i]`: the fill times the sum of row (d, i)."""
+    kd, kh = w.shape[0], w.shape[1]
+    idx, one = np.empty(FUSED, np.int64), np.empty(1, np.int64)
+    for z in range(z0, z1):
+        for r in range(r0, r1):
+            o = out[z, r]
+            assign = True
+            for d in range(kd):
+                p = planes[z + d]
+                i = 0
+                while i < kh:
+                    inside = p >= 0 and i + FUSED <= kh
+                    if inside:
+                        for q in range(FUSED):
+                            idx[q] = rows[r + i + q]
+                            inside = inside and idx[q] >= 0
+                    if inside and FUSED > 1:
+                        rows{fused}(x[p], idx, w[d, i : i + FUSED], o, c_lo, c_hi, shift, assign)
+                        for q in range(FUSED):
+                            edges(x[p, idx[q]], cols, w[d, i + q], o, c_lo, c_hi, fill, assign and q == 0)
+                        assign = False
+                        i += FUSED
+                        continue
+                    s = rows[r + i]
+                    if p >= 0 and s >= 0:
+                        one[0] = s
+                        rows1(x[p], one, w[d, i : i + 1], o, c_lo, c_hi, shift, assign)
+                        edges(x[p, s], cols, w[d, i], o, c_lo, c_hi, fill, assign)
+                        assign = False
+                    elif fill != 0 or assign:
+                        if assign:
+                            put(o, 0, True)
+                            assign = False
+                        put(o, fill_rows[d, i], False)
+                    i += 1
+            if assign:
+                put(o, 0, True)
+
+
+@njit(nogil=True, cache=True, fastmath=CONTRACT)
+def separable(x, volume, fz, fy, fx, out, planes, rows, cols, z0, z1, r0, r1, c_lo, c_hi, shift, fills, plane, plane_read, line):
+    """out[z0:z1, r0:r1] of an outer product's correlation, the passes in cache: for each
+    output plane of a volume, the plane pass into `plane` (one input plane, its samples
+    in a row; `plane_read` the same, read-only, so that the passes that follow read one
+    type; `volume` the input planes as rows); for each output row, the column pass into
+    `line` (one input row) and the row pass from it. `fills`: the fill value past the
+    edges of the input, of the plane pass's result and of the column pass's."""
+    for z in range(z0, z1):
+        if fz.shape[0] > 1:
+            weigh_mapped(fz, volume, planes, z, plane[0], fills[0])
+            plane_rows(plane_read.reshape(x.shape[1], x.shape[2]), fy, fx, out[z], rows, cols, r0, r1, c_lo, c_hi, shift, fills[1], fills[2], line)
+        else:
+            plane_rows(x[planes[z]], fy, fx, out[z], rows, cols, r0, r1, c_lo, c_hi, shift, fills[0], fills[2], line)
+
+
+@njit(nogil=True, cache=True, fastmath=CONTRACT)
+def plane_rows(plane, fy, fx, out, rows, cols, r0, r1, c_lo, c_hi, shift, fill, fill_cols, line):
+    """out[r0:r1] of one plane's column and row passes (`fill` past its edges, `fill_cols`
+    past those of the column pass's result)."""
+    zero = np.zeros(1, np.int64)
+    w = fx.reshape(1, fx.shape[0])
+    for r in range(r0, r1):
+        weigh_mapped(fy, plane, rows, r, line[0], fill)
+        rows1(line, zero, w, out[r], c_lo, c_hi, shift, True)
+        edges(line[0], cols, fx, out[r], c_lo, c_hi, fill_cols, True)
+'''

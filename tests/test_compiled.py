@@ -1,0 +1,188 @@
+"""Direct's compiled form (numba): the float64 reference on random data, NaNs in their
+footprint, the same bits on one worker or many, and the NumPy forms where numba is absent."""
+
+import contextlib
+
+import numpy as np
+import pytest
+from _reference import EDGE_RULES, NUMPY_PAD, assert_matches, random, reference_conv, reference_correlate
+from _strategies import MODES, examples
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import arrayconv as ac
+from arrayconv._backend import NUMPY
+from arrayconv._methods import _compiled, direct
+from arrayconv._shapes import mode_padding
+
+pytestmark = pytest.mark.skipif(not _compiled.available(), reason="numba is not installed (the numba extra)")
+
+
+@contextlib.contextmanager
+def _forced():
+    """Direct takes its compiled form wherever that runs (fused passes for an outer
+    product), whatever the estimates say."""
+    real = direct._fastest_form
+
+    def form(problem, backend, rates, workers, budget):
+        if _compiled.takes(problem, NUMPY):
+            return ("compiled", int(problem.rank_one))
+        return real(problem, backend, rates, workers, budget)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(direct, "_fastest_form", form)
+        ac.clear_caches()
+        yield
+    ac.clear_caches()
+
+
+@pytest.fixture
+def compiled():
+    with _forced():
+        yield
+
+
+def _plan_is_compiled(plan) -> bool:
+    return isinstance(plan._kernel, _compiled.CompiledTaps)
+
+
+@settings(max_examples=examples(40))
+@given(
+    ndim=st.sampled_from([2, 3]),
+    sizes=st.lists(st.integers(1, 14), min_size=3, max_size=3),
+    kernel=st.lists(st.integers(1, 9), min_size=3, max_size=3),
+    mode=st.sampled_from(MODES),
+    dtype=st.sampled_from(["float32", "float64"]),
+    flip=st.booleans(),
+    outer=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_matches_the_reference(ndim, sizes, kernel, mode, dtype, flip, outer, seed):
+    """2-D and 3-D, odd and even kernels, kernels larger than the image, every mode; an
+    outer-product kernel through the fused passes."""
+    rng = np.random.default_rng(seed)
+    shape, k = tuple(sizes[:ndim]), tuple(kernel[:ndim])
+    if mode == "valid":
+        k = tuple(min(a, b) for a, b in zip(shape, k))
+    x = random(rng, shape, dtype)
+    if outer:
+        w = np.ones((), dtype)
+        for n in k:
+            w = np.multiply.outer(w, random(rng, (n,), dtype))
+    else:
+        w = random(rng, k, dtype)
+    with _forced():
+        plan = (ac.plan_convolve if flip else ac.plan_correlate)(w, x.shape, mode, "direct", dtype=dtype)
+    problem = plan._spec.problem  # leading axes where the kernel is 1 long are batch axes: 1-D problems take the rows
+    assert _plan_is_compiled(plan) == _compiled.takes(problem, NUMPY)
+    assert not _plan_is_compiled(plan) or (plan._kernel.factors is not None) == problem.rank_one
+    assert_matches(plan(x), reference_correlate(x, w, mode, flip=flip), dtype=dtype)
+
+
+@pytest.mark.parametrize("options", [dict(padding=2), dict(padding="same"), dict(padding=(0, 3))])
+def test_depthwise_and_banks_of_single_channel_filters(compiled, rng, options):
+    """conv with one input channel per group: depthwise layers and several filters a channel."""
+    x = random(rng, (2, 6, 17, 13), "float32")
+    for w_shape, groups in (((6, 1, 5, 5), 6), ((12, 1, 3, 4), 6)):
+        w = random(rng, w_shape, "float32")
+        plan = ac.plan_conv(w, x.shape, "float32", groups=groups, method="direct", **options)
+        assert _plan_is_compiled(plan)
+        assert_matches(plan(x), reference_conv(x, w, groups=groups, **options), dtype="float32")
+
+
+def test_a_nan_stays_in_its_footprint(compiled, rng):
+    x = random(rng, (40, 30), "float64")
+    x[10, 12] = np.nan
+    for w in (random(rng, (5, 3), "float64"), np.outer(random(rng, (5,), "float64"), random(rng, (3,), "float64"))):
+        y = ac.correlate(x, w, "same", "direct")
+        np.testing.assert_array_equal(np.isnan(y), np.isnan(reference_correlate(x, w, "same")))  # SciPy's direct sums
+        assert np.isnan(y).sum() == w.size
+
+
+def test_the_same_bits_on_one_worker_or_many(compiled, rng):
+    x, w = random(rng, (300, 257), "float32"), random(rng, (7, 5), "float32")
+    g = np.outer(random(rng, (9,), "float32"), random(rng, (9,), "float32"))
+    v, k3 = random(rng, (20, 40, 30), "float32"), random(rng, (3, 3, 3), "float32")
+    results = {}
+    for workers in (1, 2, 5):
+        with ac.config(workers=workers):
+            results[workers] = [ac.correlate(x, w, "same", "direct"), ac.correlate(x, g, "same", "direct"), ac.correlate(v, k3, "same", "direct")]
+    for one, many in zip(results[1], results[5]):
+        np.testing.assert_array_equal(one, many)
+    for one, two in zip(results[1], results[2]):
+        np.testing.assert_array_equal(one, two)
+
+
+def test_auto_runs_small_kernels_on_large_images_compiled(rng):
+    """With the model's estimates (no forcing): a 3x3 and a 7x7 Gaussian on a 1024x1024 image."""
+    for w in (random(rng, (3, 3), "float32"), np.outer(np.hanning(9), np.hanning(9)).astype(np.float32)):
+        plan = ac.plan_correlate(w, (1024, 1024), "same", dtype="float32")
+        assert plan.method == "direct" and _plan_is_compiled(plan), plan.choice
+
+
+def test_turned_off_it_leaves_the_numpy_forms(monkeypatch, rng):
+    monkeypatch.setenv("ARRAYCONV_NUMBA", "0")
+    _compiled._numba.cache_clear()
+    ac.clear_caches()
+    try:
+        assert not _compiled.available()
+        x, w = random(rng, (256, 256), "float32"), random(rng, (3, 3), "float32")
+        plan = ac.plan_correlate(w, x.shape, "same", "direct")
+        assert not _plan_is_compiled(plan)
+        assert_matches(plan(x), reference_correlate(x, w, "same"), dtype="float32")
+    finally:
+        monkeypatch.delenv("ARRAYCONV_NUMBA")
+        _compiled._numba.cache_clear()
+        ac.clear_caches()
+
+
+def _extended_reference(x, w, mode, boundary, fillvalue=0.0):
+    """The float64 reference with a boundary rule: `x` padded by it, then 'valid'."""
+    pads = [mode_padding(n, k, mode) for n, k in zip(x.shape, w.shape)]
+    extra = dict(constant_values=fillvalue) if boundary == "constant" else {}
+    return reference_correlate(np.pad(x.astype(np.float64), pads, mode=NUMPY_PAD[boundary], **extra), w, "valid")
+
+
+@settings(max_examples=examples(40))
+@given(
+    ndim=st.sampled_from([2, 3]),
+    sizes=st.lists(st.integers(1, 12), min_size=3, max_size=3),
+    kernel=st.lists(st.integers(1, 7), min_size=3, max_size=3),
+    mode=st.sampled_from(["same", "full"]),
+    boundary=st.sampled_from(EDGE_RULES),
+    fillvalue=st.sampled_from([0.0, -1.5]),
+    outer=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_every_boundary_rule_read_in_place(ndim, sizes, kernel, mode, boundary, fillvalue, outer, seed):
+    """Every edge rule (a fill value other than zero too) read through the index maps, with
+    no extended copy; pads past one copy of the image (a kernel larger than it) included."""
+    rng = np.random.default_rng(seed)
+    shape, k = tuple(sizes[:ndim]), tuple(kernel[:ndim])
+    x = random(rng, shape, "float64")
+    w = random(rng, k, "float64")
+    if outer:
+        w = np.ones(())
+        for n in k:
+            w = np.multiply.outer(w, random(rng, (n,), "float64"))
+    fill = fillvalue if boundary == "constant" else 0.0
+    with _forced():
+        plan = ac.plan_correlate(w, x.shape, mode, "direct", boundary=boundary, fillvalue=fill)
+    if _plan_is_compiled(plan):
+        assert plan._as_given  # no extended copy
+    assert_matches(plan(x), _extended_reference(x, w, mode, boundary, fill), dtype="float64")
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "uint16", "int16"])
+@pytest.mark.parametrize("boundary", ["constant", "mirror"])
+def test_small_integers_read_as_they_are(compiled, rng, dtype, boundary):
+    """8- and 16-bit images with a float kernel: read without a float copy, the result in
+    the result dtype (float32 here), as a float64 reference on the same samples."""
+    info = np.iinfo(dtype)
+    x = rng.integers(info.min, info.max, (37, 45), dtype=dtype, endpoint=True)
+    for w in (random(rng, (5, 3), "float32"), np.outer(random(rng, (7,), "float32"), random(rng, (7,), "float32"))):
+        plan = ac.plan_correlate(w, x.shape, "same", "direct", boundary=boundary, dtype=dtype)
+        assert plan._as_given and plan.y_dtype == np.float32
+        got = plan(x)
+        assert got.dtype == np.float32
+        assert_matches(got, _extended_reference(x, w, "same", boundary), dtype="float32")
