@@ -50,10 +50,10 @@ _BLOCK_SAMPLES = 1 << 16
 # --fit) and put in the model's units (the other methods' estimates run about 1.3x their
 # times there): seconds per multiply-add, per tap of the scalar loop at a row's ends, and
 # per byte read or written, as multiples of a byte at the stream rate; calls per block and call.
-_MAC_BYTES, _EDGE_TAP_BYTES, _BYTE_BYTES = 0.6, 14.0, 1.37
+_MAC_BYTES, _EDGE_TAP_BYTES, _BYTE_BYTES = 0.54, 11.06, 1.05
 _BLOCK_CALLS, _FIXED_CALLS = 3, 4
 # Calls of fewer multiply-adds run on the calling thread: waking another costs more.
-_THREADED_MACS = 4 << 20
+_THREADED_MACS = 1 << 20
 # Kernel rows summed in one pass over an output row: all of a kernel up to 5 taps wide,
 # three of a wider one (more leaves the loop short of registers); buffer rows summed in one
 # pass of the separable form's column and plane passes.
@@ -313,7 +313,7 @@ def _module(row_taps: int, fused: int, dtype: str) -> ModuleType:
     return module
 
 
-_VERSION = 3  # bump when the generated code changes: numba keys its cache by file
+_VERSION = 4  # bump when the generated code changes: numba keys its cache by file
 
 
 def _fused_rows(kernel: tuple[int, ...]) -> int:
@@ -420,19 +420,21 @@ def weigh_mapped(a, b, index, first, d, fill):
 
 
 @njit(nogil=True, cache=True, fastmath=CONTRACT)
-def edges(src, cols, w, dst, c_lo, c_hi, fill, assign):
-    """dst[c] (= or +=) sum_j w[j] * src[cols[c + j]] for the columns c of dst outside
-    the interior [c_lo, c_hi)."""
+def edges(x, rows, w, cols, dst, c_lo, c_hi, fill, assign):
+    """dst[c] (= or +=) sum_i,j w[i, j] * x[rows[i], cols[c + j]] for the columns c of dst
+    outside the interior [c_lo, c_hi), the fill where cols is -1."""
     for part in range(2):
         start, stop = (0, c_lo) if part == 0 else (c_hi, dst.shape[0])
         for c in range(start, stop):
             t = F(0)
-            for j in range({kw}):
-                k = cols[c + j]
-                if k >= 0:
-                    t += w[j] * F(src[k])
-                elif fill != 0:
-                    t += w[j] * F(fill)
+            for i in range(rows.shape[0]):
+                src = x[rows[i]]
+                for j in range({kw}):
+                    k = cols[c + j]
+                    if k >= 0:
+                        t += w[i, j] * F(src[k])
+                    elif fill != 0:
+                        t += w[i, j] * F(fill)
             if assign:
                 dst[c] = t
             else:
@@ -461,8 +463,7 @@ def taps(x, w, fill_rows, out, planes, rows, cols, z0, z1, r0, r1, c_lo, c_hi, s
                             inside = inside and idx[q] >= 0
                     if inside and FUSED > 1:
                         rows{fused}(x[p], idx, w[d, i : i + FUSED], o, c_lo, c_hi, shift, assign)
-                        for q in range(FUSED):
-                            edges(x[p, idx[q]], cols, w[d, i + q], o, c_lo, c_hi, fill, assign and q == 0)
+                        edges(x[p], idx, w[d, i : i + FUSED], cols, o, c_lo, c_hi, fill, assign)
                         assign = False
                         i += FUSED
                         continue
@@ -470,7 +471,7 @@ def taps(x, w, fill_rows, out, planes, rows, cols, z0, z1, r0, r1, c_lo, c_hi, s
                     if p >= 0 and s >= 0:
                         one[0] = s
                         rows1(x[p], one, w[d, i : i + 1], o, c_lo, c_hi, shift, assign)
-                        edges(x[p, s], cols, w[d, i], o, c_lo, c_hi, fill, assign)
+                        edges(x[p], one, w[d, i : i + 1], cols, o, c_lo, c_hi, fill, assign)
                         assign = False
                     elif fill != 0 or assign:
                         if assign:
@@ -507,5 +508,5 @@ def plane_rows(plane, fy, fx, out, rows, cols, r0, r1, c_lo, c_hi, shift, fill, 
     for r in range(r0, r1):
         weigh_mapped(fy, plane, rows, r, line[0], fill)
         rows1(line, zero, w, out[r], c_lo, c_hi, shift, True)
-        edges(line[0], cols, fx, out[r], c_lo, c_hi, fill_cols, True)
+        edges(line, zero, w, cols, out[r], c_lo, c_hi, fill_cols, True)
 '''
