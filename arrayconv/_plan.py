@@ -331,7 +331,9 @@ class Plan:
             x_problem = spec.to_problem(x).astype(chosen.work_dtype(spec.problem), copy=False)
         y = spec.from_problem(chosen.run(x_problem, kernel, spec.problem, spec.backend, out))
         if spec.y.dtype.kind in "iu" and y.dtype.kind == "f":
-            y = spec.backend.xp.rint(y)  # integers computed in float are rounded, as SciPy
+            # Integers computed in float (exact below 2**52: the guard) are rounded, then wrap
+            # past their dtype's range as SciPy's direct sums do, not saturate.
+            y = spec.backend.xp.rint(y).astype(np.int64)
         return y.astype(spec.y.dtype, copy=False)
 
     def _choose(self, method: str, measure: bool | str, sample: Array | None) -> Choice:

@@ -4,6 +4,7 @@ import itertools
 import time
 
 import numpy as np
+import scipy.signal
 import pytest
 from _reference import EDGE_RULES, NUMPY_PAD, assert_matches, random, reference_correlate, reference_terms
 from _strategies import FLOAT_DTYPES, MODES, correlate_shapes, examples
@@ -132,6 +133,27 @@ def test_integer_overflow_wraps_as_scipy_direct():
     expected = np.array([0, 80, -56, 64, -72, -96, 0], dtype=np.int8)  # scipy.signal.correlate(method='direct')
     np.testing.assert_array_equal(ac.correlate(in1, in2, method="direct"), expected)
     np.testing.assert_array_equal(ac.correlate(in1, in2), expected)  # auto keeps it exact
+
+
+@pytest.mark.parametrize("method", ["auto", *METHODS])
+def test_integer_results_past_their_dtype_wrap_on_every_method(method):
+    """Found by fuzzing against scipy.signal: integer results that overflow their dtype
+    wrap in SciPy's direct sums; a method computing in float64 (exact here) must wrap too,
+    not saturate at -2**31."""
+    in1, in2 = np.full(256, 255, np.uint8), np.full(256, 2**31 - 1, np.int32)
+    expected = scipy.signal.convolve(in1, in2, method="direct")
+    np.testing.assert_array_equal(ac.convolve(in1, in2, method=method), expected)
+    small = (np.arange(5, dtype=np.int8) * 40, np.arange(3, dtype=np.int8))
+    np.testing.assert_array_equal(ac.correlate(*small, method=method), scipy.signal.correlate(*small, method="direct"))
+
+
+@pytest.mark.parametrize("method", ["auto", *METHODS])
+@pytest.mark.parametrize("values", [(np.float64(2.5), np.float64(-3.0)), (np.float32(1.5), np.float32(4.0)), (np.complex128(1 + 2j), np.complex128(3 - 1j)), (np.int16(7), np.int16(-9))])
+def test_two_0d_inputs_give_scipys_numpy_scalar_on_every_method(method, values):
+    """One rule for 0-d inputs, every method: a NumPy scalar of the result dtype, as SciPy."""
+    for ours, theirs in ((ac.correlate, scipy.signal.correlate), (ac.convolve, scipy.signal.convolve)):
+        got, expected = ours(*(np.asarray(v) for v in values), method=method), theirs(*(np.asarray(v) for v in values))
+        assert type(got) is type(expected) and got == expected
 
 
 def test_auto_avoids_fft_for_large_integers(monkeypatch):
