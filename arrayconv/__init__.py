@@ -8,6 +8,7 @@ Public API: :func:`correlate`, :func:`convolve` (SciPy semantics), :func:`conv`
 (:func:`config`, :func:`memory_limit`, :func:`cache_info`, :func:`clear_caches`).
 """
 
+from . import kernels
 from ._adjoint import (
     conv_transpose,
     conv_weight_grad,
@@ -57,6 +58,7 @@ __all__ = [
     "correlate_transpose",
     "correlate_weight_grad",
     "keep_freed_memory",
+    "kernels",
     "match_template",
     "memory_limit",
     "patch_conv",

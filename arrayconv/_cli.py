@@ -4,7 +4,6 @@ template in one, deconvolve one, report the installation."""
 from __future__ import annotations
 
 import argparse
-import functools
 import math
 import re
 import sys
@@ -13,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _allocator, _config
+from . import _allocator, _config, kernels
 from ._backend import NUMPY
 from ._boundary import EDGE_RULES, edge_rule
 from ._cache import cache_info
@@ -291,7 +290,7 @@ def make_kernel(spec: str, shape: tuple[int, ...]) -> np.ndarray:
         if not all(0 < size < math.inf for size in sizes):
             raise UsageError(f"kernel {spec!r}: each size must be positive and finite, got {value}")
         sizes = sizes * 2 if len(sizes) == 1 and len(shape) >= 2 else sizes  # one size: the plane
-        lengths = tuple(2 * math.ceil(4 * size) + 1 for size in sizes) if name == "gaussian" else tuple(sizes)
+        lengths = tuple(2 * int(4 * size + 0.5) + 1 for size in sizes) if name == "gaussian" else tuple(sizes)  # kernels.gaussian's
     else:
         raise UsageError(f"unknown kernel {spec!r}; use {_KERNELS}")
     spatial = spatial_axes(shape)
@@ -305,10 +304,7 @@ def make_kernel(spec: str, shape: tuple[int, ...]) -> np.ndarray:
     for axis, n in zip(axes, lengths):
         placed[axis] = n
     if named:
-        gaussian = name == "gaussian"
-        profiles = [np.exp(-((np.arange(n) - n // 2) ** 2) / (2 * size**2)) if gaussian else np.ones(n) for n, size in zip(lengths, sizes)]
-        kernel = functools.reduce(np.multiply.outer, profiles)
-        kernel = (kernel / kernel.sum()).astype(np.float32)
+        kernel = kernels.gaussian(sizes, dtype=np.float32) if name == "gaussian" else kernels.box(sizes, dtype=np.float32)
     return kernel.reshape(placed)
 
 
