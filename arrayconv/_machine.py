@@ -4,6 +4,7 @@ every benchmark report)."""
 
 from __future__ import annotations
 
+import math
 import os
 import platform
 from pathlib import Path
@@ -24,10 +25,33 @@ def cpu_name() -> str:
 
 def usable_cores() -> int:
     """Cores this process may run on: its CPU affinity where the OS keeps one (a batch
-    job's allocation, ``taskset``), else all of the machine's."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
+    job's allocation, ``taskset``), else all of the machine's; fewer where a cgroup's CPU
+    quota allows fewer (a container's ``--cpus``, a Kubernetes limit)."""
+    found = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    quota = cgroup_cpu_quota()
+    return max(1, min(found, math.ceil(quota))) if quota else found
+
+
+# cgroup v2's CPU limit ("QUOTA PERIOD" or "max PERIOD"), and cgroup v1's two files.
+CGROUP_CPU_MAX = Path("/sys/fs/cgroup/cpu.max")
+CGROUP_V1 = (Path("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"), Path("/sys/fs/cgroup/cpu/cpu.cfs_period_us"))
+
+
+def cgroup_cpu_quota() -> float | None:
+    """The CPUs' worth of time this process's cgroup may use (quota over period), or None
+    where there is no limit or no cgroup file to read."""
+    try:
+        quota, period = CGROUP_CPU_MAX.read_text().split()[:2]
+    except (OSError, ValueError):
+        try:
+            quota, period = (path.read_text().strip() for path in CGROUP_V1)
+        except (OSError, ValueError):
+            return None
+    try:
+        share = int(quota) / int(period)
+    except (ValueError, ZeroDivisionError):  # "max": no limit
+        return None
+    return share if share > 0 else None  # v1's -1: no limit
 
 
 def cores() -> str:

@@ -6,7 +6,9 @@ is given the ``kernel - 1`` samples that follow it (``dask.array.overlap.overlap
 NumPy or CuPy arrays (the kernel follows them to the GPU); the method inside each block
 is arrayconv's own choice (FFT for large kernels). :func:`match_template` scores each
 block's windows the same way. :func:`richardson_lucy` deconvolves the blocks of a stack
-apart, each whole along the deconvolved axes. Needs the ``dask`` extra.
+apart, each whole along the deconvolved axes. Each block runs on one of arrayconv's
+workers: dask's own threads run the blocks side by side, so the two never multiply. Needs
+the ``dask`` extra.
 
 Examples
 --------
@@ -32,6 +34,7 @@ from dask.array.overlap import ensure_minimum_chunksize
 
 from ._backend import get_backend, is_cupy_array
 from ._boundary import EDGE_RULES, EdgeRule, edge_rule, extended_index, fill_dtype, fill_number, pad_widths, past_one_copy
+from ._config import config
 from ._conv import conv as _conv
 from ._conv import conv_padding
 from ._correlate import MethodName
@@ -196,7 +199,8 @@ def richardson_lucy(
 
     def block(piece: Any) -> Any:
         kernel = _to_gpu(psf) if is_cupy_array(piece) else psf
-        return _richardson_lucy(piece, kernel, iterations, clip=clip, filter_epsilon=floor, boundary=boundary, axes=axes, method=method)
+        with config(workers=1):
+            return _richardson_lucy(piece, kernel, iterations, clip=clip, filter_epsilon=floor, boundary=boundary, axes=axes, method=method)
 
     return whole.map_blocks(block, dtype=deconvolution_dtype(image), meta=whole._meta)
 
@@ -271,7 +275,8 @@ def _valid_blocks(a, axes, reach, block, operands, *, out_channels=None, strides
 
     def run(piece: Any) -> Any:
         on_gpu = is_cupy_array(piece)
-        return block(piece, *(_to_gpu(o) if on_gpu else o for o in operands))
+        with config(workers=1):  # dask's threads run the blocks side by side: arrayconv's do not multiply them
+            return block(piece, *(_to_gpu(o) if on_gpu else o for o in operands))
 
     if dtype is None:
         dtype = np.result_type(a.dtype, *(o.dtype for o in operands if o is not None))

@@ -1,6 +1,7 @@
 """The shared worker pool: every item once, at most `workers` at a time, errors raised;
 BLAS held to one thread while im2col's chunks run on it."""
 
+import os
 import sys
 import threading
 import time
@@ -129,3 +130,46 @@ def test_im2col_on_threads_matches_one_thread_for_every_padding_and_batch_axes(p
     with ac.config(workers=2):
         got = ac.correlate(images, kernel, "same", "im2col", axes=(-2, -1))
     assert_matches(got, reference_correlate(images, kernel, "same", axes=(-2, -1)), dtype="float32")
+
+
+@pytest.mark.parametrize(
+    ("v2", "v1", "quota"),
+    [
+        ("150000 100000\n", None, 1.5),  # a container's --cpus=1.5
+        ("max 100000\n", None, None),  # no limit
+        (None, ("50000\n", "100000\n"), 0.5),  # cgroup v1
+        (None, ("-1\n", "100000\n"), None),  # v1: no limit
+        (None, None, None),  # no cgroup files
+    ],
+)
+def test_a_cgroup_cpu_quota_caps_the_workers(monkeypatch, tmp_path, v2, v1, quota):
+    """A container allowed 1.5 CPUs runs 2 workers, not the host's count."""
+    from arrayconv import _machine
+
+    v2_path, v1_paths = tmp_path / "cpu.max", (tmp_path / "cfs_quota_us", tmp_path / "cfs_period_us")
+    if v2 is not None:
+        v2_path.write_text(v2)
+    if v1 is not None:
+        for path, text in zip(v1_paths, v1):
+            path.write_text(text)
+    monkeypatch.setattr(_machine, "CGROUP_CPU_MAX", v2_path)
+    monkeypatch.setattr(_machine, "CGROUP_V1", v1_paths)
+    assert _machine.cgroup_cpu_quota() == quota
+    affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert _machine.usable_cores() == (affinity if quota is None else min(affinity, -(-quota // 1)))
+
+
+def test_a_call_inside_a_dask_task_runs_one_worker(monkeypatch, rng):
+    """dask's threads run the blocks side by side; each block's call runs one worker, so the
+    two never multiply (and its result is the in-memory call's)."""
+    da = pytest.importorskip("dask.array")
+    import arrayconv.dask as acd
+    from arrayconv import _config
+
+    seen, real = [], _config.workers
+    monkeypatch.setattr(_config, "workers", lambda: seen.append(real()) or real())
+    x, k = random(rng, (400, 300), "float32"), random(rng, (9, 9), "float32")
+    with ac.config(workers=2):
+        got = acd.correlate(da.from_array(x, chunks=(100, 150)), k, "same").compute(scheduler="threads")
+    assert seen and set(seen) == {1}
+    assert_matches(got, reference_correlate(x, k, "same"), dtype="float32")
