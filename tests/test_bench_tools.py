@@ -481,3 +481,53 @@ def test_compare_refuses_a_folder_without_arrayconv(tmp_path, capsys):
     with pytest.raises(SystemExit) as stop:
         compare.main([str(tmp_path)])
     assert stop.value.code == 2 and "holds no arrayconv package" in capsys.readouterr().err
+
+
+def test_filters_bench_rows_report_peers_the_floor_and_first_compiles(tmp_path, monkeypatch):
+    from bench import filters
+
+    monkeypatch.setattr(filters, "compile_seconds", lambda: {"3x3, empty cache": 2.0})
+    argv = ["--sides", "64", "--int-sides", "48", "--kernels", "3", "--sigmas", "1", "--borders-side", "40", "--volumes", "12",
+            "--volume-kernels", "3", "--volume-sigmas", "1", "--repeats", "1", "--out", str(tmp_path)]
+    assert filters.main(argv) == 0
+    report = json.loads(next(tmp_path.glob("filters-*.json")).read_text())
+    rows = report["rows"]
+    assert {r["border"] for r in rows} == {"constant", "replicate", "reflect101", "reflect"}
+    assert {r["dtype"] for r in rows} == {"float32", "uint8", "uint16"} and any(len(r["shape"]) == 3 for r in rows)
+    for r in rows:
+        assert {"arrayconv", "arrayconv out=", "floor", "scipy.ndimage"} <= set(r["median_s"])
+        assert all(d < 1e-5 for d in r["difference"].values())  # the peers compute the same filter
+        assert ("OpenCV" in r["median_s"]) == (len(r["shape"]) == 2 and "cv2" in sys.modules)
+    markdown = next(tmp_path.glob("filters-*.md")).read_text()
+    assert "| 64x64 | float32 | 3x3 | constant |" in markdown and "3x3, empty cache: 2.00 s" in markdown
+
+
+def test_filters_bench_gaussian_is_ndimages():
+    from scipy.ndimage import _filters
+
+    from bench import filters
+
+    np.testing.assert_allclose(filters.gaussian(1.5), _filters._gaussian_kernel1d(1.5, 0, int(4 * 1.5 + 0.5)), rtol=1e-6)
+
+
+def test_contention_bench_times_idle_and_loaded_with_scipys_best(tmp_path, monkeypatch):
+    from bench import contention
+
+    monkeypatch.setattr(contention, "busy_cores", lambda count: __import__("contextlib").nullcontext())
+    assert contention.main(["--cases", "c,rl", "--repeats", "1", "--out", str(tmp_path)]) == 0
+    report = json.loads(next(tmp_path.glob("contention-*.json")).read_text())
+    assert set(report["idle_s"]) == set(report["loaded_s"]) == {"case c", "richardson-lucy 1024x1024"}
+    assert any(name.startswith("scipy") for name in report["idle_s"]["case c"])
+    assert "| case c |" in next(tmp_path.glob("contention-*.md")).read_text()
+
+
+def test_layers_bench_rows(tmp_path, monkeypatch):
+    from bench import layers
+
+    monkeypatch.setattr(layers, "LAYERS", [("depthwise 3x3, 4", (4, 16, 16), (4, 1, 3, 3), dict(padding=1, groups=4)),
+                                           ("3-D 3x3x3, 2 -> 3", (2, 6, 8, 8), (3, 2, 3, 3, 3), dict(padding=1))])
+    assert layers.main(["--batches", "2", "--repeats", "1", "--out", str(tmp_path)]) == 0
+    report = json.loads(next(tmp_path.glob("layers-*.json")).read_text())
+    assert [r["layer"] for r in report["rows"]] == ["depthwise 3x3, 4", "3-D 3x3x3, 2 -> 3"]
+    for r in report["rows"]:
+        assert r["floor_s"] > 0 and (r["difference"] is None or r["difference"] < 1e-5)

@@ -173,16 +173,20 @@ def test_every_boundary_rule_read_in_place(ndim, sizes, kernel, mode, boundary, 
     assert_matches(plan(x), _extended_reference(x, w, mode, boundary, fill), dtype="float64")
 
 
-@pytest.mark.parametrize("dtype", ["uint8", "int8", "uint16", "int16"])
+@pytest.mark.parametrize(("dtype", "kernel_dtype"), [("uint8", "float32"), ("int8", "float32"), ("uint16", "float32"), ("int16", "float32"), ("float32", "float64")])
 @pytest.mark.parametrize("boundary", ["constant", "mirror"])
-def test_small_integers_read_as_they_are(compiled, rng, dtype, boundary):
-    """8- and 16-bit images with a float kernel: read without a float copy, the result in
-    the result dtype (float32 here), as a float64 reference on the same samples."""
-    info = np.iinfo(dtype)
-    x = rng.integers(info.min, info.max, (37, 45), dtype=dtype, endpoint=True)
-    for w in (random(rng, (5, 3), "float32"), np.outer(random(rng, (7,), "float32"), random(rng, (7,), "float32"))):
+def test_small_integers_and_float32_read_as_they_are(compiled, rng, dtype, kernel_dtype, boundary):
+    """8- and 16-bit images with a float32 kernel, float32 images with a float64 one: read
+    without a converted copy, the result in the result dtype, as a float64 reference on the
+    same samples."""
+    if np.dtype(dtype).kind == "f":
+        x = random(rng, (37, 45), dtype)
+    else:
+        info = np.iinfo(dtype)
+        x = rng.integers(info.min, info.max, (37, 45), dtype=dtype, endpoint=True)
+    for w in (random(rng, (5, 3), kernel_dtype), np.outer(random(rng, (7,), kernel_dtype), random(rng, (7,), kernel_dtype))):
         plan = ac.plan_correlate(w, x.shape, "same", "direct", boundary=boundary, dtype=dtype)
-        assert plan._as_given and plan.y_dtype == np.float32
+        assert plan._as_given and plan.y_dtype == np.dtype(kernel_dtype)
         got = plan(x)
-        assert got.dtype == np.float32
-        assert_matches(got, _extended_reference(x, w, "same", boundary), dtype="float32")
+        assert got.dtype == np.dtype(kernel_dtype)
+        assert_matches(got, _extended_reference(x, w, "same", boundary), dtype=kernel_dtype)

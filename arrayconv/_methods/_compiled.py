@@ -11,7 +11,8 @@ the column pass (and for volumes, the plane pass over a block of planes).
 The loops read the input as it is, through index maps (one per axis: the input sample at
 each position of the padded axis, or the fill value): zeros past the edges, a periodic
 problem and every boundary rule make no padded copy. They also read integer images of up
-to 16 bits without a float copy (:func:`reads_dtype`).
+to 16 bits, and float32 images summed in float64, without a converted copy
+(:func:`reads_dtype`).
 
 The code is generated per kernel row length and dtype and compiled once per process, or
 read from numba's cache on disk (:func:`arrayconv.cache_dir`): a new one costs about a
@@ -59,9 +60,9 @@ _THREADED_MACS = 1 << 20
 # pass of the separable form's column and plane passes.
 _FUSED_ROWS, _FUSED_WIDE_ROWS = 5, 3
 _BUFFER_PASSES = (1, 4)
-# Integer inputs read as they are (no float copy): small enough that the loop converts
-# each sample on the fly.
-_READ_AS_IS = frozenset("bBhH")
+# Inputs read as they are, converted sample by sample in the loop, where the sums run in
+# another dtype: 8- and 16-bit integers, and float32 (float64 sums: scipy.ndimage's).
+_READ_AS_IS = frozenset("bBhHf")
 
 
 def available() -> bool:
@@ -98,8 +99,8 @@ def takes(problem: Problem, backend: Backend) -> bool:
 
 
 def reads_dtype(dtype: np.dtype[Any]) -> bool:
-    """Whether the loops read an input of `dtype` as it is: the problem's own float dtype,
-    or (8- and 16-bit) integers, converted sample by sample."""
+    """Whether the loops read an input of `dtype` as it is, where the problem's dtype is
+    another: 8- and 16-bit integers and float32, converted sample by sample."""
     return dtype.char in _READ_AS_IS
 
 
