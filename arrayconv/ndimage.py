@@ -1,0 +1,506 @@
+"""scipy.ndimage's linear filters, on arrayconv: one changed import line.
+
+``from arrayconv import ndimage`` in place of ``from scipy import ndimage`` gives the same
+functions with SciPy's signatures, defaults, edge modes (``'reflect'``, ``'mirror'``,
+``'nearest'``, ``'wrap'``, ``'constant'`` and the ``'grid-*'`` names), ``cval``,
+``origin``, ``axes``, ``output`` (an array or a dtype) and results: sums in float64, the
+result in the input's dtype (or `output`'s), integers truncated toward zero as SciPy's C
+code casts them, and separable filters as one pass per axis where SciPy makes one (so
+integer outputs are truncated between passes as SciPy's are). Errors are SciPy's types.
+The sums run on arrayconv's methods (compiled loops for small kernels, FFTs for large
+ones); CuPy arrays run on their GPU.
+
+SciPy's own tests of these functions (``scipy/ndimage/tests/test_filters.py``) run against
+this module in CI (``tests/scipy_suite``).
+
+Examples
+--------
+>>> import numpy as np
+>>> import scipy.ndimage
+>>> from arrayconv import ndimage
+>>> image = np.random.default_rng(0).random((64, 64))
+>>> bool(np.allclose(ndimage.gaussian_filter(image, 2.0), scipy.ndimage.gaussian_filter(image, 2.0)))
+True
+"""
+
+from __future__ import annotations
+
+import numbers
+import operator
+import warnings
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ._backend import is_cupy_array
+from ._correlate import correlate as _typed_correlate
+
+_ac_correlate: Callable[..., Any] = _typed_correlate  # validated SciPy arguments: str, not its Literal types
+
+__all__ = [
+    "convolve",
+    "convolve1d",
+    "correlate",
+    "correlate1d",
+    "gaussian_filter",
+    "gaussian_filter1d",
+    "gaussian_gradient_magnitude",
+    "gaussian_laplace",
+    "laplace",
+    "prewitt",
+    "sobel",
+    "uniform_filter",
+    "uniform_filter1d",
+]
+
+# scipy.ndimage's edge modes (filters) -> arrayconv's boundary rules.
+_MODES = {
+    "reflect": "symmetric",
+    "grid-mirror": "symmetric",
+    "mirror": "mirror",
+    "nearest": "edge",
+    "wrap": "wrap",
+    "grid-wrap": "wrap",
+    "constant": "constant",
+    "grid-constant": "constant",
+}
+
+
+def correlate(input: Any, weights: Any, output: Any = None, mode: str = "reflect", cval: Any = 0.0, origin: Any = 0, *, axes: Any = None) -> Any:
+    """Multidimensional correlation, as :func:`scipy.ndimage.correlate`."""
+    return _correlate_or_convolve(input, weights, output, mode, cval, origin, False, axes)
+
+
+def convolve(input: Any, weights: Any, output: Any = None, mode: str = "reflect", cval: Any = 0.0, origin: Any = 0, *, axes: Any = None) -> Any:
+    """Multidimensional convolution, as :func:`scipy.ndimage.convolve`."""
+    return _correlate_or_convolve(input, weights, output, mode, cval, origin, True, axes)
+
+
+def correlate1d(input: Any, weights: Any, axis: int = -1, output: Any = None, mode: str = "reflect", cval: Any = 0.0, origin: int = 0) -> Any:
+    """1-D correlation along `axis`, as :func:`scipy.ndimage.correlate1d`."""
+    xp = _xp(input)
+    input, weights = xp.asarray(input), xp.asarray(weights)
+    if input.dtype.kind == "c" or weights.dtype.kind == "c":
+        if weights.dtype.kind == "c":
+            weights = weights.conj().astype(np.complex128, copy=False)
+        output = _get_output(output, input, complex_output=True)
+        return _via_real_parts(correlate1d, input, weights, output, cval, axis=axis, mode=mode, origin=origin)
+    output = _get_output(output, input)
+    weights = weights.astype(np.float64)
+    if weights.ndim != 1 or weights.shape[0] < 1:
+        raise RuntimeError("no filter weights given")
+    axis = _axis(axis, input.ndim)
+    if _invalid_origin(origin, weights.shape[0]):
+        msg = "Invalid origin; origin must satisfy -(len(weights) // 2) <= origin <= (len(weights)-1) // 2"
+        raise ValueError(msg)
+    shape = [1] * input.ndim
+    shape[axis] = weights.shape[0]
+    origins = [0] * input.ndim
+    origins[axis] = origin
+    _filter_into(output, input, weights.reshape(shape), _mode(mode), cval, origins)
+    return output
+
+
+def convolve1d(input: Any, weights: Any, axis: int = -1, output: Any = None, mode: str = "reflect", cval: Any = 0.0, origin: int = 0) -> Any:
+    """1-D convolution along `axis`, as :func:`scipy.ndimage.convolve1d`."""
+    weights = _xp(weights).asarray(weights)[::-1]
+    origin = -origin - (0 if weights.shape[0] & 1 else 1)
+    if weights.dtype.kind == "c":
+        weights = weights.conj()  # undoes correlate1d's conjugation
+    return correlate1d(input, weights, axis, output, mode, cval, origin)
+
+
+def gaussian_filter1d(
+    input: Any, sigma: float, axis: int = -1, order: int = 0, output: Any = None, mode: str = "reflect", cval: Any = 0.0, truncate: float = 4.0, *, radius: Any = None
+) -> Any:
+    """1-D Gaussian filter (or its derivatives), as :func:`scipy.ndimage.gaussian_filter1d`."""
+    sd = float(sigma)
+    half = int(truncate * sd + 0.5) if radius is None else radius
+    if not isinstance(half, numbers.Integral) or half < 0:
+        raise ValueError("Radius must be a nonnegative integer.")
+    weights = _gaussian_kernel1d(sd, order, int(half))[::-1]  # correlated, not convolved
+    return correlate1d(input, _xp(input).asarray(weights), axis, output, mode, cval, 0)
+
+
+def gaussian_filter(
+    input: Any, sigma: Any, order: Any = 0, output: Any = None, mode: Any = "reflect", cval: Any = 0.0, truncate: float = 4.0, *, radius: Any = None, axes: Any = None
+) -> Any:
+    """Multidimensional Gaussian filter, as :func:`scipy.ndimage.gaussian_filter`: one
+    pass per axis, or (float results, one mode) one pass over the outer product."""
+    input = _xp(input).asarray(input)
+    output = _get_output(output, input)
+    axes = _check_axes(axes, input.ndim)
+    n = len(axes)
+    orders, sigmas, modes, radii = (_normalize_sequence(v, n) for v in (order, sigma, mode, radius))
+    passes = [(axes[i], sigmas[i], orders[i], modes[i], radii[i]) for i in range(n) if sigmas[i] > 1e-15]
+    if not passes:
+        output[...] = input[...]
+        return output
+    if _one_pass(input, output, [m for *_, m, _ in passes]):
+        lines = [(axis, _gaussian_kernel1d(float(s), o, _radius(s, truncate, r))[::-1]) for axis, s, o, _, r in passes]
+        return _outer_product_into(output, input, lines, passes[0][3], cval)
+    for axis, s, o, m, r in passes:
+        gaussian_filter1d(input, s, axis, o, output, m, cval, truncate, radius=r)
+        input = output
+    return output
+
+
+def uniform_filter1d(input: Any, size: int, axis: int = -1, output: Any = None, mode: str = "reflect", cval: Any = 0.0, origin: int = 0) -> Any:
+    """1-D mean over `size` samples, as :func:`scipy.ndimage.uniform_filter1d`: the sum of
+    the window (exact for integers) over `size`."""
+    xp = _xp(input)
+    input = xp.asarray(input)
+    axis = _axis(axis, input.ndim)
+    if size < 1:
+        raise RuntimeError("incorrect filter size")
+    complex_output = input.dtype.kind == "c"
+    output = _get_output(output, input, complex_output=complex_output)
+    if size // 2 + origin < 0 or size // 2 + origin >= size:
+        raise ValueError("invalid origin")
+    shape = [1] * input.ndim
+    shape[axis] = size
+    origins = [0] * input.ndim
+    origins[axis] = origin
+    parts = [(input.real, output.real, np.real(cval)), (input.imag, output.imag, np.imag(cval))] if complex_output else [(input, output, cval)]
+    for x, out, fill in parts:
+        _filter_into(out, x, xp.ones(shape), _mode(mode), fill, origins, divide=size)
+    return output
+
+
+def uniform_filter(input: Any, size: Any = 3, output: Any = None, mode: Any = "reflect", cval: Any = 0.0, origin: Any = 0, *, axes: Any = None) -> Any:
+    """Multidimensional mean filter, as :func:`scipy.ndimage.uniform_filter`: one pass per
+    axis, or (float results, one mode, no origin) one pass over the whole box."""
+    input = _xp(input).asarray(input)
+    output = _get_output(output, input, complex_output=input.dtype.kind == "c")
+    axes = _check_axes(axes, input.ndim)
+    n = len(axes)
+    sizes, origins, modes = (_normalize_sequence(v, n) for v in (size, origin, mode))
+    passes = [(axes[i], int(sizes[i]), origins[i], modes[i]) for i in range(n) if sizes[i] > 1]
+    if not passes:
+        output[...] = input[...]
+        return output
+    if not any(o for *_, o, _ in passes) and input.dtype.kind != "c" and _one_pass(input, output, [m for *_, m in passes]):
+        lines = [(axis, np.full(s, 1.0 / s)) for axis, s, _, _ in passes]
+        return _outer_product_into(output, input, lines, passes[0][3], cval)
+    for axis, s, o, m in passes:
+        uniform_filter1d(input, s, axis, output, m, cval, o)
+        input = output
+    return output
+
+
+def prewitt(input: Any, axis: int = -1, output: Any = None, mode: Any = "reflect", cval: Any = 0.0) -> Any:
+    """Prewitt filter, as :func:`scipy.ndimage.prewitt`."""
+    return _edge_filter(input, axis, output, mode, cval, [1, 1, 1])
+
+
+def sobel(input: Any, axis: int = -1, output: Any = None, mode: Any = "reflect", cval: Any = 0.0) -> Any:
+    """Sobel filter, as :func:`scipy.ndimage.sobel`."""
+    return _edge_filter(input, axis, output, mode, cval, [1, 2, 1])
+
+
+def laplace(input: Any, output: Any = None, mode: Any = "reflect", cval: Any = 0.0, *, axes: Any = None) -> Any:
+    """Laplace filter (second differences), as :func:`scipy.ndimage.laplace`."""
+
+    def second(x: Any, axis: int, out: Any, m: str) -> Any:
+        return correlate1d(x, [1, -2, 1], axis, out, m, cval, 0)
+
+    return _sum_over_axes(input, second, output, mode, axes, squares=False)
+
+
+def gaussian_laplace(input: Any, sigma: Any, output: Any = None, mode: Any = "reflect", cval: Any = 0.0, *, axes: Any = None, **kwargs: Any) -> Any:
+    """Laplacian of Gaussian, as :func:`scipy.ndimage.gaussian_laplace`."""
+    input = _xp(input).asarray(input)
+    checked = _check_axes(axes, input.ndim)
+    sigmas = _on_axes(_normalize_sequence(sigma, len(checked)), checked, input.ndim, 0.0)
+
+    def second(x: Any, axis: int, out: Any, m: str) -> Any:
+        order = [0] * x.ndim
+        order[axis] = 2
+        return gaussian_filter(x, sigmas, order, out, m, cval, **kwargs)
+
+    return _sum_over_axes(input, second, output, mode, axes, squares=False)
+
+
+def gaussian_gradient_magnitude(input: Any, sigma: Any, output: Any = None, mode: Any = "reflect", cval: Any = 0.0, *, axes: Any = None, **kwargs: Any) -> Any:
+    """Gradient magnitude by Gaussian derivatives, as :func:`scipy.ndimage.gaussian_gradient_magnitude`."""
+
+    def first(x: Any, axis: int, out: Any, m: str) -> Any:
+        order = [0] * x.ndim
+        order[axis] = 1
+        return gaussian_filter(x, sigma, order, out, m, cval, **kwargs)
+
+    return _sum_over_axes(input, first, output, mode, axes, squares=True)
+
+
+def _correlate_or_convolve(input: Any, weights: Any, output: Any, mode: Any, cval: Any, origin: Any, convolution: bool, axes: Any) -> Any:
+    xp = _xp(input)
+    input, weights = xp.asarray(input), xp.asarray(weights)
+    if input.dtype.kind == "c" or weights.dtype.kind == "c":
+        if weights.dtype.kind == "c" and not convolution:
+            weights = weights.conj()  # as numpy.correlate: the weights, not the input
+        output = _get_output(output, input, complex_output=True)
+        return _via_real_parts(_correlate_or_convolve, input, weights, output, cval, mode=mode, origin=origin, convolution=convolution, axes=axes)
+    checked = _check_axes(axes, input.ndim)
+    weights = weights.astype(np.float64)
+    if len(checked) < input.ndim:
+        if weights.ndim != len(checked):
+            msg = f"weights.ndim ({weights.ndim}) must match len(axes) ({len(checked)})"
+            raise RuntimeError(msg)
+        weights = xp.expand_dims(weights, tuple(ax for ax in range(input.ndim) if ax not in checked))
+    origins = _on_axes(_normalize_sequence(origin, len(checked)), checked, input.ndim, 0)
+    lengths = [n for n in weights.shape if n > 0]
+    if len(lengths) != input.ndim:
+        msg = f"weights.ndim ({len(lengths)}) must match len(axes) ({len(checked)})"
+        raise RuntimeError(msg)
+    if convolution:
+        weights = weights[(slice(None, None, -1),) * weights.ndim]
+        origins = [-o - (0 if n & 1 else 1) for o, n in zip(origins, weights.shape)]
+    for o, n in zip(origins, lengths):
+        if _invalid_origin(o, n):
+            msg = "Invalid origin; origin must satisfy -(weights.shape[k] // 2) <= origin[k] <= (weights.shape[k]-1) // 2"
+            raise ValueError(msg)
+    output = _get_output(output, input)
+    if not isinstance(mode, str) and isinstance(mode, Iterable):
+        raise RuntimeError("A sequence of modes is not supported")
+    _filter_into(output, input, weights, _mode(mode), cval, origins)
+    return output
+
+
+def _filter_into(output: Any, input: Any, weights: Any, boundary: str, cval: Any, origins: Sequence[int], divide: int = 1) -> None:
+    """`output` = the correlation of real `input` with float64 `weights` (of its ndim), each
+    axis's centre at ``k // 2 + origin``, past the edges by `boundary` (an arrayconv rule)
+    with `cval`, summed in float64 (then over `divide`), cast as SciPy's C code casts."""
+    for a in (input, output):
+        if a.dtype.kind not in "biuf" or a.dtype.itemsize > 8 or a.dtype == np.float16:
+            msg = f"array type {a.dtype!r} not supported"  # as SciPy's C code: float16 and long double
+            raise RuntimeError(msg)
+    if input.size == 0:
+        return
+    if np.iscomplexobj(cval):
+        raise ValueError("Cannot provide a complex-valued cval when the input is real.")
+    x = input.astype(np.uint8) if input.dtype == bool else input
+    fill = float(cval) if boundary == "constant" else 0.0
+    if not any(origins):
+        result = _ac_correlate(x, weights, "same", boundary=boundary, fillvalue=fill)
+    else:  # the centre moved: the 'full' correlation, from the first output the origin asks for
+        full = _ac_correlate(x, weights, "full", boundary=boundary, fillvalue=fill)
+        result = full[tuple(slice(k - 1 - k // 2 - o, k - 1 - k // 2 - o + n) for k, o, n in zip(weights.shape, origins, x.shape))]
+    if divide != 1:
+        result = result / divide
+    _store(output, result)
+
+
+def _outer_product_into(output: Any, input: Any, lines: list[tuple[int, Any]], mode: str, cval: Any) -> Any:
+    """`output` filtered by the outer product of the 1-D `lines` ``(axis, taps)``, in one
+    call (arrayconv runs an outer product as passes fused in cache)."""
+    xp = _xp(input)
+    weights = xp.ones((1,) * input.ndim)
+    for axis, taps in lines:
+        shape = [1] * input.ndim
+        shape[axis] = len(taps)
+        weights = weights * xp.asarray(taps, dtype=np.float64).reshape(shape)
+    if any(n < 1 for n in weights.shape):
+        raise RuntimeError("no filter weights given")
+    _filter_into(output, input, weights, _mode(mode), cval, [0] * input.ndim)
+    return output
+
+
+def _one_pass(input: Any, output: Any, modes: list[Any]) -> bool:
+    """Whether SciPy's passes, one per axis, may run as one: the input real, the result
+    float64 (rounded once between passes, as SciPy's is), one mode for every axis, no
+    overlap."""
+    return (
+        input.dtype.kind in "fiub"
+        and output.dtype == np.float64
+        and all(isinstance(m, str) and m == modes[0] for m in modes)
+        and not np.may_share_memory(input, output)
+    )
+
+
+def _edge_filter(input: Any, axis: int, output: Any, mode: Any, cval: Any, smooth: list[int]) -> Any:
+    """Sobel and Prewitt: the difference [-1, 0, 1] along `axis`, then `smooth` along each
+    other axis, through `output` as SciPy."""
+    input = _xp(input).asarray(input)
+    axis = _axis(axis, input.ndim)
+    output = _get_output(output, input)
+    modes = _normalize_sequence(mode, input.ndim)
+    correlate1d(input, [-1, 0, 1], axis, output, modes[axis], cval, 0)
+    for other in (ax for ax in range(input.ndim) if ax != axis):
+        correlate1d(output, smooth, other, output, modes[other], cval, 0)
+    return output
+
+
+def _sum_over_axes(input: Any, derivative: Any, output: Any, mode: Any, axes: Any, *, squares: bool) -> Any:
+    """SciPy's generic Laplace (`squares` False: the sum of `derivative` along each axis)
+    and gradient magnitude (True: the square root of the sum of squares)."""
+    xp = _xp(input)
+    input = xp.asarray(input)
+    output = _get_output(output, input)
+    checked = _check_axes(axes, input.ndim)
+    if not checked:
+        output[...] = input[...]
+        return output
+    modes = _normalize_sequence(mode, len(checked))
+    derivative(input, checked[0], output, modes[0])
+    if squares:
+        xp.multiply(output, output, output)
+    for ax, m in zip(checked[1:], modes[1:]):
+        term = derivative(input, ax, output.dtype, m)
+        if squares:
+            xp.multiply(term, term, term)
+        output += term
+    if squares:
+        xp.sqrt(output, output, casting="unsafe")
+    return output
+
+
+def _via_real_parts(func: Any, input: Any, weights: Any, output: Any, cval: Any, **kwargs: Any) -> Any:
+    """A complex filter as real ones on the real and imaginary parts (SciPy's way)."""
+    complex_input, complex_weights = input.dtype.kind == "c", weights.dtype.kind == "c"
+    if complex_input and complex_weights:
+        func(input.real, weights.real, output=output.real, cval=np.real(cval), **kwargs)
+        output.real -= func(input.imag, weights.imag, output=None, cval=np.imag(cval), **kwargs)
+        func(input.real, weights.imag, output=output.imag, cval=np.real(cval), **kwargs)
+        output.imag += func(input.imag, weights.real, output=None, cval=np.imag(cval), **kwargs)
+    elif complex_input:
+        func(input.real, weights, output=output.real, cval=np.real(cval), **kwargs)
+        func(input.imag, weights, output=output.imag, cval=np.imag(cval), **kwargs)
+    else:
+        if np.iscomplexobj(cval):
+            raise ValueError("Cannot provide a complex-valued cval when the input is real.")
+        func(input, weights.real, output=output.real, cval=cval, **kwargs)
+        func(input, weights.imag, output=output.imag, cval=cval, **kwargs)
+    return output
+
+
+def _store(output: Any, result: Any) -> None:
+    """`result` (float64) into `output` as SciPy's C code casts: integers truncated toward
+    zero and wrapped past their range."""
+    xp = _xp(result)
+    if output.dtype.kind in "iu":
+        result = xp.trunc(result).astype(np.int64)  # then wrapped, as C casts on x86
+    elif output.dtype == bool:
+        result = result != 0
+    xp.copyto(output, result, casting="unsafe")
+
+
+def _gaussian_kernel1d(sigma: float, order: int, radius: int) -> np.ndarray:
+    """The 1-D Gaussian of `sigma` over ``[-radius, radius]``, summing to 1, or its
+    `order`-th derivative: the Gaussian times the polynomial that differentiating
+    ``q(x) exp(-x**2 / (2 sigma**2))`` `order` times makes of ``q = 1``."""
+    if order < 0:
+        raise ValueError("order must be non-negative")
+    x = np.arange(-radius, radius + 1)
+    phi = np.exp(-0.5 / (sigma * sigma) * x**2)
+    phi = phi / phi.sum()
+    if order == 0:
+        return phi
+    q = np.zeros(order + 1)  # coefficients of the polynomial, by power
+    q[0] = 1
+    powers = np.arange(order + 1)
+    step = np.diag(powers[1:], 1) + np.diag(np.full(order, -1 / (sigma * sigma)), -1)  # q -> q' + q * p'
+    for _ in range(order):
+        q = step @ q
+    return (x[:, None] ** powers) @ q * phi
+
+
+def _radius(sigma: float, truncate: float, radius: Any) -> int:
+    half = int(truncate * float(sigma) + 0.5) if radius is None else radius
+    if not isinstance(half, numbers.Integral) or half < 0:
+        raise ValueError("Radius must be a nonnegative integer.")
+    return int(half)
+
+
+def _mode(mode: Any) -> str:
+    """arrayconv's rule for scipy.ndimage's filter `mode`; RuntimeError as SciPy's."""
+    if not isinstance(mode, str) or mode not in _MODES:
+        raise RuntimeError("boundary mode not supported")
+    return _MODES[mode]
+
+
+def _invalid_origin(origin: int, length: int) -> bool:
+    return origin < -(length // 2) or origin > (length - 1) // 2
+
+
+def _axis(axis: int, ndim: int) -> int:
+    """`axis` in ``[0, ndim)``; numpy's AxisError (a ValueError) as SciPy's."""
+    axis = operator.index(axis)
+    if not -ndim <= axis < ndim:
+        raise np.exceptions.AxisError(axis, ndim)
+    return axis % ndim
+
+
+def _normalize_sequence(value: Any, rank: int) -> list[Any]:
+    """`value` once per axis: a sequence as it is (of `rank` values), else repeated."""
+    if not isinstance(value, str) and np.iterable(value):
+        values = list(value)
+        if len(values) != rank:
+            raise RuntimeError("sequence argument must have length equal to input rank")
+        return values
+    return [value] * rank
+
+
+def _on_axes(values: list[Any], axes: tuple[int, ...], ndim: int, other: Any) -> list[Any]:
+    """`values` of `axes` as one value per axis of `ndim`, `other` on the rest."""
+    full = [other] * ndim
+    for value, ax in zip(values, axes):
+        full[ax] = value
+    return full
+
+
+def _check_axes(axes: Any, ndim: int) -> tuple[int, ...]:
+    """`axes` as SciPy takes them: None (all), an int, or distinct ints in range."""
+    if axes is None:
+        return tuple(range(ndim))
+    if np.isscalar(axes):
+        found: tuple[int, ...] = (operator.index(axes),)  # type: ignore[arg-type]
+    elif isinstance(axes, Iterable):
+        found = tuple(operator.index(ax) for ax in axes)
+        for ax in found:
+            if ax < -ndim or ax > ndim - 1:
+                msg = f"specified axis: {ax} is out of range"
+                raise ValueError(msg)
+        found = tuple(ax % ndim if ax < 0 else ax for ax in found)
+    else:
+        raise ValueError("axes must be an integer, iterable of integers, or None")
+    if len(set(found)) != len(found):
+        raise ValueError("axes must be unique")
+    return found
+
+
+def _get_output(output: Any, input: Any, complex_output: bool = False) -> Any:
+    """The array to write into, as SciPy makes it: zeros of the input's dtype (complex for
+    a complex filter), of a dtype given, or `output` itself (of the input's shape)."""
+    xp = _xp(input)
+    shape = input.shape
+    if output is None:
+        dtype = np.promote_types(input.dtype, np.complex64) if complex_output else input.dtype
+        return xp.zeros(shape, dtype=dtype)
+    if isinstance(output, type | np.dtype):
+        if complex_output and np.dtype(output).kind != "c":
+            warnings.warn("promoting specified output dtype to complex", stacklevel=3)
+            output = np.promote_types(output, np.complex64)
+        return xp.zeros(shape, dtype=output)
+    if isinstance(output, str):
+        dtype = np.dtype(output)
+        if complex_output and dtype.kind != "c":
+            raise RuntimeError("output must have complex dtype")
+        if not issubclass(dtype.type, np.number):
+            raise RuntimeError("output must have numeric dtype")
+        return xp.zeros(shape, dtype=dtype)
+    output = xp.asarray(output)
+    if output.shape != shape:
+        raise RuntimeError("output shape not correct")
+    if complex_output and output.dtype.kind != "c":
+        raise RuntimeError("output must have complex dtype")
+    return output
+
+
+def _xp(a: Any) -> Any:
+    """The array module of `a`: CuPy for a CuPy array, else NumPy."""
+    if is_cupy_array(a):
+        import cupy
+
+        return cupy
+    return np

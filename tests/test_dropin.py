@@ -1,0 +1,168 @@
+"""arrayconv.ndimage and arrayconv.signal against scipy.ndimage and scipy.signal on random
+data: every mode, origin, axes subset and output dtype SciPy takes (SciPy's own tests of
+these functions run in tests/test_scipy_suite.py)."""
+
+import numpy as np
+import pytest
+import scipy.ndimage
+import scipy.signal
+from _reference import random
+from _strategies import examples
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from arrayconv import ndimage, signal
+
+NDIMAGE_MODES = ["reflect", "grid-mirror", "mirror", "nearest", "wrap", "grid-wrap", "constant", "grid-constant"]
+
+
+def _assert_like_scipy(got, expected):
+    """The same dtype and shape; integers within one (both truncate float64 sums that may
+    differ in the last bit), floats within their precision."""
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    if got.dtype.kind in "iu":
+        np.testing.assert_allclose(got.astype(np.float64), expected.astype(np.float64), rtol=0, atol=1)
+    else:
+        scale = max(float(np.max(np.abs(expected))), 1.0)
+        rtol = 1e-5 if got.dtype in (np.float32, np.complex64) else 1e-12
+        np.testing.assert_allclose(got, expected, rtol=0, atol=rtol * scale)
+
+
+@settings(max_examples=examples(60))
+@given(
+    shape=st.lists(st.integers(1, 9), min_size=1, max_size=3),
+    kernel=st.lists(st.integers(1, 6), min_size=3, max_size=3),
+    mode=st.sampled_from(NDIMAGE_MODES),
+    dtype=st.sampled_from(["float64", "float32", "int16", "uint8"]),
+    convolution=st.booleans(),
+    origin_seed=st.integers(0, 2**16),
+    seed=st.integers(0, 2**16),
+)
+def test_ndimage_correlate_and_convolve(shape, kernel, mode, dtype, convolution, origin_seed, seed):
+    rng = np.random.default_rng(seed)
+    x = random(rng, tuple(shape), dtype) if dtype.startswith("float") else rng.integers(0, 100, shape).astype(dtype)
+    w = rng.standard_normal(tuple(kernel[: len(shape)]))
+    origins = [int(np.random.default_rng(origin_seed + i).integers(-(k // 2), (k - 1) // 2 + 1)) for i, k in enumerate(w.shape)]
+    name = "convolve" if convolution else "correlate"
+    got = getattr(ndimage, name)(x, w, mode=mode, cval=1.5, origin=origins)
+    _assert_like_scipy(got, getattr(scipy.ndimage, name)(x, w, mode=mode, cval=1.5, origin=origins))
+
+
+@pytest.mark.parametrize("output", [None, np.float32, "float64", "int32"])
+@pytest.mark.parametrize("axes", [None, (0,), (1, 2), (-1, 0)])
+def test_ndimage_filters_with_axes_and_outputs(output, axes, rng):
+    x = random(rng, (11, 9, 8), "float64") * 50
+    w = rng.standard_normal((3,) * (3 if axes is None else len(axes)))
+    calls = [
+        ("correlate", (w,), {}),
+        ("convolve", (w,), {}),
+        ("gaussian_filter", (1.3,), {"truncate": 3.0}),
+        ("gaussian_filter", ((0.7, 1.1, 2.0)[: 3 if axes is None else len(axes)],), {"order": 1}),
+        ("uniform_filter", (4,), {}),
+        ("gaussian_laplace", (1.0,), {}),
+        ("gaussian_gradient_magnitude", (1.0,), {}),
+        ("laplace", (), {}),
+    ]
+    for name, args, kwargs in calls:
+        ours = getattr(ndimage, name)(x, *args, output=output, mode="mirror", axes=axes, **kwargs)
+        theirs = getattr(scipy.ndimage, name)(x, *args, output=output, mode="mirror", axes=axes, **kwargs)
+        _assert_like_scipy(ours, theirs)
+
+
+@pytest.mark.parametrize("name", ["sobel", "prewitt"])
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_ndimage_edge_filters(name, dtype, rng):
+    x = (random(rng, (20, 17), "float64") * 100).astype(dtype)
+    for axis in (0, 1, -1):
+        _assert_like_scipy(getattr(ndimage, name)(x, axis, mode="nearest"), getattr(scipy.ndimage, name)(x, axis, mode="nearest"))
+
+
+@pytest.mark.parametrize("name", ["correlate1d", "convolve1d", "uniform_filter1d", "gaussian_filter1d"])
+def test_ndimage_1d_filters(name, rng):
+    x = random(rng, (13, 17), "float32")
+    first = {"gaussian_filter1d": 1.5, "uniform_filter1d": 4}.get(name, rng.standard_normal(4))
+    extra = {} if name == "gaussian_filter1d" else {"origin": -1}
+    for axis in (0, 1):
+        _assert_like_scipy(getattr(ndimage, name)(x, first, axis, mode="wrap", **extra), getattr(scipy.ndimage, name)(x, first, axis, mode="wrap", **extra))
+
+
+def test_ndimage_output_in_place_and_complex(rng):
+    x = random(rng, (16, 12), "float64")
+    expected = scipy.ndimage.gaussian_filter(x, 2.0)
+    y = x.copy()
+    assert ndimage.gaussian_filter(y, 2.0, output=y) is y
+    _assert_like_scipy(y, expected)
+    z, w = random(rng, (10, 9), "complex128"), random(rng, (3, 2), "complex128")
+    _assert_like_scipy(ndimage.correlate(z, w, mode="constant"), scipy.ndimage.correlate(z, w, mode="constant"))
+
+
+@pytest.mark.parametrize(
+    ("call", "error"),
+    [
+        (lambda: ndimage.correlate(np.ones((3, 3)), np.ones(3)), RuntimeError),  # weights of the wrong ndim
+        (lambda: ndimage.correlate(np.ones(5), np.ones(3), origin=2), ValueError),
+        (lambda: ndimage.correlate(np.ones(5), np.ones(3), mode="reflective"), RuntimeError),
+        (lambda: ndimage.correlate1d(np.ones(5), []), RuntimeError),
+        (lambda: ndimage.uniform_filter1d(np.ones(5), 0), RuntimeError),
+        (lambda: ndimage.gaussian_filter(np.ones(5, np.float16), 1.0), RuntimeError),
+        (lambda: ndimage.correlate(np.ones(5), np.ones(3), output=np.ones(4)), RuntimeError),
+        (lambda: ndimage.gaussian_filter(np.ones((4, 4)), [1.0, 2.0, 3.0]), RuntimeError),
+    ],
+)
+def test_ndimage_bad_input_raises_scipys_exception(call, error):
+    with pytest.raises(error):
+        call()
+
+
+@settings(max_examples=examples(60))
+@given(
+    s1=st.lists(st.integers(1, 12), min_size=1, max_size=3),
+    s2=st.lists(st.integers(1, 7), min_size=3, max_size=3),
+    mode=st.sampled_from(["full", "same", "valid"]),
+    function=st.sampled_from(["fftconvolve", "oaconvolve", "convolve", "correlate"]),
+    dtype=st.sampled_from(["float64", "float32", "int32", "complex128"]),
+    seed=st.integers(0, 2**16),
+)
+def test_signal_convolutions(s1, s2, mode, function, dtype, seed):
+    """Length-1 axes, integer inputs and 'valid' swaps as SciPy's own functions."""
+    rng = np.random.default_rng(seed)
+    a = random(rng, tuple(s1), dtype) if dtype[0] in "fc" else rng.integers(-50, 50, s1).astype(dtype)
+    b = random(rng, tuple(s2[: len(s1)]), dtype) if dtype[0] in "fc" else rng.integers(-50, 50, s2[: len(s1)]).astype(dtype)
+    try:
+        expected = getattr(scipy.signal, function)(a, b, mode)
+    except ValueError as error:
+        with pytest.raises(ValueError, match=str(error)[:40]):
+            getattr(signal, function)(a, b, mode)
+        return
+    _assert_like_scipy(np.asarray(getattr(signal, function)(a, b, mode)), np.asarray(expected))
+
+
+@pytest.mark.parametrize(
+    ("axes", "s1", "s2"),
+    [(None, (6, 1, 9), (1, 5, 4)), (0, (6, 3, 9), (4, 3, 1)), ([1], (2, 6, 1), (1, 4, 5)), ([0, 1], (6, 1, 9), (1, 5, 9)), (-1, (3, 1, 9), (1, 2, 4))],
+)
+def test_signal_fft_convolutions_along_axes_broadcast(axes, s1, s2, rng):
+    """Axes where either input has length 1 broadcast, not convolve; 'same' keeps in1's
+    length there too."""
+    a, b = random(rng, s1, "float64"), random(rng, s2, "float64")
+    for function in ("fftconvolve", "oaconvolve"):
+        for mode in ("full", "same"):
+            _assert_like_scipy(getattr(signal, function)(a, b, mode, axes=axes), getattr(scipy.signal, function)(a, b, mode, axes=axes))
+
+
+@pytest.mark.parametrize("boundary", ["fill", "wrap", "symm", "circular", "symmetric"])
+@pytest.mark.parametrize("mode", ["full", "same", "valid"])
+def test_signal_2d_functions(boundary, mode, rng):
+    a, b = random(rng, (9, 12), "float64"), random(rng, (4, 3), "float64")
+    for name in ("convolve2d", "correlate2d"):
+        _assert_like_scipy(getattr(signal, name)(a, b, mode, boundary, 0.5), getattr(scipy.signal, name)(a, b, mode, boundary, 0.5))
+        if mode == "valid":  # in2 the larger: swapped as SciPy
+            _assert_like_scipy(getattr(signal, name)(b, a, mode, boundary), getattr(scipy.signal, name)(b, a, mode, boundary))
+
+
+def test_choose_conv_method_answers_direct_or_fft(rng):
+    small, large = random(rng, (64, 64), "float64"), random(rng, (2048,), "float64")
+    assert signal.choose_conv_method(small, random(rng, (3, 3), "float64")) == "direct"
+    assert signal.choose_conv_method(large, random(rng, (1500,), "float64")) == "fft"
+    big = np.full(100, 2**40, dtype=np.int64)
+    assert signal.choose_conv_method(big, big) == "direct"  # not exact in float64
