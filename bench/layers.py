@@ -1,0 +1,118 @@
+"""Conv layers outside deep-learning frameworks: arrayconv.conv against torch's CPU conv.
+
+Usage: ``python -m bench.layers [--batches 1,16] [--repeats 7] [--out bench/results]``.
+The layer shapes people run on images: 3x3 and 5x5 multichannel at unit stride, stride 2,
+1x1, grouped, depthwise 3x3 to 7x7, dilated, and 3-D 3x3x3, each at each batch size,
+float32. ``arrayconv.conv`` ('auto') and ``torch.nn.functional.conv2d`` / ``conv3d`` (its
+CPU build, oneDNN, as many threads as arrayconv's workers) run interleaved in one process
+after a warm-up; the median of `repeats` rounds. Each row has the memory floor beside it:
+the input read and the output written once at the machine's stream rate. Writes
+``layers-<date>.md`` and ``.json`` to `out`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+import arrayconv as ac
+from arrayconv import _config
+from arrayconv._backend import NUMPY
+from arrayconv._rates import rates_for
+
+from .peers import interleaved_medians, time_call
+from .run import command_line, report_head, versions
+
+# (name, input (C, *spatial), filters (O, C/groups, *kernel), options)
+LAYERS = [
+    ("3x3, 64 -> 64", (64, 56, 56), (64, 64, 3, 3), dict(padding=1)),
+    ("5x5, 32 -> 32", (32, 56, 56), (32, 32, 5, 5), dict(padding=2)),
+    ("3x3 stride 2, 64 -> 128", (64, 56, 56), (128, 64, 3, 3), dict(padding=1, stride=2)),
+    ("1x1, 256 -> 64", (256, 28, 28), (64, 256, 1, 1), {}),
+    ("3x3 grouped (8), 128 -> 128", (128, 28, 28), (128, 16, 3, 3), dict(padding=1, groups=8)),
+    ("depthwise 3x3, 64", (64, 112, 112), (64, 1, 3, 3), dict(padding=1, groups=64)),
+    ("depthwise 5x5, 64", (64, 112, 112), (64, 1, 5, 5), dict(padding=2, groups=64)),
+    ("depthwise 7x7, 96", (96, 56, 56), (96, 1, 7, 7), dict(padding=3, groups=96)),
+    ("3x3 dilated 2, 64 -> 64", (64, 56, 56), (64, 64, 3, 3), dict(padding=2, dilation=2)),
+    ("3-D 3x3x3, 8 -> 16", (8, 32, 64, 64), (16, 8, 3, 3, 3), dict(padding=1)),
+    ("3-D depthwise 3x3x3, 16", (16, 32, 64, 64), (16, 1, 3, 3, 3), dict(padding=1, groups=16)),
+]
+
+
+def time_layer(name: str, x_shape: tuple[int, ...], w_shape: tuple[int, ...], options: dict, batch: int, repeats: int) -> dict:
+    """Median seconds of arrayconv and torch on one layer, their largest difference, the floor."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((batch, *x_shape), dtype=np.float32)
+    w = rng.standard_normal(w_shape, dtype=np.float32)
+    calls = {"arrayconv": lambda: ac.conv(x, w, **options)}
+    missing = ""
+    try:
+        import torch
+        import torch.nn.functional as F
+    except ImportError:
+        missing = "torch is not installed"
+    else:
+        torch.set_num_threads(_config.workers())
+        tx, tw = torch.from_numpy(x), torch.from_numpy(w)
+        conv = F.conv3d if len(w_shape) == 5 else F.conv2d
+        calls["torch"] = lambda: conv(tx, tw, **options)
+    results = {n: np.asarray(c()) for n, c in calls.items()}  # warm-up
+    scale = float(np.max(np.abs(results["arrayconv"])))
+    difference = float(np.max(np.abs(results["arrayconv"] - results["torch"]))) / scale if "torch" in results else None
+    median = interleaved_medians(calls, {n: time_call for n in calls}, repeats)
+    floor = (x.nbytes + results["arrayconv"].nbytes) / rates_for(NUMPY).stream_bytes
+    method = ac.choose_method(x, w, op="conv", **options).method
+    return {"layer": name, "batch": batch, "x": list(x.shape), "w": list(w_shape), "options": options, "median_s": median, "floor_s": floor, "difference": difference, "method": method, "missing": missing}
+
+
+def write(rows: list[dict], folder: Path, argv: list[str]) -> Path:
+    """JSON and Markdown; returns the Markdown path."""
+    date = datetime.date.today().isoformat()
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = folder / f"layers-{date}"
+    report = {"date": date, "command": command_line("python -m bench.layers", argv), "versions": versions(), "rows": rows}
+    stem.with_suffix(".json").write_text(json.dumps(report, indent=1))
+    lines = [
+        *report_head(f"Conv layers against torch's CPU conv, {date}", report["command"], report["versions"]),
+        "float32; `arrayconv.conv` ('auto') and `torch.nn.functional.conv2d`/`conv3d` interleaved after a warm-up, medians of",
+        "the rounds, milliseconds. Ratio: torch's time over arrayconv's (over 1: arrayconv faster). Floor: the input read and the",
+        "output written once at the machine's stream rate. Difference: the largest from torch's result, over the largest magnitude.",
+        "",
+        "| layer | batch | arrayconv | method | torch | ratio | floor | difference |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        s = r["median_s"]
+        torch_ms = f"{1e3 * s['torch']:.2f}" if "torch" in s else "-"
+        ratio = f"{s['torch'] / s['arrayconv']:.2f}" if "torch" in s else "-"
+        difference = f"{r['difference']:.0e}" if r["difference"] is not None else "-"
+        lines.append(f"| {r['layer']} | {r['batch']} | {1e3 * s['arrayconv']:.2f} | {r['method']} | {torch_ms} | {ratio} | {1e3 * r['floor_s']:.2f} | {difference} |")
+    stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    return stem.with_suffix(".md")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line; returns the exit code."""
+    argv = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--batches", default="1,16")
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--out", default="bench/results")
+    args = parser.parse_args(argv)
+    rows = []
+    for batch in (int(b) for b in args.batches.split(",")):
+        for name, x_shape, w_shape, options in LAYERS:
+            rows.append(time_layer(name, x_shape, w_shape, options, batch, args.repeats))
+            s = rows[-1]["median_s"]
+            print(f"{name} batch {batch}: " + ", ".join(f"{n} {1e3 * t:.2f} ms" for n, t in s.items()), flush=True)
+    print(write(rows, Path(args.out), argv))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
