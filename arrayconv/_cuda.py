@@ -13,6 +13,9 @@ from ._cache import LRUCache
 
 _compiled = LRUCache("cuda_kernels", maxsize=64)
 _multiprocessors = LRUCache("cuda_devices", maxsize=16)
+_shared_limits = LRUCache("cuda_shared_memory", maxsize=16)
+# cudaDevAttrMaxSharedMemoryPerBlockOptin, where CuPy does not name it.
+_SHARED_OPTIN_ATTRIBUTE = 97
 
 # C type of each dtype the kernels are compiled for.
 C_TYPES = {
@@ -42,13 +45,23 @@ def kernel(source: str, name: str, dtype: np.dtype[Any], **constants: int) -> An
     return _compiled.get_or_make(key, lambda: _compile(source, name, np.dtype(dtype), constants))
 
 
-def _compile(source: str, name: str, dtype: np.dtype[Any], constants: dict[str, int]) -> Any:
-    import cupy
-
+def full_source(source: str, dtype: np.dtype[Any], constants: dict[str, int]) -> str:
+    """`source` as compiled for `dtype` and `constants`: ``T`` and each constant defined
+    first (CuPy's complex header for complex dtypes). What NVRTC compiles, with CuPy or
+    (in CI, to PTX) without it."""
     header = "#include <cupy/complex.cuh>\n" if dtype.kind == "c" else ""
     header += f"typedef {C_TYPES[dtype.name]} T;\n"
     header += "".join(f"#define {k} {v}\n" for k, v in constants.items())
-    raw = cupy.RawKernel(header + source, name, options=("--std=c++17",))
+    return header + source
+
+
+COMPILE_OPTIONS = ("--std=c++17",)
+
+
+def _compile(source: str, name: str, dtype: np.dtype[Any], constants: dict[str, int]) -> Any:
+    import cupy
+
+    raw = cupy.RawKernel(full_source(source, dtype, constants), name, options=COMPILE_OPTIONS)
     try:
         raw.compile()
     except Exception as error:  # CuPy raises its own CompileException
@@ -69,3 +82,14 @@ def multiprocessors(device: int) -> int:
     return _multiprocessors.get_or_make(
         device, lambda: cupy.cuda.runtime.deviceGetAttribute(cupy.cuda.runtime.cudaDevAttrMultiProcessorCount, device)
     )
+
+
+def shared_memory_limit(device: int) -> int:
+    """Bytes of shared memory one block of CUDA `device` may use (its opt-in limit: 227 KB
+    on an H100, 99 KB on consumer Ampere and Ada GPUs, 64 KB on a T4); asked once, then
+    cached."""
+    import cupy
+
+    runtime = cupy.cuda.runtime
+    attribute = getattr(runtime, "cudaDevAttrMaxSharedMemoryPerBlockOptin", _SHARED_OPTIN_ATTRIBUTE)
+    return _shared_limits.get_or_make(device, lambda: int(runtime.deviceGetAttribute(attribute, device)))

@@ -8,8 +8,9 @@ from typing import Any, Literal
 import numpy as np
 
 from . import _patch_cuda
-from ._backend import Array, get_backend, on_arrays_device
+from ._backend import Array, Backend, get_backend, on_arrays_device
 from ._conv import conv
+from ._cuda import shared_memory_limit
 from ._methods import METHODS
 from ._problem import as_array, check_choice, int_tuple, result_dtype
 
@@ -85,7 +86,7 @@ def patch_conv(
     stack, patches = x.shape[:2], x.reshape(-1, *x.shape[2:])
     if method in ("auto", "patch"):
         dtype, result = result_dtype(patches, w)
-        lay = _kernel_layout(patches.shape, w.shape, pad, step, backend.name, dtype if dtype == result else None)
+        lay = _kernel_layout(patches.shape, w.shape, pad, step, backend, dtype if dtype == result else None)
         if lay is not None:
             xp = backend.xp
             y = _patch_cuda.run(xp.ascontiguousarray(patches, dtype=dtype), xp.ascontiguousarray(w, dtype=dtype), lay, backend)
@@ -103,13 +104,14 @@ def patch_conv(
 
 def _kernel_layout(
     x_shape: tuple[int, ...], w_shape: tuple[int, ...], pad: tuple[int, ...], step: tuple[int, ...],
-    backend: str, dtype: np.dtype[Any] | None,
+    backend: Backend, dtype: np.dtype[Any] | None,
 ):
-    """The CUDA kernel's tiles for patches `x_shape` ``(P, C, h, w)``, or None where it does
-    not run: NumPy, no single compute dtype (`dtype` None: float16 results), dtype or sizes
-    the kernel does not take."""
-    if backend != "cupy" or dtype is None:
+    """The CUDA kernel's tiles for patches `x_shape` ``(P, C, h, w)`` within the device's
+    shared memory, or None where it does not run: NumPy, no single compute dtype (`dtype`
+    None: float16 results), dtype or sizes the kernel does not take."""
+    if backend.name != "cupy" or dtype is None:
         return None
     if any(n + 2 * p < k for n, p, k in zip(x_shape[2:], pad, w_shape[2:])):
         return None  # conv raises its own error for a kernel larger than the padded patch
-    return _patch_cuda.layout(tuple(x_shape), tuple(w_shape), pad, step, dtype)  # type: ignore[arg-type]
+    limit = shared_memory_limit(backend.device or 0)
+    return _patch_cuda.layout(tuple(x_shape), tuple(w_shape), pad, step, dtype, limit)  # type: ignore[arg-type]

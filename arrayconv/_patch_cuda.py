@@ -23,8 +23,8 @@ from ._cuda import blocks, kernel, multiprocessors
 _SOURCE = r"""
 struct __align__(WALIGN) Filters { T v[RD]; };  // the RD weights a thread reads together
 
-extern "C" __global__ void patch_correlate(const T* __restrict__ x, const T* __restrict__ w,
-                                           T* __restrict__ y, long long P)
+extern "C" __global__ void __launch_bounds__(THREADS) patch_correlate(
+    const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ y, long long P)
 {
     extern __shared__ __align__(16) unsigned char smem[];
     T* ws = reinterpret_cast<T*>(smem);   // [C][KH][KW][DT]
@@ -98,7 +98,6 @@ MAX_PADDED_WIDTH = 40
 # Accumulators per thread (RD * OW) kept in registers.
 _MAX_ACCUMULATORS = 32
 _TARGET_THREADS = 256
-_MAX_SHARED_BYTES = 160 << 10
 _BANKS = 32
 
 
@@ -116,16 +115,18 @@ _layouts = LRUCache("patch_layouts", maxsize=64)
 
 
 def layout(x_shape: tuple[int, ...], w_shape: tuple[int, ...], padding: tuple[int, int],
-           stride: tuple[int, int], dtype: np.dtype[Any]) -> Layout | None:
-    """Tiles for patches `x_shape` ``(P, C, H, W)`` and filters `w_shape` ``(D, C, KH, KW)``;
-    None when the kernel does not take the problem (dtype, patch width, shared memory).
-    Cached: the search for a conflict-free patch stride costs a millisecond of Python."""
-    key = (x_shape[1:], w_shape, padding, stride, np.dtype(dtype))
-    return _layouts.get_or_make(key, lambda: _layout(x_shape, w_shape, padding, stride, dtype))
+           stride: tuple[int, int], dtype: np.dtype[Any], shared_limit: int) -> Layout | None:
+    """Tiles for patches `x_shape` ``(P, C, H, W)`` and filters `w_shape` ``(D, C, KH, KW)``
+    within `shared_limit` bytes of shared memory a block (the device's:
+    :func:`._cuda.shared_memory_limit`); None when the kernel does not take the problem
+    (dtype, patch width, shared memory). Cached: the search for a conflict-free patch
+    stride costs a millisecond of Python."""
+    key = (x_shape[1:], w_shape, padding, stride, np.dtype(dtype), shared_limit)
+    return _layouts.get_or_make(key, lambda: _layout(x_shape, w_shape, padding, stride, dtype, shared_limit))
 
 
 def _layout(x_shape: tuple[int, ...], w_shape: tuple[int, ...], padding: tuple[int, int],
-            stride: tuple[int, int], dtype: np.dtype[Any]) -> Layout | None:
+            stride: tuple[int, int], dtype: np.dtype[Any], shared_limit: int) -> Layout | None:
     _, channels, h, w = x_shape
     d, _, kh, kw = w_shape
     hp, wp = h + 2 * padding[0], w + 2 * padding[1]
@@ -139,7 +140,7 @@ def _layout(x_shape: tuple[int, ...], w_shape: tuple[int, ...], padding: tuple[i
     while True:
         groups_per_patch = oh * (dt // rd)
         weights = channels * kh * kw * dt * size
-        room = (_MAX_SHARED_BYTES - weights) // ((channels * hp * wp + _BANKS) * size)
+        room = (shared_limit - weights) // ((channels * hp * wp + _BANKS) * size)
         pt = min(max(1, _TARGET_THREADS // groups_per_patch), room)
         fits = pt >= 1 and pt * groups_per_patch <= 1024
         if fits and (pt * groups_per_patch >= _TARGET_THREADS // 2 or dt <= rd):
@@ -149,7 +150,7 @@ def _layout(x_shape: tuple[int, ...], w_shape: tuple[int, ...], padding: tuple[i
         dt = max(rd, dt // 2 // rd * rd)
     stride_x = _patch_stride(channels * hp * wp, pt, oh, stride[0] * wp, size)
     shared = weights + pt * stride_x * size
-    constants = dict(C=channels, H=h, W=w, KH=kh, KW=kw, PH=padding[0], PW=padding[1],
+    constants = dict(THREADS=pt * groups_per_patch, C=channels, H=h, W=w, KH=kh, KW=kw, PH=padding[0], PW=padding[1],
                      SH=stride[0], SW=stride[1], OH=oh, OW=ow, HP=hp, WP=wp, D=d,
                      DT=dt, RD=rd, PT=pt, XSTRIDE=stride_x, WALIGN=min(16, rd * size))
     return Layout(constants, pt * groups_per_patch, shared, -(-d // dt))

@@ -345,9 +345,13 @@ class Event:
         self.seconds = time.perf_counter()
 
 
+# Shared memory a block may opt in to on the stand-in's devices (an H100's; tests change it).
+SHARED_BYTES = [227 << 10]
+
+
 def _device_properties(device: int) -> dict[str, Any]:
     Device(device)
-    return {"name": b"NumPy stand-in for CuPy", "multiProcessorCount": 4}
+    return {"name": b"NumPy stand-in for CuPy", "multiProcessorCount": 4, "sharedMemPerBlockOptin": SHARED_BYTES[-1]}
 
 
 class OutOfMemoryError(MemoryError):
@@ -378,8 +382,9 @@ runtime = types.SimpleNamespace(
     getDevice=lambda: _current_device[-1],
     memGetInfo=lambda: (FREE_BYTES, TOTAL_BYTES),
     getDeviceProperties=_device_properties,
-    deviceGetAttribute=lambda attr, device: _device_properties(device)["multiProcessorCount"],
+    deviceGetAttribute=lambda attr, device: _device_properties(device)[{16: "multiProcessorCount", 97: "sharedMemPerBlockOptin"}[attr]],
     cudaDevAttrMultiProcessorCount=16,
+    cudaDevAttrMaxSharedMemoryPerBlockOptin=97,
     runtimeGetVersion=lambda: 13000,
 )
 cuda = types.SimpleNamespace(

@@ -22,15 +22,16 @@ from .._problem import Problem
 from .._rates import Rates
 
 _SOURCE = r"""
-extern "C" __global__ void direct_correlate(
+extern "C" __global__ void __launch_bounds__(THREADS) direct_correlate(
     const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ y,
     int n_maps, int G, int Cg, int Og, int OgPad,
     int S0, int S1, int S2, int N0, int N1, int N2,
     int st0, int st1, int st2, int d0, int d1, int d2, int p0, int p1, int p2)
 {
-    const int n_out = N0 * N1 * N2;
+    // counts of outputs in 64 bits: a grid-stride step past 2**31 must not wrap
+    const long long n_out = (long long)N0 * N1 * N2;
     const int runs = (N2 + R - 1) / R;  // each thread: R neighbours along the last axis
-    const int n_work = N0 * N1 * runs;
+    const long long n_work = (long long)N0 * N1 * runs;
     const long long in_map = (long long)S0 * S1 * S2;
     const int taps = K0 * K1 * K2;
     const int oblocks = OgPad / OB;
@@ -39,9 +40,9 @@ extern "C" __global__ void direct_correlate(
         const T* xg = x + (long long)bg * Cg * in_map;
         const T* wg = w + (long long)g * Cg * taps * OgPad + ob * OB;
         T* yg = y + ((long long)bg * Og + ob * OB) * n_out;
-        for (int item = blockIdx.x * blockDim.x + threadIdx.x; item < n_work; item += gridDim.x * blockDim.x) {
-            const int row_index = item / runs;  // i0 * N1 + i1
-            const int i2 = (item - row_index * runs) * R, i1 = row_index % N1, i0 = row_index / N1;
+        for (long long item = (long long)blockIdx.x * blockDim.x + threadIdx.x; item < n_work; item += (long long)gridDim.x * blockDim.x) {
+            const long long row_index = item / runs;  // i0 * N1 + i1
+            const int i2 = (int)(item - row_index * runs) * R, i1 = (int)(row_index % N1), i0 = (int)(row_index / N1);
             T acc[OB][R];
             #pragma unroll
             for (int j = 0; j < OB; ++j)
@@ -186,25 +187,39 @@ def run(x: Array, w_prepared: Array, problem: Problem, backend: Backend, out: Ar
 def _launch(problem: Problem, dtype: np.dtype[Any]) -> _Launch:
     """The launch of `problem` on `dtype` data.
 
-    Grid: x over runs of ``R`` neighbouring output samples of one map (32-bit indices),
-    y over the maps (batch item, group, block of ``OB`` channels). The kernel shape is a
-    compile-time constant, so the tap loops unroll; with unit stride and dilation on the
-    last axis a run's inputs are loaded once per kernel row into registers.
+    Grid: x over runs of ``R`` neighbouring output samples of one map (a grid-stride loop
+    with 64-bit counts), y over the maps (batch item, group, block of ``OB`` channels). The
+    kernel shape is a compile-time constant, so the tap loops unroll; with unit stride and
+    dilation on the last axis a run's inputs are loaded once per kernel row into registers.
     """
+    constants = compile_constants(problem)
+    fn = kernel(_SOURCE, "direct_correlate", dtype, **constants)
+    grid, scalars = launch_arithmetic(problem)
+    return _Launch(fn, grid, scalars)
+
+
+def launch_arithmetic(problem: Problem) -> tuple[tuple[int, int], tuple[np.int32, ...]]:
+    """The grid and the kernel's int arguments for `problem`: each argument an extent that
+    :func:`takes` keeps under 2**31, the grid within CUDA's limits."""
     p = problem
-    ob = channels_per_thread(p)
     three = 3 - len(p.spatial)
     ones, zeros = (1,) * three, (0,) * three
-    spatial, kern, n_out = ones + p.spatial, ones + p.kernel, ones + p.out_spatial
+    spatial, n_out = ones + p.spatial, ones + p.out_spatial
     stride, dilation, pad = ones + p.stride, ones + p.dilation, zeros + p.pad_lo
     maps = p.batch * p.groups * channel_blocks(p)
-    run_length = _run_length(ob)
-    constants = dict(OB=ob, R=run_length, SEGMENT=int(_segment(p)), K0=kern[0], K1=kern[1], K2=kern[2])
-    fn = kernel(_SOURCE, "direct_correlate", dtype, **constants)
     scalars = (maps, p.groups, p.in_per_group, p.out_per_group, _padded_channels(p), *spatial, *n_out, *stride, *dilation, *pad)
-    work = n_out[0] * n_out[1] * -(-n_out[2] // run_length)
+    work = n_out[0] * n_out[1] * -(-n_out[2] // _run_length(channels_per_thread(p)))
     grid = (min(blocks(work, _THREADS), _MAX_BLOCKS), min(maps, _MAX_GRID_Y))
-    return _Launch(fn, grid, tuple(np.int32(v) for v in scalars))
+    return grid, tuple(np.int32(v) for v in scalars)
+
+
+def compile_constants(problem: Problem) -> dict[str, int]:
+    """The kernel's compile-time constants for `problem`: threads a block, output channels
+    and outputs a thread, whether a run's inputs are held in registers, the kernel's shape."""
+    p = problem
+    ob = channels_per_thread(p)
+    kern = (1,) * (3 - len(p.kernel)) + tuple(p.kernel)
+    return dict(THREADS=_THREADS, OB=ob, R=_run_length(ob), SEGMENT=int(_segment(p)), K0=kern[0], K1=kern[1], K2=kern[2])
 
 
 def takes(problem: Problem) -> bool:
