@@ -18,9 +18,22 @@ from bench.sweep import _choice
 
 TIMINGS = json.loads((Path(__file__).parent / "data" / "pick-timings.json").read_text())
 INSTALLED = {"threadpoolctl": importlib.util.find_spec("threadpoolctl") is not None, "numba": _compiled.available()}
+# Known mis-picks, each with its cause; strict, so a fix shows.
+KNOWN = {
+    "stack-256x128-11": (
+        "with numba, direct's compiled form is estimated at 1.2x its time, but the FFT methods' estimates for 128x128 "
+        "blocks run at about 2x theirs on this machine, so a bank of four 11x11 filters over 256 small images picks direct "
+        "(1.65x overlap-save's time): the FFT rates need a refit from a fresh sweep with the compiled form timed"
+    ),
+}
 
 
-@pytest.mark.parametrize("point", TIMINGS["points"], ids=lambda point: point["id"])
+def _known(point: dict) -> list:
+    reason = KNOWN.get(point["id"]) if TIMINGS["numba"] == INSTALLED["numba"] else None
+    return [pytest.mark.xfail(reason=reason, strict=True)] if reason else []
+
+
+@pytest.mark.parametrize("point", [pytest.param(p, id=p["id"], marks=_known(p)) for p in TIMINGS["points"]])
 def test_auto_picks_within_1_2x_of_the_fastest_on_committed_timings(point):
     for extra, what in (("threadpoolctl", "im2col's speed"), ("numba", "direct's forms")):
         if INSTALLED[extra] != TIMINGS[extra]:
