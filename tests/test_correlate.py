@@ -4,8 +4,8 @@ import itertools
 import time
 
 import numpy as np
-import scipy.signal
 import pytest
+import scipy.signal
 from _reference import EDGE_RULES, NUMPY_PAD, assert_matches, random, reference_correlate, reference_terms
 from _strategies import FLOAT_DTYPES, MODES, correlate_shapes, examples
 from hypothesis import example, given, settings
