@@ -10,8 +10,8 @@ each side of the centre, normalised to sum 1; the N-D kernel is their outer prod
 Examples
 --------
 >>> from arrayconv import kernels
->>> kernels.gaussian(1.0).round(4)
-array([0.0001, 0.0044, 0.054 , 0.242 , 0.3989, 0.242 , 0.054 , 0.0044, 0.0001])
+>>> kernels.gaussian(1.0, truncate=2.0).round(4)
+array([0.0545, 0.2442, 0.4026, 0.2442, 0.0545])
 >>> kernels.gaussian((2.0, 0.5), truncate=3.0).shape
 (13, 5)
 >>> kernels.box(3, ndim=2, dtype="float32").sum()

@@ -13,6 +13,7 @@ import pytest
 import scipy
 
 SCIPY = Path(scipy.__file__).parent
+HERE = Path(__file__).parent / "scipy_suite"
 SUITES = {
     "ndimage": (SCIPY / "ndimage" / "tests" / "test_filters.py", None),
     "signal": (SCIPY / "signal" / "tests" / "test_signaltools.py", "Convolve or Correlate or choose_conv or longdtype"),
@@ -26,10 +27,10 @@ def test_scipys_own_tests_pass_against_the_drop_in(suite, tmp_path):
         pytest.skip(f"this SciPy ships without {path.name}")
     pytest.importorskip("hypothesis")
     report = tmp_path / "report.json"
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "redirect", f"--rootdir={SCIPY}", str(path)]
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "redirect", "-c", str(HERE / "pytest.ini"), f"--rootdir={SCIPY}", str(path)]
     if selection:
         command += ["-k", selection]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent / "scipy_suite"), os.environ.get("PYTHONPATH", "")]), "ARRAYCONV_SCIPY_SUITE_REPORT": str(report)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]), "ARRAYCONV_SCIPY_SUITE_REPORT": str(report)}
     done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout[-5000:] + done.stderr[-2000:]
     found = json.loads(report.read_text())
