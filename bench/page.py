@@ -4,7 +4,8 @@ Usage: ``python -m bench.page [--results bench/results] [--out docs/_generated/b
 the docs build (``docs/conf.py``) runs it, so the page always shows the newest committed
 results and nothing generated is committed. For each standing benchmark it takes the newest
 report: the CPU cases against SciPy and torch, the GPU cases against cupyx and cuDNN, plans
-against plain calls, and the method-choice sweeps (``sweep-timings.jsonl``), with their plots.
+against plain calls, small kernels against OpenCV, calls on a busy machine, conv layers
+against torch, and the method-choice sweeps (``sweep-timings.jsonl``), with their plots.
 """
 
 from __future__ import annotations
@@ -65,6 +66,16 @@ def page(folder: Path, link: str, reports: str | None = None) -> str:
                       f"Case {report['case']['id']}, {report['frames']} frames: a plan is **{report['speedup_plan_over_plain_auto']:.2f}x** faster "
                       f"per frame than the plain call ({ms[report['plan']]:.2f} against {ms['arrayconv correlate auto']:.2f} ms) "
                       f"([{path.with_suffix('.md').name}]({reports}{path.with_suffix('.md').name})).", ""]
+    for pattern, title, what in (
+        ("filters-2*.json", "Small kernels at the memory floor", "2-D images against OpenCV and scipy.ndimage, volumes against scipy.ndimage, the copy floor beside each row"),
+        ("contention-2*.json", "On a busy machine", "every call idle and with every core busy, against SciPy's best call in the same conditions"),
+        ("layers-2*.json", "Conv layers", "multichannel, strided, grouped, depthwise and 3-D layers against torch's CPU conv"),
+    ):
+        if found := _latest(folder, pattern):
+            path, report = found
+            lines += [f"## {title} ({report['date']})", "", f"{what}: [{path.with_suffix('.md').name}]({reports}{path.with_suffix('.md').name}).", ""]
+            if path.with_suffix(".png").exists():
+                lines += [f"![{title}]({link}{path.with_suffix('.png').name})", ""]
     timings = folder / "sweep-timings.jsonl"
     if timings.exists():
         sweeps = [json.loads(line) for line in timings.read_text().splitlines() if line.strip()]
