@@ -11,8 +11,8 @@ import pytest
 from _reference import assert_matches, random, reference_conv, reference_correlate
 
 import arrayconv as ac
-from arrayconv import _threads
-from arrayconv._methods import im2col
+from arrayconv import _config, _threads
+from arrayconv._methods import direct, im2col
 from arrayconv._threads import gemm_lanes, one_blas_thread, run_parallel
 
 
@@ -130,6 +130,33 @@ def test_im2col_on_threads_matches_one_thread_for_every_padding_and_batch_axes(p
     with ac.config(workers=2):
         got = ac.correlate(images, kernel, "same", "im2col", axes=(-2, -1))
     assert_matches(got, reference_correlate(images, kernel, "same", axes=(-2, -1)), dtype="float32")
+
+
+def test_direct_runs_gemm_taps_on_every_worker_with_blas_on_one_thread(monkeypatch, rng):
+    # A single multichannel image (under one 4 MiB chunk) is cut into one chunk per core,
+    # each lane's GEMMs on one BLAS thread, BLAS's threads given back after; the result
+    # is the same bits as one worker's, and the reference.
+    pytest.importorskip("threadpoolctl")
+    monkeypatch.setattr(_threads, "_blas_controller", None)
+    monkeypatch.setattr(_config, "_CORES", 2)
+    before = _blas_threads()
+    x, w = random(rng, (1, 32, 30, 40), "float64"), random(rng, (16, 32, 3, 3), "float64")
+    with ac.config(workers=1):
+        one = ac.conv(x, w, padding=1, method="direct")
+    runs, limits = [], []
+
+    def recording(items, job, workers):  # type: ignore[no-untyped-def]
+        items = list(items)
+        runs.append((len(items), workers))
+        limits.append(_blas_threads())
+        return run_parallel(items, job, workers)
+
+    monkeypatch.setattr(direct, "run_parallel", recording)
+    with ac.config(workers=2):
+        got = ac.conv(x, w, padding=1, method="direct")
+    assert runs == [(2, 2)] and limits == [{1}] and _blas_threads() == before
+    np.testing.assert_array_equal(got, one)
+    assert_matches(got, reference_conv(x, w, padding=1), dtype="float64")
 
 
 @pytest.mark.parametrize(

@@ -24,7 +24,7 @@ from .._cuda import C_TYPES
 from .._problem import Problem
 from .._rates import Rates, rates_for
 from .._scratch import scratch
-from .._threads import run_parallel
+from .._threads import gemm_lanes, one_blas_thread, run_parallel
 from . import Cost, Method, _banded, _compiled, _direct_cuda, _one_map, _rows, _separable, exact_dtype, output, register
 from ._taps import Chunk, Layout, chunk_input, layout, pad_input, padded_bytes, pads_periodically, reads_in_place
 
@@ -210,7 +210,9 @@ def run(x: Array, kernel: Kernel, problem: Problem, backend: Backend, out: Array
         backend.xp.matmul(kernel[0], samples.reshape(p.batch, p.groups, p.in_per_group, -1), out=out.reshape(p.batch, p.groups, p.out_per_group, -1))  # type: ignore[index]  # the taps array
         return out.reshape(p.y_shape)
     lay, sums = layout(p), (_rows.accumulate if rows else accumulate)
-    work = lay.chunks(_bytes_per_sample(p), _chunk_bytes(p, rows, backend))
+    gemms = backend.name == "numpy" and p.in_per_group > 1
+    lanes = gemm_lanes(_config.workers()) if gemms else 1
+    work = lay.chunks(_bytes_per_sample(p), _lane_chunk_bytes(_chunk_bytes(p, rows, backend), lay) if gemms else _chunk_bytes(p, rows, backend))
     own_rows = len(work) > 1 and _pads_chunks(p)
     whole = None if own_rows else pad_input(x, p, backend)
     x = x.reshape(p.batch, p.groups, p.in_per_group, *p.spatial) if own_rows else x
@@ -219,9 +221,25 @@ def run(x: Array, kernel: Kernel, problem: Problem, backend: Backend, out: Array
         padded, at = chunk_input(whole, x, chunk, p, backend, wide=True)
         lay.store_block(out, sums(padded, kernel, lay, at, backend), chunk)
 
-    threads = _config.workers() if backend.name == "numpy" and p.in_per_group == 1 else 1
-    run_parallel(work, job, threads)
+    if lanes > 1 and len(work) > 1:
+        with one_blas_thread():
+            run_parallel(work, job, lanes)
+    else:
+        run_parallel(work, job, _config.workers() if backend.name == "numpy" and p.in_per_group == 1 else 1)
     return out.reshape(p.y_shape)
+
+
+def _lane_chunk_bytes(target: int, lay: Layout) -> int:
+    """`target`, made small enough to give each core a chunk of GEMM taps of its own.
+
+    GEMM taps run on arrayconv's threads, each with one BLAS thread, rather than on BLAS's
+    threads: those wait on one another at every call, and a core taken by another process
+    then stalls each tap (a 4 ms conv took 90 ms with every core busy). The chunks follow
+    the cores, not the workers, so that any number of workers gives the same bits.
+    """
+    p = lay.problem
+    whole = p.batch * p.out_spatial[0] * lay.row_length * _bytes_per_sample(p)
+    return max(1, min(target, -(-whole // _config.cores())))
 
 
 def _pads_chunks(problem: Problem) -> bool:
