@@ -190,3 +190,28 @@ def test_small_integers_and_float32_read_as_they_are(compiled, rng, dtype, kerne
         got = plan(x)
         assert got.dtype == np.dtype(kernel_dtype)
         assert_matches(got, _extended_reference(x, w, "same", boundary), dtype=kernel_dtype)
+
+
+@settings(max_examples=examples(40))
+@given(
+    lines=st.integers(1, 9),
+    length=st.integers(1, 40),
+    taps=st.integers(1, _compiled.MAX_ROW_TAPS),
+    mode=st.sampled_from(MODES),
+    boundary=st.sampled_from(EDGE_RULES),
+    dtype=st.sampled_from(["float32", "float64"]),
+    seed=st.integers(0, 2**16),
+)
+def test_lines_run_as_the_rows_of_one_image(lines, length, taps, mode, boundary, dtype, seed):
+    """A 1-D signal, or a stack of lines filtered along their last axis by one filter, runs
+    as the rows of one image with a kernel one row high; every mode and edge rule."""
+    rng = np.random.default_rng(seed)
+    taps = min(taps, length) if mode == "valid" else taps
+    x, w = random(rng, (lines, length), dtype), random(rng, (taps,), dtype)
+    with _forced():
+        plan = ac.plan_correlate(w[None], x.shape, mode, "direct", boundary=boundary, dtype=dtype)
+        single = ac.plan_correlate(w, x[0].shape, mode, "direct", boundary=boundary, dtype=dtype)
+    assert _plan_is_compiled(plan) and _plan_is_compiled(single)
+    reference = _extended_reference(x, w[None], mode, boundary, 0.0)
+    assert_matches(plan(x), reference, dtype=dtype)
+    assert_matches(single(x[0]), reference[0], dtype=dtype)

@@ -379,13 +379,16 @@ def test_long_1d_kernels_are_priced_by_their_bytes(n, k, dtype, form):
         (10000, 31, "float32", "banded"),  # banded 51 us; lines 50-56
     ],
 )
-def test_1d_rows_of_12_to_33_taps_are_priced_as_their_pieces(n, k, dtype, form):
-    """Lines sum rows of 12-33 taps in pieces of at most 11, each in numpy's unrolled loop,
-    2-3.5x faster than one dot product per output sample: priced so, 10**4 samples with 15
-    taps run as lines where the banded form took 2.2x their time ('same', plain calls,
-    2-core CI machine). Longer signals keep the banded GEMM, which shares the two cores."""
-    from arrayconv._methods import _banded, _rows
+def test_1d_rows_of_12_to_33_taps_are_priced_as_their_pieces(n, k, dtype, form, monkeypatch):
+    """Without numba's compiled loops (which take these where installed), lines sum rows of
+    12-33 taps in pieces of at most 11, each in numpy's unrolled loop, 2-3.5x faster than
+    one dot product per output sample: priced so, 10**4 samples with 15 taps run as lines
+    where the banded form took 2.2x their time ('same', plain calls, 2-core CI machine).
+    Longer signals keep the banded GEMM, which shares the two cores."""
+    from arrayconv._methods import _banded, _compiled, _rows
 
+    monkeypatch.setattr(_compiled, "available", lambda: False)
+    ac.clear_caches()
     kernel = ac.plan_correlate(np.ones(k, dtype), (n,), "same", method="direct")._kernel
     assert isinstance(kernel, _rows.RowKernels if form == "lines" else _banded.BandedTaps)
 

@@ -83,9 +83,9 @@ def _numba() -> ModuleType | None:
 
 def takes(problem: Problem, backend: Backend) -> bool:
     """Whether the compiled form runs `problem`: NumPy, numba installed, one input channel
-    per group, 2 or 3 spatial dims, unit stride and dilation, float32 or float64, kernel
-    rows of at most :data:`MAX_ROW_TAPS` taps."""
-    p = problem
+    per group, 2 or 3 spatial dims (or lines, :func:`_image`), unit stride and dilation,
+    float32 or float64, kernel rows of at most :data:`MAX_ROW_TAPS` taps."""
+    p = _image(problem)
     return (
         backend.name == "numpy"
         and p.in_per_group == 1
@@ -96,6 +96,18 @@ def takes(problem: Problem, backend: Backend) -> bool:
         and p.kernel[-1] <= MAX_ROW_TAPS
         and available()
     )
+
+
+@functools.lru_cache(maxsize=256)
+def _image(problem: Problem) -> Problem:
+    """`problem` as the loops run it: a batch of 1-D lines with one filter (the rows of an
+    image filtered along them) as the rows of one image, with a kernel one row high; any
+    other problem as it is."""
+    p = problem
+    if len(p.spatial) != 1 or p.groups * p.in_per_group * p.out_per_group != 1:
+        return p
+    return replace(p, batch=1, spatial=(p.batch, *p.spatial), kernel=(1, *p.kernel), pad_lo=(0, *p.pad_lo), pad_hi=(0, *p.pad_hi),
+                   stride=(1, *p.stride), dilation=(1, *p.dilation))
 
 
 def reads_dtype(dtype: np.dtype[Any]) -> bool:
@@ -149,7 +161,9 @@ def run(x: Array, kernel: CompiledTaps, problem: Problem, out: Array) -> None:
     """Fill `out` ``(B, G, Og, *out_spatial)`` with `problem`'s correlation of `x`
     ``(B, G, *spatial)`` (or, with ``kernel.edges``, of `x` extended by them), block by
     block on the workers."""
-    p = problem
+    p = _image(problem)
+    if p.spatial != problem.spatial:  # lines, read and written as the rows of one image
+        x, out = x.reshape(1, 1, problem.batch, x.shape[-1]), out.reshape(1, 1, 1, *p.out_spatial)
     volume = len(p.spatial) == 3
     x3 = _read_only(x.reshape(p.batch, p.groups, *(() if volume else (1,)), *x.shape[2:]))
     o3 = out.reshape(p.batch, p.groups, p.out_per_group, *(() if volume else (1,)), *p.out_spatial)
@@ -276,7 +290,7 @@ def seconds(problem: Problem, rates: Rates, separable: bool, workers: int) -> fl
     """Estimated time (see :data:`_MAC_BYTES`): multiply-adds, the scalar loops at each
     row's ends, the input read and the output written, and a cost per block, shared by the
     threads (:func:`_lanes`), and a fixed cost per call."""
-    p = problem
+    p = _image(problem)
     outputs = p.batch * p.groups * p.out_per_group * math.prod(p.out_spatial)
     rows = outputs // p.out_spatial[-1]  # output rows, each of which takes a call per kernel row
     kw = p.kernel[-1]
