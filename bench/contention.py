@@ -36,7 +36,7 @@ from arrayconv._machine import usable_cores
 
 from .cases import CASES, unknown_ids_error
 from .peers import interleaved_medians, peer_callables, time_call
-from .run import _data, command_line, report_head, versions
+from .run import _data, command_line, report_head, save_figure, versions
 
 Calls = dict[str, Callable[[], object]]
 
@@ -180,9 +180,7 @@ def _plot(idle: dict, loaded: dict, path: Path) -> None:
     ax.set_xticks(at, names, rotation=60, ha="right", fontsize=8)
     ax.set(ylabel="loaded / idle", title="Time with every core busy over idle time")
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -43,7 +43,7 @@ import scipy.ndimage as ndi
 import arrayconv as ac
 
 from .peers import installed_versions, interleaved_medians, time_call
-from .run import command_line, report_head, versions
+from .run import command_line, report_head, save_figure, versions
 
 # (arrayconv's boundary, OpenCV's border name, scipy.ndimage's mode) of each rule OpenCV shares.
 BORDERS = {
@@ -221,9 +221,7 @@ def _plot(rows: list[dict], path: Path) -> None:
                 ax.plot(*zip(*points), style, label=name)
         ax.set(xlabel=label, ylabel="ms", yscale="log", title=f"{side}x{side} float32, zeros past the edges")
         ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def fit(repeats: int) -> dict[str, float]:

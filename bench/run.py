@@ -224,6 +224,15 @@ def summary_table(report: dict) -> list[str]:
     return lines
 
 
+def save_figure(fig, path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Write a benchmark's plot at the size every report uses, and free it."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def plot(report: dict, path: Path, third: str = "torch conv2d (CPU)", where: str = "") -> None:
     """Bars per case: arrayconv auto, the best peer and `third` (default torch on the CPU)."""
     import matplotlib

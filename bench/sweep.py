@@ -59,7 +59,7 @@ from arrayconv._shapes import conv_output_shape
 
 from .cases import CASES, random_array
 from .devices import Device, device, ms_digits, report_stem
-from .run import command_line, report_head
+from .run import command_line, report_head, save_figure
 
 SIDES = (64, 128, 256, 512, 1024, 2048, 4096)
 KERNELS = (1, 3, 5, 7, 11, 15, 31, 63)
@@ -368,9 +368,7 @@ def _plot(results: list[dict], stats: dict, path: Path) -> None:
     ax.set_ylabel("time of auto's pick / fastest")
     ax.set_title(f"method='auto' over {stats['points']} problems: {stats['within_1.2x']:.0%} within {WITHIN}x, worst {stats['worst_ratio']:.2f}x")
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -531,3 +531,14 @@ def test_layers_bench_rows(tmp_path, monkeypatch):
     assert [r["layer"] for r in report["rows"]] == ["depthwise 3x3, 4", "3-D 3x3x3, 2 -> 3"]
     for r in report["rows"]:
         assert r["floor_s"] > 0 and (r["difference"] is None or r["difference"] < 1e-5)
+
+
+def test_dropin_bench_rows(tmp_path):
+    from bench import dropin
+
+    assert dropin.main(["--sides", "40", "--volumes", "12", "--repeats", "1", "--out", str(tmp_path)]) == 0
+    report = json.loads(next(tmp_path.glob("dropin-*.json")).read_text())
+    assert len(report["rows"]) == len(dropin.IMAGE_CALLS) + len(dropin.VOLUME_CALLS)
+    for r in report["rows"]:
+        assert r["difference"] < 1e-5 and r["dtype"] == "float32" and set(r["median_s"]) == {"arrayconv", "scipy"}
+    assert "| ndimage.gaussian_filter | 12x12x12 |" in next(tmp_path.glob("dropin-*.md")).read_text()
