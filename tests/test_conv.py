@@ -648,7 +648,7 @@ def _sums_rows(kernel):
 
 
 @pytest.mark.parametrize("calls", [1, 2])  # the second call of a plain one-map call skips the plan
-@pytest.mark.parametrize(("side", "one_map"), [(64, True), (700, False)])
+@pytest.mark.parametrize(("side", "one_map"), [(64, True), (2000, False)])  # 2000: rows at 0.6x the taps' time
 def test_direct_takes_the_row_form_for_small_kernels_and_keeps_nans_in_their_footprint(side, one_map, calls, rng, numpy_forms):
     from arrayconv._methods import _one_map
 

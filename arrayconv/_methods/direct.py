@@ -108,7 +108,7 @@ def _fastest_form(problem: Problem, backend: Backend, rates: Rates, workers: int
         block = _banded.best_block(p, _samples(p), rates)
         estimates[("banded", block)] = _banded.seconds(p, block, _samples(p), rates)
     if _rows.takes(p, backend):
-        estimates[("rows", 0)] = _rows_cost(p, backend, rates, workers).seconds
+        estimates[("rows", 0)] = _rows_cost(p, backend, rates).seconds
     if _separable.takes(p, backend) and (separable := _separable.cost(p, backend, rates)).temp_bytes <= budget:
         estimates[("separable", 0)] = separable.seconds
     if _compiled.takes(p, backend):
@@ -189,7 +189,7 @@ def run(x: Array, kernel: Kernel, problem: Problem, backend: Backend, out: Array
     p = problem
     rows = isinstance(kernel, _rows.RowKernels)
     if isinstance(kernel, _rows.RowKernels) and _rows.reads_lines(p):
-        lines = _rows.run_lines(x, kernel, p, out, _ROWS_CHUNK_BYTES, _config.workers(), rates_for(backend))
+        lines = _rows.run_lines(x, kernel, p, out, _ROWS_CHUNK_BYTES, 1, rates_for(backend))
         return lines.reshape(p.y_shape)
     if isinstance(kernel, _one_map.MapKernel):
         return kernel.runner.run(x, kernel.weights, out).reshape(p.y_shape)
@@ -225,7 +225,7 @@ def run(x: Array, kernel: Kernel, problem: Problem, backend: Backend, out: Array
         with one_blas_thread():
             run_parallel(work, job, lanes)
     else:
-        run_parallel(work, job, _config.workers() if backend.name == "numpy" and p.in_per_group == 1 else 1)
+        run_parallel(work, job, _config.workers() if backend.name == "numpy" and p.in_per_group == 1 and not rows else 1)
     return out.reshape(p.y_shape)
 
 
@@ -261,7 +261,7 @@ def unplanned(kernel: Kernel, problem: Problem) -> Callable[[Array, Array], Arra
     if isinstance(kernel, _one_map.MapKernel):
         return kernel.runner.run
     if isinstance(kernel, _rows.RowKernels) and _rows.reads_lines(problem):
-        return _rows.unplanned(kernel, problem, _ROWS_CHUNK_BYTES, _config.workers(), rates_for(NUMPY))
+        return _rows.unplanned(kernel, problem, _ROWS_CHUNK_BYTES, 1, rates_for(NUMPY))
     return None
 
 
@@ -359,7 +359,7 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
         temp = padded_bytes(p) + block * p.batch * p.groups * p.dtype.itemsize + 2 * _chunk_temp(p, _CHUNK_BYTES)
         return Cost(_banded.seconds(p, block, _samples(p), rates), temp)
     if form == "rows":
-        return _rows_cost(p, backend, rates, _config.workers())
+        return _rows_cost(p, backend, rates)
     if form == "separable":
         return _separable.cost(p, backend, rates)
     if form == "pointwise":
@@ -405,19 +405,18 @@ def _taps_cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     return Cost(seconds + once + calls * call_seconds, padded_bytes(p) + _chunk_temp(p, chunk_bytes))
 
 
-def _rows_cost(problem: Problem, backend: Backend, rates: Rates, workers: int) -> Cost:
+def _rows_cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     """:func:`cost` of the row form (see :func:`_taps_cost` for the passes made once); on
-    1-D lines read in place, one pass storing the result instead."""
+    1-D lines read in place, one pass storing the result instead. On one thread:
+    ``numpy.correlate`` holds the GIL, so threads would only wait for one another."""
     p = problem
     if _rows.reads_lines(p):
-        pieces = _rows.line_pieces(p, _ROWS_CHUNK_BYTES, workers, rates)
-        seconds = _rows.line_seconds(p, pieces, min(workers, len(pieces)), rates)
-        return Cost(seconds, workers * _ROWS_CHUNK_BYTES)
+        pieces = _rows.line_pieces(p, _ROWS_CHUNK_BYTES, 1, rates)
+        return Cost(_rows.line_seconds(p, pieces, 1, rates), _ROWS_CHUNK_BYTES)
     chunks = layout(p).chunks(_bytes_per_sample(p), _ROWS_CHUNK_BYTES)
     runs = p.groups * sum(c.b1 - c.b0 for c in chunks)
-    threads = min(workers, len(chunks))  # one chunk runs on one thread
-    seconds = _rows.seconds(p, _samples(p), runs, threads, _call_rates(p, True, backend, rates)) + _once_seconds(p, rates)
-    return Cost(seconds, padded_bytes(p) + threads * _chunk_temp(p, _ROWS_CHUNK_BYTES))
+    seconds = _rows.seconds(p, _samples(p), runs, 1, _call_rates(p, True, backend, rates)) + _once_seconds(p, rates)
+    return Cost(seconds, padded_bytes(p) + _chunk_temp(p, _ROWS_CHUNK_BYTES))
 
 
 def _once_seconds(problem: Problem, rates: Rates) -> float:
