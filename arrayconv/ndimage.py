@@ -33,8 +33,9 @@ from typing import Any
 
 import numpy as np
 
-from ._backend import is_cupy_array
+from ._backend import NUMPY, is_cupy_array
 from ._correlate import correlate as _typed_correlate
+from ._methods._taps import reused
 
 _ac_correlate: Callable[..., Any] = _typed_correlate  # validated SciPy arguments: str, not its Literal types
 
@@ -282,12 +283,13 @@ def _filter_into(output: Any, input: Any, weights: Any, boundary: str, cval: Any
     x = input.astype(np.uint8) if input.dtype == bool else input
     fill = float(cval) if boundary == "constant" else 0.0
     if not any(origins):
-        result = _ac_correlate(x, weights, "same", boundary=boundary, fillvalue=fill)
+        into = reused("ndimage.result", x.shape, np.dtype(np.float64), NUMPY) if isinstance(x, np.ndarray) else None
+        result = _ac_correlate(x, weights, "same", boundary=boundary, fillvalue=fill, out=into)  # mid-size results in a kept buffer
     else:  # the centre moved: the 'full' correlation, from the first output the origin asks for
         full = _ac_correlate(x, weights, "full", boundary=boundary, fillvalue=fill)
         result = full[tuple(slice(k - 1 - k // 2 - o, k - 1 - k // 2 - o + n) for k, o, n in zip(weights.shape, origins, x.shape))]
     if divide != 1:
-        result = result / divide
+        result = result / divide if np.may_share_memory(result, input) else _xp(result).divide(result, divide, out=result)
     _store(output, result)
 
 
