@@ -4,8 +4,9 @@ Usage: ``python -m bench.page [--results bench/results] [--out docs/_generated/b
 the docs build (``docs/conf.py``) runs it, so the page always shows the newest committed
 results and nothing generated is committed. For each standing benchmark it takes the newest
 report: the CPU cases against SciPy and torch, the GPU cases against cupyx and cuDNN, plans
-against plain calls, small kernels against OpenCV, calls on a busy machine, conv layers
-against torch, and the method-choice sweeps (``sweep-timings.jsonl``), with their plots.
+against plain calls, the drop-in namespaces against SciPy, small kernels against OpenCV,
+calls on a busy machine, conv layers against torch, and the method-choice sweeps
+(``sweep-timings.jsonl``), with their plots.
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ def page(folder: Path, link: str, reports: str | None = None) -> str:
                       f"per frame than the plain call ({ms[report['plan']]:.2f} against {ms['arrayconv correlate auto']:.2f} ms) "
                       f"([{path.with_suffix('.md').name}]({reports}{path.with_suffix('.md').name})).", ""]
     for pattern, title, what in (
+        ("dropin-2*.json", "One changed import line", "arrayconv.ndimage and arrayconv.signal against the SciPy functions they stand in for, images 512x512-8192x8192 and volumes"),
         ("filters-2*.json", "Small kernels at the memory floor", "2-D images against OpenCV and scipy.ndimage, volumes against scipy.ndimage, the copy floor beside each row"),
         ("contention-2*.json", "On a busy machine", "every call idle and with every core busy, against SciPy's best call in the same conditions"),
         ("layers-2*.json", "Conv layers", "multichannel, strided, grouped, depthwise and 3-D layers against torch's CPU conv"),
