@@ -59,6 +59,9 @@ _THREADED_MACS = 1 << 20
 # three of a wider one (more leaves the loop short of registers); buffer rows summed in one
 # pass of the separable form's column and plane passes.
 _FUSED_ROWS, _FUSED_WIDE_ROWS = 5, 3
+# Kernel rows wider than this are summed in pieces of this many taps (and a narrower last
+# one): each width compiles loops of its own, and their compile time grows with the width.
+_PIECE_TAPS = 8
 _BUFFER_PASSES = (1, 4)
 # Inputs read as they are, converted sample by sample in the loop, where the sums run in
 # another dtype: 8- and 16-bit integers, and float32 (float64 sums: scipy.ndimage's).
@@ -224,7 +227,7 @@ def _geometry(problem: Problem, edges: Edges | None, source: tuple[int, int, int
     shift = pads.pads[-1][0]
     c_lo = min(shift, width)
     c_hi = max(c_lo, min(width, source[2] + shift - kw + 1))
-    code = _module(kw, 1 if separable else _fused_rows(p.kernel), p.dtype.char)
+    code = _module(*_pieces(kw), 1 if separable else _fused_rows(p.kernel), p.dtype.char)
     deep = separable and len(p.kernel) == 3 and p.kernel[0] > 1  # each input plane's pass made once per output plane
     units = _units(p, out, whole_planes=deep)  # type: ignore[arg-type]
     return _Geometry(code, maps, (c_lo, c_hi, shift), pads.fill, units)  # type: ignore[arg-type]
@@ -303,14 +306,22 @@ def seconds(problem: Problem, rates: Rates, separable: bool, workers: int) -> fl
     return (work + _BLOCK_CALLS * blocks * rates.call_seconds) / lanes + _FIXED_CALLS * rates.call_seconds
 
 
+def _pieces(row_taps: int) -> tuple[int, int]:
+    """Widths of the pieces a kernel row of `row_taps` taps is summed in: all but the last
+    (:data:`_PIECE_TAPS`, or the whole row), and the last where it is narrower (else 0)."""
+    if row_taps <= _PIECE_TAPS:
+        return row_taps, 0
+    return _PIECE_TAPS, row_taps % _PIECE_TAPS
+
+
 @functools.cache
-def _module(row_taps: int, fused: int, dtype: str) -> ModuleType:
-    """The compiled loops for kernel rows of `row_taps` taps, `fused` rows a pass, in
-    `dtype` ('f' or 'd'): generated, written under :func:`arrayconv.cache_dir` so that numba caches their
+def _module(piece: int, last: int, fused: int, dtype: str) -> ModuleType:
+    """The compiled loops for kernel rows summed in pieces of `piece` taps and a `last`
+    narrower one (:func:`_pieces`), `fused` rows a pass, in `dtype` ('f' or 'd'): generated, written under :func:`arrayconv.cache_dir` so that numba caches their
     machine code there, and imported; in memory (compiled each process) where that folder
     cannot be written."""
-    source = _source(row_taps, fused, dtype)
-    name = f"arrayconv_compiled_{dtype}{row_taps}x{fused}_{_VERSION}"
+    source = _source(piece, last, fused, dtype)
+    name = f"arrayconv_compiled_{dtype}{piece}_{last}x{fused}_{_VERSION}"
     folder = cache_dir() / "numba"
     path = folder / f"{name}.py"
     try:
@@ -328,7 +339,7 @@ def _module(row_taps: int, fused: int, dtype: str) -> ModuleType:
     return module
 
 
-_VERSION = 4  # bump when the generated code changes: numba keys its cache by file
+_VERSION = 5  # bump when the generated code changes: numba keys its cache by file
 
 
 def _fused_rows(kernel: tuple[int, ...]) -> int:
@@ -337,14 +348,14 @@ def _fused_rows(kernel: tuple[int, ...]) -> int:
 
 
 def _rows_function(g: int, kw: int) -> str:
-    """``rows{g}``: `g` kernel rows `w` over input rows ``x[rows]``, the interior columns
-    ``[c_lo, c_hi)`` of `dst` (= or +=), in one loop unrolled over the taps."""
+    """``rows{g}_{kw}``: `g` kernel rows `w` of `kw` taps over input rows ``x[rows]``, the
+    interior columns ``[c_lo, c_hi)`` of `dst` (= or +=), in one loop unrolled over the taps."""
     weights = "".join(f"    w{i}_{j} = w[{i}, {j}]\n" for i in range(g) for j in range(kw))
     sources = "".join(f"    s{i} = x[rows[{i}], a : a + n + {kw - 1}]\n" for i in range(g))
     terms = " + ".join(f"w{i}_{j} * F(s{i}[c + {j}])" for i in range(g) for j in range(kw))
     return f"""
 @njit(nogil=True, cache=True, fastmath=CONTRACT)
-def rows{g}(x, rows, w, dst, c_lo, c_hi, shift, assign):
+def rows{g}_{kw}(x, rows, w, dst, c_lo, c_hi, shift, assign):
     n = c_hi - c_lo
     if n <= 0:
         return
@@ -357,6 +368,21 @@ def rows{g}(x, rows, w, dst, c_lo, c_hi, shift, assign):
         for c in range(n):
             d[c] += {terms}
 """
+
+
+def _span_function(g: int, piece: int, last: int) -> str:
+    """``span{g}``: ``rows{g}`` over a whole kernel row, piece by piece (see :func:`_pieces`);
+    piece ``j`` reads the input `j` columns on."""
+    tail = (f"    if j < w.shape[1]:\n"
+            f"        rows{g}_{last}(x, rows, w[:, j:], dst, c_lo, c_hi, shift - j, assign and j == 0)\n") if last else ""
+    return f"""
+@njit(nogil=True, cache=True, fastmath=CONTRACT)
+def span{g}(x, rows, w, dst, c_lo, c_hi, shift, assign):
+    j = 0
+    while j + {piece} <= w.shape[1]:
+        rows{g}_{piece}(x, rows, w[:, j : j + {piece}], dst, c_lo, c_hi, shift - j, assign and j == 0)
+        j += {piece}
+{tail}"""
 
 
 def _buffer_function(g: int) -> str:
@@ -375,22 +401,26 @@ def buffer{g}(a, b, first, d, assign):
 """
 
 
-def _source(kw: int, fused: int, dtype: str) -> str:
-    """Python source of the compiled loops for kernel rows of `kw` taps in `dtype` (see the
-    module's docstring): ``rows1`` and ``rows{fused}`` sum kernel rows over an output row's
+def _source(piece: int, last: int, fused: int, dtype: str) -> str:
+    """Python source of the compiled loops for kernel rows in pieces of `piece` and `last`
+    taps (:func:`_pieces`) in `dtype` (see the module's docstring): ``span1`` and
+    ``span{fused}`` sum kernel rows, piece by piece, over an output row's
     interior columns (where the column map is the identity), ``edges`` the columns near its
     ends, ``buffer{g}`` sums weighted rows (an outer product's plane and column passes);
     ``taps`` and ``separable`` run a block. Few sizes of each are made: numba's compile
     time grows with the unrolled code."""
     cast = {"f": "np.float32", "d": "np.float64"}[dtype]
-    functions = [_rows_function(g, kw) for g in sorted({1, fused})] + [_buffer_function(g) for g in _BUFFER_PASSES]
+    widths = [w for w in (piece, last) if w]
+    groups = sorted({1, fused})
+    functions = [_rows_function(g, w) for g in groups for w in widths] + [_span_function(g, piece, last) for g in groups]
+    functions += [_buffer_function(g) for g in _BUFFER_PASSES]
     passes = "".join(
         f"        {'if' if n == 0 else 'elif'} left >= {g}:\n"
         f"            buffer{g}(a[i:], b, first + i, d, i == 0)\n"
         f"            i += {g}\n"
         for n, g in enumerate(sorted(_BUFFER_PASSES, reverse=True))
     )
-    return f'''"""Generated by arrayconv._methods._compiled: kernel rows of {kw} taps in {cast}."""
+    return f'''"""Generated by arrayconv._methods._compiled: kernel rows in pieces of {piece} (last {last}) taps in {cast}."""
 import numpy as np
 from numba import njit
 
@@ -444,7 +474,7 @@ def edges(x, rows, w, cols, dst, c_lo, c_hi, fill, assign):
             t = F(0)
             for i in range(rows.shape[0]):
                 src = x[rows[i]]
-                for j in range({kw}):
+                for j in range(w.shape[1]):
                     k = cols[c + j]
                     if k >= 0:
                         t += w[i, j] * F(src[k])
@@ -477,7 +507,7 @@ def taps(x, w, fill_rows, out, planes, rows, cols, z0, z1, r0, r1, c_lo, c_hi, s
                             idx[q] = rows[r + i + q]
                             inside = inside and idx[q] >= 0
                     if inside and FUSED > 1:
-                        rows{fused}(x[p], idx, w[d, i : i + FUSED], o, c_lo, c_hi, shift, assign)
+                        span{fused}(x[p], idx, w[d, i : i + FUSED], o, c_lo, c_hi, shift, assign)
                         edges(x[p], idx, w[d, i : i + FUSED], cols, o, c_lo, c_hi, fill, assign)
                         assign = False
                         i += FUSED
@@ -485,7 +515,7 @@ def taps(x, w, fill_rows, out, planes, rows, cols, z0, z1, r0, r1, c_lo, c_hi, s
                     s = rows[r + i]
                     if p >= 0 and s >= 0:
                         one[0] = s
-                        rows1(x[p], one, w[d, i : i + 1], o, c_lo, c_hi, shift, assign)
+                        span1(x[p], one, w[d, i : i + 1], o, c_lo, c_hi, shift, assign)
                         edges(x[p], one, w[d, i : i + 1], cols, o, c_lo, c_hi, fill, assign)
                         assign = False
                     elif fill != 0 or assign:
@@ -522,6 +552,6 @@ def plane_rows(plane, fy, fx, out, rows, cols, r0, r1, c_lo, c_hi, shift, fill, 
     w = fx.reshape(1, fx.shape[0])
     for r in range(r0, r1):
         weigh_mapped(fy, plane, rows, r, line[0], fill)
-        rows1(line, zero, w, out[r], c_lo, c_hi, shift, True)
+        span1(line, zero, w, out[r], c_lo, c_hi, shift, True)
         edges(line, zero, w, cols, out[r], c_lo, c_hi, fill_cols, True)
 '''
