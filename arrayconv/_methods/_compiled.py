@@ -317,9 +317,10 @@ def _pieces(row_taps: int) -> tuple[int, int]:
 @functools.cache
 def _module(piece: int, last: int, fused: int, dtype: str) -> ModuleType:
     """The compiled loops for kernel rows summed in pieces of `piece` taps and a `last`
-    narrower one (:func:`_pieces`), `fused` rows a pass, in `dtype` ('f' or 'd'): generated, written under :func:`arrayconv.cache_dir` so that numba caches their
-    machine code there, and imported; in memory (compiled each process) where that folder
-    cannot be written."""
+    narrower one (:func:`_pieces`), `fused` rows a pass, in `dtype` ('f' or 'd'):
+    generated, written under :func:`arrayconv.cache_dir` so that numba caches their machine
+    code there, and imported; in memory (compiled each process) where that folder cannot
+    be written."""
     source = _source(piece, last, fused, dtype)
     name = f"arrayconv_compiled_{dtype}{piece}_{last}x{fused}_{_VERSION}"
     folder = cache_dir() / "numba"
