@@ -317,7 +317,12 @@ class Plan:
     def _prepare(self, method: str) -> Any:
         spec = self._spec
         dtype = METHODS[method].work_dtype(spec.problem)
-        return METHODS[method].prepare(self._w.astype(dtype, copy=False), spec.problem, spec.backend)
+        w = self._w.astype(dtype, copy=False)
+        kernel = METHODS[method].prepare(w, spec.problem, spec.backend)
+        copied = spec.extend is not None or (spec.x.dtype != dtype and direct.reads_dtype(spec.x.dtype))
+        if method == "direct" and copied and spec.same_layout and spec.nan.policy in ("ignore", "propagate"):
+            return direct.reading_in_place(kernel, w, spec.problem, spec.backend, math.prod(spec.x.shape) * dtype.itemsize)
+        return kernel
 
     def _run(self, method: str, kernel: Any, x: Array, out: Array | None = None, as_given: bool = False) -> Array:
         spec = self._spec

@@ -215,3 +215,14 @@ def test_lines_run_as_the_rows_of_one_image(lines, length, taps, mode, boundary,
     reference = _extended_reference(x, w[None], mode, boundary, 0.0)
     assert_matches(plan(x), reference, dtype=dtype)
     assert_matches(single(x[0]), reference[0], dtype=dtype)
+
+
+@pytest.mark.parametrize("boundary", ["symmetric", "mirror", "wrap"])
+def test_the_compiled_loops_are_taken_where_they_skip_a_copy_of_the_input(rng, boundary):
+    """A float32 image under a float64 row filter: the other forms read a float64 copy of
+    it (extended by the edge rule), which the compiled loops skip; that copy is counted, so
+    the plan reads the image as given (scipy.ndimage's passes on float32 images)."""
+    x, w = random(rng, (512, 512), "float32"), random(rng, (1, 3), "float64")
+    plan = ac.plan_correlate(w, x.shape, "same", "direct", boundary=boundary, dtype=x.dtype)
+    assert _plan_is_compiled(plan) and plan._as_given
+    assert_matches(plan(x), _extended_reference(x, w, "same", boundary), dtype="float64")

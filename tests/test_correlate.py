@@ -634,10 +634,12 @@ GAUSSIAN_7 = np.exp(-(_TAPS_7[:, None] ** 2 + _TAPS_7[None, :] ** 2) / 4)  # a 7
 
 
 def _force_separable(patch):
-    """Make direct run its passes wherever they apply, and its taps elsewhere."""
+    """Make direct run its passes wherever they apply, and its taps elsewhere (not the
+    compiled loops, even where they would skip a copy of the input)."""
     from arrayconv._methods import _separable, direct
 
     patch.setattr(direct, "_form", lambda p, backend, rates: ("separable", 0) if _separable.takes(p, backend) else ("taps", 0))
+    patch.setattr(direct, "reading_in_place", lambda kernel, *args: kernel)
 
 
 def _outer(rng, *taps, dtype, zero_tap=False):

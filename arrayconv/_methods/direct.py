@@ -100,9 +100,15 @@ def _form(problem: Problem, backend: Backend, rates: Rates) -> tuple[str, int]:
 
 
 def _fastest_form(problem: Problem, backend: Backend, rates: Rates, workers: int, budget: int) -> tuple[str, int]:
-    p = problem
-    if pointwise(p):
+    if pointwise(problem):
         return ("pointwise", 0)
+    estimates = _form_seconds(problem, backend, rates, workers, budget)
+    return min(estimates, key=estimates.__getitem__)
+
+
+def _form_seconds(problem: Problem, backend: Backend, rates: Rates, workers: int, budget: int) -> dict[tuple[str, int], float]:
+    """Estimated seconds of every form that runs `problem` (not pointwise)."""
+    p = problem
     estimates = {("taps", 0): _taps_cost(p, backend, rates).seconds}
     if _banded.takes(p):
         block = _banded.best_block(p, _samples(p), rates)
@@ -115,7 +121,25 @@ def _fastest_form(problem: Problem, backend: Backend, rates: Rates, workers: int
         estimates[("compiled", 0)] = _compiled.seconds(p, rates, False, workers)
         if _separable.takes(p, backend):  # an outer product: its passes fused, in cache
             estimates[("compiled", 1)] = _compiled.seconds(p, rates, True, workers)
-    return min(estimates, key=estimates.__getitem__)
+    return estimates
+
+
+def reading_in_place(kernel: Kernel, w: Array, problem: Problem, backend: Backend, copied_bytes: int) -> Kernel:
+    """`kernel`, or the compiled form's where it is estimated faster once the copy of the
+    input that the other forms read is counted: `copied_bytes`, the input converted to the
+    problem's dtype or extended by a boundary rule, which the compiled loops skip."""
+    p = problem
+    if isinstance(kernel, _compiled.CompiledTaps) or backend.name != "numpy" or pointwise(p) or not _compiled.takes(p, backend):
+        return kernel
+    rates, workers = rates_for(backend), _config.workers()
+    estimates = _form_seconds(p, backend, rates, workers, _config.budget(backend.name) if p.rank_one else 0)
+    chosen = _form(p, backend, rates)
+    if chosen not in estimates:
+        return kernel
+    compiled = min((form for form in estimates if form[0] == "compiled"), key=estimates.__getitem__)
+    if estimates[compiled] >= estimates[chosen] + 2 * copied_bytes / rates.stream_bytes:  # written, then read
+        return kernel
+    return _compiled.prepare(w, p, _separable.factors(w, p) if compiled[1] else None)
 
 
 def _chunk_temp(problem: Problem, chunk_bytes: int) -> int:
