@@ -35,7 +35,7 @@ import numpy as np
 
 from ._backend import NUMPY, is_cupy_array
 from ._correlate import correlate as _typed_correlate
-from ._methods._taps import reused
+from ._scratch import reused
 
 _ac_correlate: Callable[..., Any] = _typed_correlate  # validated SciPy arguments: str, not its Literal types
 

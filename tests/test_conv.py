@@ -359,13 +359,13 @@ def test_padded_rows_past_the_reuse_limit_are_not_kept(method, rng, monkeypatch)
     # direct chunk of one output channel over many input channels pads far more input than
     # its 4 MiB of sums, which a thread must not hold after the call.
     from arrayconv import _scratch
-    from arrayconv._methods import _taps, direct, im2col
+    from arrayconv._methods import direct, im2col
 
     x, w = random(rng, (2, 8, 30, 20), "float64"), random(rng, (1, 8, 3, 3), "float64")
     monkeypatch.setattr(direct, "_CHUNK_BYTES", 1000)
     monkeypatch.setattr(im2col, "_cpu_chunk_bytes", lambda problem: 1000)
     for limit, kept in ((1 << 20, True), (1 << 10, False)):
-        monkeypatch.setattr(_taps, "REUSED_BYTES", limit)
+        monkeypatch.setattr(_scratch, "REUSED_BYTES", limit)
         _scratch.clear()
         with ac.config(workers=1):
             assert_matches(ac.conv(x, w, padding=1, method=method), reference_conv(x, w, padding=1), dtype="float64")

@@ -28,8 +28,8 @@ import numpy as np
 from .._backend import Array, Backend
 from .._problem import Problem
 from .._rates import Rates
+from .._scratch import reused
 from . import Cost, direct
-from ._taps import reused
 
 # Output rows per block of the column pass: 16 ran 1.1-1.5x slower than 32 on 256x256 to
 # 4096x4096 float32 images with 5x5 to 11x11 kernels, 64 about as fast as 32.
@@ -128,7 +128,7 @@ def prepare(w: Array, problem: Problem, backend: Backend) -> SeparableTaps:
 
 def run(x: Array, kernel: SeparableTaps, problem: Problem, backend: Backend, out: Array) -> None:
     """Fill `out` ``(B, 1, 1, *out_spatial)``: the row pass (into this thread's scratch
-    buffer up to :data:`._taps.REUSED_BYTES`, as the padded input: :func:`._taps.reused`), then each other axis,
+    buffer up to :data:`.._scratch.REUSED_BYTES`, as the padded input: :func:`.._scratch.reused`), then each other axis,
     last to first, by :func:`_along`: the first axis's pass writes `out`."""
     p, rp = problem, row_problem(problem)
     rowed = reused("separable.rows", rp.y_shape, p.dtype, backend)

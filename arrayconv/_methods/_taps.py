@@ -25,11 +25,9 @@ from .._backend import Array, Backend
 from .._boundary import extend, halo_copies, past_one_copy
 from .._cache import LRUCache
 from .._problem import Problem
-from .._scratch import scratch
+from .._scratch import reused
 
 _layouts = LRUCache("tap_layouts", maxsize=64)
-# Padded inputs up to this size reuse a scratch buffer (see :func:`zeros`).
-REUSED_BYTES = 16 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,7 +219,7 @@ def pad_input(x: Array, problem: Problem, backend: Backend, tail: int = 0) -> Ar
 
 def padded_rows(x: Array, chunk: Chunk, problem: Problem, backend: Backend, wide: bool = False) -> Array:
     """The input under `chunk`'s output rows, zero-padded into this thread's scratch buffer
-    (a new array past :data:`REUSED_BYTES`, :func:`zeros`):
+    (a new array past :data:`.._scratch.REUSED_BYTES`, :func:`zeros`):
     ``(Bc, G, Cg, rows, *padded[1:])`` from `x` ``(B, G, Cg, *spatial)``, whose row 0 is
     padded row ``r0 * stride`` (the grid that :meth:`Layout.output_windows` reads for
     ``Chunk(0, Bc, 0, r1 - r0)``); when `wide`, with one zero row more and flattened to
@@ -266,19 +264,8 @@ def padded_rows_shape(chunk: Chunk, problem: Problem) -> tuple[int, ...]:
     return (chunk.b1 - chunk.b0, p.groups, p.in_per_group, rows, *p.padded[1:])
 
 
-def reused(name: str, shape: tuple[int, ...], dtype: np.dtype[Any], backend: Backend) -> Array | None:
-    """This thread's scratch buffer `name` (uninitialised) for arrays up to
-    :data:`REUSED_BYTES` (fresh pages of a few MiB fault at a cost larger than the filters
-    of a mid-size image: a 512x512 3x3 float32 correlation ran 3.4 ms with fresh buffers,
-    0.9 ms reusing them); None above, where a new array is better (NumPy backs those with
-    huge pages)."""
-    if math.prod(shape) * np.dtype(dtype).itemsize > REUSED_BYTES:
-        return None
-    return scratch(name, shape, dtype, backend)
-
-
 def zeros(shape: tuple[int, ...], dtype: np.dtype[Any], backend: Backend, name: str = "taps.padded") -> Array:
-    """Zeros: in this thread's scratch buffer `name` up to :data:`REUSED_BYTES`
+    """Zeros: in this thread's scratch buffer `name` up to :data:`.._scratch.REUSED_BYTES`
     (:func:`reused`), a new array above (so that no thread keeps a large one)."""
     buffer = reused(name, shape, dtype, backend)
     if buffer is None:
