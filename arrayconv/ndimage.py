@@ -35,7 +35,7 @@ import numpy as np
 
 from ._backend import NUMPY, is_cupy_array
 from ._correlate import correlate as _typed_correlate
-from ._scratch import reused
+from ._scratch import REUSED_BYTES, reused
 
 _ac_correlate: Callable[..., Any] = _typed_correlate  # validated SciPy arguments: str, not its Literal types
 
@@ -282,15 +282,31 @@ def _filter_into(output: Any, input: Any, weights: Any, boundary: str, cval: Any
         raise ValueError("Cannot provide a complex-valued cval when the input is real.")
     x = input.astype(np.uint8) if input.dtype == bool else input
     fill = float(cval) if boundary == "constant" else 0.0
-    if not any(origins):
-        into = reused("ndimage.result", x.shape, np.dtype(np.float64), NUMPY) if isinstance(x, np.ndarray) else None
-        result = _ac_correlate(x, weights, "same", boundary=boundary, fillvalue=fill, out=into)  # mid-size results in a kept buffer
-    else:  # the centre moved: the 'full' correlation, from the first output the origin asks for
+    if any(origins):  # the centre moved: the 'full' correlation, from the first output the origin asks for
         full = _ac_correlate(x, weights, "full", boundary=boundary, fillvalue=fill)
         result = full[tuple(slice(k - 1 - k // 2 - o, k - 1 - k // 2 - o + n) for k, o, n in zip(weights.shape, origins, x.shape))]
-    if divide != 1:
-        result = result / divide if np.may_share_memory(result, input) else _xp(result).divide(result, divide, out=result)
-    _store(output, result)
+        _store(output, result / divide if divide != 1 else result)
+        return
+    for part in _slabs(x, weights):
+        into = reused("ndimage.result", x[part].shape, np.dtype(np.float64), NUMPY) if isinstance(x, np.ndarray) else None
+        result = _ac_correlate(x[part], weights, "same", boundary=boundary, fillvalue=fill, out=into)
+        if divide != 1:
+            result = result / divide if np.may_share_memory(result, input) else _xp(result).divide(result, divide, out=result)
+        _store(output[part], result)
+
+
+def _slabs(x: Any, weights: Any) -> list[tuple[slice, ...]]:
+    """`x` in slabs along an axis the weights do not reach across, each slab's float64
+    result small enough for a kept buffer (fresh pages for a whole large image's float64
+    sums cost more than the filter); the whole of `x` where no such axis or no need."""
+    whole = [(slice(None),) * x.ndim]
+    free = [ax for ax, k in enumerate(weights.shape) if k == 1 and x.shape[ax] > 1]
+    if not isinstance(x, np.ndarray) or x.size * 8 <= REUSED_BYTES or not free:
+        return whole
+    axis = free[0]
+    step = max(1, REUSED_BYTES // (x.size // x.shape[axis] * 8))
+    before = (slice(None),) * axis
+    return [(*before, slice(i, i + step)) for i in range(0, x.shape[axis], step)]
 
 
 def _outer_product_into(output: Any, input: Any, lines: list[tuple[int, Any]], mode: str, cval: Any) -> Any:

@@ -69,6 +69,21 @@ def test_ndimage_filters_with_axes_and_outputs(output, axes, rng):
         _assert_like_scipy(ours, theirs)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "uint16"])
+@pytest.mark.parametrize("mode", ["reflect", "wrap", "constant"])
+def test_ndimage_large_images_filtered_in_slabs(dtype, mode, rng, monkeypatch):
+    """Images whose float64 sums pass the kept buffer's size run in slabs across the axes
+    the weights do not reach (here shrunk to a few rows); the same results as SciPy."""
+    import arrayconv.ndimage as module
+
+    monkeypatch.setattr(module, "REUSED_BYTES", 8 * 7 * 10)
+    x = random(rng, (23, 5, 10), "float32") * 50 if dtype == "float32" else rng.integers(0, 60000, (23, 5, 10)).astype(dtype)
+    assert len(module._slabs(x, np.ones((3, 1, 1)))) == 5
+    for name, args in [("laplace", ()), ("sobel", (0,)), ("correlate1d", ([0.5, -1.25, 2.0], 1)), ("gaussian_filter", (1.5,))]:
+        got = getattr(ndimage, name)(x, *args, mode=mode, cval=2.5)
+        _assert_like_scipy(got, getattr(scipy.ndimage, name)(x, *args, mode=mode, cval=2.5))
+
+
 @pytest.mark.parametrize("name", ["sobel", "prewitt"])
 @pytest.mark.parametrize("dtype", ["float32", "int32"])
 def test_ndimage_edge_filters(name, dtype, rng):
