@@ -15,8 +15,7 @@ from ._boundary import EDGE_RULES, EdgeRule, Extension, edge_rule, fill_dtype, f
 from ._cache import LRUCache
 from ._choose import Calls
 from ._docstrings import fill
-from ._methods import METHODS
-from ._methods._separable import rank_one
+from ._methods import METHODS, rank_one
 from ._nan import IGNORE, NAN_POLICIES, NanPolicy, NanRule, check_kernel, check_result
 from ._plan import Plan, Spec, abs_bound, int_guard, terms
 from ._problem import (

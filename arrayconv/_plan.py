@@ -26,7 +26,7 @@ from ._backend import Array, Backend, is_cupy_array, on_arrays_device
 from ._boundary import Extension
 from ._cache import approximate_size
 from ._choose import Calls, Choice, MemoryLimitWarning, choose, measured_choice
-from ._methods import METHODS, direct
+from ._methods import METHODS
 from ._nan import IGNORE, NanRule
 from ._nan import apply as apply_nan_rule
 from ._problem import ArraySpec, Problem, check_writeable, overlaps
@@ -252,20 +252,20 @@ class Plan:
         """``f(x, w)``, this plan's result for `x` made from `x` and the kernel `w` as they
         are (``w`` of the kernel's shape, flipped for convolution), where the plan runs
         direct as one ``numpy.correlate`` of a 1-D signal or of a batch of lines laid end
-        to end, or on one map in one chunk (:func:`._methods.direct.unplanned`): the same
+        to end, or on one map in one chunk (its method's ``Shortcuts.unplanned``): the same
         calls on the same samples, so the same bits, for an input whose samples are in its
         problem's order (`same_layout`: no batch axis after a correlated one), extended by the
         plan's boundary rule first if it has one. Its result holds the output's samples in
         order, to be reshaped to `y_shape`. None for other plans."""
-        if self.method != "direct" or not self._spec.same_layout:
+        if not self._spec.same_layout:
             return None
-        run, extend = direct.unplanned(self._kernel, self._spec.problem), self._spec.extend
+        run, extend = METHODS[self.method].shortcuts.unplanned(self._kernel, self._spec.problem), self._spec.extend
         if run is None or extend is None:
             return run
         return lambda x, w: run(extend(x), w)  # a boundary rule: direct on the extended input
 
     def _single_call(self) -> Callable[[Array], Array] | None:
-        """A call without `out` as direct's single call (:func:`._methods.direct.single_call`)
+        """A call without `out` as its method's single call (``Shortcuts.single_call``)
         and the result's layout (conv's bias), where the plan's other steps would change
         nothing: no boundary extension, NaN rule or finish, the input in the problem's
         layout and dtype, the result in the input's dtype. 2 float64 lines of 161 samples
@@ -273,9 +273,10 @@ class Plan:
         spec = self._spec
         plain = not (spec.extend or spec.finish) and spec.same_layout and spec.x.dtype == spec.y.dtype
         nan_free = spec.nan.policy == "ignore" or (spec.nan.policy == "propagate" and self._sums_products)
-        if self.method != "direct" or not (plain and nan_free) or spec.x.dtype != METHODS["direct"].work_dtype(spec.problem):
+        chosen = METHODS[self.method]
+        if not (plain and nan_free) or spec.x.dtype != chosen.work_dtype(spec.problem):
             return None
-        call = direct.single_call(self._kernel, spec.problem)
+        call = chosen.shortcuts.single_call(self._kernel, spec.problem)
         if call is None:
             return None
         shape, from_problem = spec.problem.y_shape, spec.from_problem
@@ -290,14 +291,14 @@ class Plan:
 
     def _reads_as_given(self) -> bool:
         """Whether the plan's kernel reads the input as the caller gave it (direct's compiled
-        loops: :func:`._methods.direct.reading_edges`): past its edges by the boundary rule,
+        loops: ``Shortcuts.reading_edges``): past its edges by the boundary rule,
         with no extended copy, and 8- and 16-bit integers with no float copy. Where the input
         needs no axes moved and the NaN rule no masks; the kernel is made to read the edges."""
         spec = self._spec
         plain_nan = spec.nan.policy == "ignore" or (spec.nan.policy == "propagate" and self._sums_products)
-        if self.method != "direct" or not spec.same_layout or not plain_nan:
+        if not spec.same_layout or not plain_nan:
             return False
-        kernel = direct.reading_edges(self._kernel, spec.problem, spec.extend, len(spec.x.shape))
+        kernel = METHODS[self.method].shortcuts.reading_edges(self._kernel, spec.problem, spec.extend, len(spec.x.shape))
         if kernel is None:
             return False
         self._kernel = kernel
@@ -316,12 +317,13 @@ class Plan:
 
     def _prepare(self, method: str) -> Any:
         spec = self._spec
-        dtype = METHODS[method].work_dtype(spec.problem)
+        chosen = METHODS[method]
+        dtype = chosen.work_dtype(spec.problem)
         w = self._w.astype(dtype, copy=False)
-        kernel = METHODS[method].prepare(w, spec.problem, spec.backend)
-        copied = spec.extend is not None or (spec.x.dtype != dtype and direct.reads_dtype(spec.x.dtype))
-        if method == "direct" and copied and spec.same_layout and spec.nan.policy in ("ignore", "propagate"):
-            return direct.reading_in_place(kernel, w, spec.problem, spec.backend, math.prod(spec.x.shape) * dtype.itemsize)
+        kernel = chosen.prepare(w, spec.problem, spec.backend)
+        copied = spec.extend is not None or (spec.x.dtype != dtype and chosen.shortcuts.reads_dtype(spec.x.dtype))
+        if copied and spec.same_layout and spec.nan.policy in ("ignore", "propagate"):
+            return chosen.shortcuts.reading_in_place(kernel, w, spec.problem, spec.backend, math.prod(spec.x.shape) * dtype.itemsize)
         return kernel
 
     def _run(self, method: str, kernel: Any, x: Array, out: Array | None = None, as_given: bool = False) -> Array:
@@ -330,7 +332,7 @@ class Plan:
         if as_given:  # the input's own samples, in the problem's layout but for its spatial shape
             p = spec.problem
             x_problem = x.reshape(p.batch, p.groups * p.in_per_group, *x.shape[x.ndim - len(p.spatial):])
-            if not direct.reads_dtype(x.dtype):
+            if not chosen.shortcuts.reads_dtype(x.dtype):
                 x_problem = x_problem.astype(chosen.work_dtype(p), copy=False)
         else:
             x_problem = spec.to_problem(x).astype(chosen.work_dtype(spec.problem), copy=False)

@@ -38,12 +38,17 @@ class Rates:
         ``5 N log2 N`` flops per second of a large real FFT.
     call_seconds : float
         Fixed cost of one array-library call (Python overhead, kernel launch).
+    dot_extra_ns : float
+        Nanoseconds by which ``numpy.correlate``'s dot product per output sample (rows
+        past 11 taps) exceeds the reference host's (:func:`measure_dot_extra_ns`); 0 until
+        :func:`calibrate` measures it.
     """
 
     gemm_flops: float
     stream_bytes: float
     fft_flops: float
     call_seconds: float
+    dot_extra_ns: float = 0.0
 
     def gemm_rate(self, dtype: np.dtype[Any], backend_name: str, rows: int = 1) -> float:
         """:attr:`gemm_flops` of GEMMs in `dtype` whose products have `rows` rows (output
@@ -90,11 +95,10 @@ GPU_REFERENCE_PROBES = Rates(gemm_flops=51.3e12, stream_bytes=2.94e12, fft_flops
 
 _loaded = LRUCache("rates", maxsize=8)
 # numpy.correlate past 11 taps makes one BLAS dot product per output sample, whose fixed cost
-# varies with the BLAS build and the host's state: a process measures it once (dot_extra_ns).
+# varies with the BLAS build: `calibrate` measures it (Rates.dot_extra_ns) against the reference's.
 _REFERENCE_DOT_NS = 6.0
 _REFERENCE_DOT_NS_PER_BYTE = 0.011
-_DOT_PROBE_SAMPLES, _DOT_PROBE_TAPS, _DOT_PROBE_MIN_TAPS, _DOT_PROBE_MAX_TAPS = 2048, 32, 12, 128
-_dot_extras = LRUCache("dot_extra_ns", maxsize=256)
+_DOT_PROBE_SAMPLES, _DOT_PROBE_TAPS = 2048, 32
 
 
 def cache_dir() -> Path:
@@ -193,6 +197,7 @@ def scaled_rates(probes: Rates, backend: Backend) -> Rates:
         stream_bytes=default.stream_bytes * probes.stream_bytes / reference.stream_bytes,
         fft_flops=default.fft_flops * probes.fft_flops / reference.fft_flops,
         call_seconds=default.call_seconds * probes.call_seconds / reference.call_seconds,
+        dot_extra_ns=probes.dot_extra_ns,
     )
 
 
@@ -209,10 +214,11 @@ def measure_rates(backend: Backend) -> Rates:
 
     On the CPU the probes are the operations the methods are made of: a 1024x1024 float32
     GEMM, a 64 MiB copy, a forward and inverse real FFT of a 2048x2048 float32 image, and
-    one kernel tap of the direct method on a tiny block (slice, small GEMM, in-place add).
-    On a GPU they are :func:`gpu_ceilings`; its FFTs are memory-bound, so the FFT's rate
-    is scaled with the copy's, and a call's cost is not probed (a launch's latency is the
-    host's, and its probe did not follow the calls: see :data:`GPU_REFERENCE_PROBES`).
+    one kernel tap of the direct method on a tiny block (slice, small GEMM, in-place add),
+    and numpy's dot product per sample (:func:`measure_dot_extra_ns`). On a GPU they are
+    :func:`gpu_ceilings`; its FFTs are memory-bound, so the FFT's rate is scaled with the
+    copy's, and a call's cost is not probed (a launch's latency is the host's, and its
+    probe did not follow the calls: see :data:`GPU_REFERENCE_PROBES`).
     """
     if backend.name == "cupy":
         gemm_flops, copy_bytes = gpu_ceilings(backend.xp)
@@ -241,6 +247,7 @@ def measure_rates(backend: Backend) -> Rates:
         stream_bytes=2 * v.nbytes / copy,
         fft_flops=float(2 * 2.5 * n * np.log2(n) / round_trip),
         call_seconds=call,
+        dot_extra_ns=measure_dot_extra_ns(8, _DOT_PROBE_TAPS),
     )
 
 
@@ -281,20 +288,11 @@ def _best(fn: Callable[[], object], repeats: int = 7) -> float:
     return min(times)
 
 
-def dot_extra_ns(itemsize: int, taps: int) -> float:
-    """Nanoseconds by which numpy's dot product per output sample of `taps` taps (timed
-    at 12 to 128 taps, at 32 for any other count), for floats of `itemsize` bytes, exceeds
-    the reference model of the host the cost model was fitted on (0 where it does not),
-    measured once per process and number of taps (:func:`measure_dot_extra_ns`, under
-    0.3 ms)."""
-    probe = taps if _DOT_PROBE_MIN_TAPS <= taps <= _DOT_PROBE_MAX_TAPS else _DOT_PROBE_TAPS
-    return _dot_extras.get_or_make((itemsize, probe), lambda: measure_dot_extra_ns(itemsize, probe))
-
-
 def measure_dot_extra_ns(itemsize: int, taps: int) -> float:
-    """:func:`dot_extra_ns` measured now: ``numpy.correlate`` of 2048 samples with `taps`
-    taps ('valid', one dot product per sample), best of 5, less the taps' bytes at the
-    reference's rate and the reference's fixed 6 ns."""
+    """:attr:`Rates.dot_extra_ns` measured now, for floats of `itemsize` bytes:
+    ``numpy.correlate`` of 2048 samples with `taps` taps ('valid', one dot product per
+    sample), best of 5, less the taps' bytes at the reference's rate and the reference's
+    fixed 6 ns (0 where the dot is faster)."""
     dtype = np.dtype(f"f{itemsize}")
     signal = np.linspace(-1.0, 1.0, _DOT_PROBE_SAMPLES + taps - 1, dtype=dtype)
     kernel = np.linspace(0.5, 1.5, taps, dtype=dtype)

@@ -66,18 +66,6 @@ def plans_made(monkeypatch):
         yield made
 
 
-@pytest.fixture(autouse=True)
-def reference_dot_speed(monkeypatch):
-    """The cost model as fitted, whatever BLAS runs the tests: numpy's dot product per
-    output sample at the reference host's speed (arrayconv measures this machine's at its
-    first 1-D line with a long row, :func:`arrayconv._rates.dot_extra_ns`), so the tests of
-    the automatic choice do not depend on it. The probe itself has its own test."""
-    from arrayconv import _rates
-
-    monkeypatch.setattr(_rates, "measure_dot_extra_ns", lambda itemsize, taps: 0.0)
-    _rates._dot_extras.clear()
-
-
 @pytest.fixture
 def numpy_forms(monkeypatch):
     """Direct's NumPy forms only: its compiled form (numba, where installed) left out, for

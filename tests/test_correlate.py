@@ -410,20 +410,23 @@ def test_1d_rows_of_12_to_33_taps_are_priced_as_their_pieces(n, k, dtype, form, 
 def test_1d_rows_past_11_taps_are_split_where_the_pieces_beat_this_machines_dot(n, k, extra_ns, split, monkeypatch):
     """numpy.correlate's dot product per output sample (past 11 taps) took 28-34 ns with
     OpenBLAS's float64 ddot on the AVX-512 host of 2026-11-25 at times, 6-13 at others:
-    the process measures its fixed cost, and lines sum a long row in pieces of 11 taps
-    where that, with each piece's call, is priced faster (times: float64, 2-core CI
-    machine, 'same')."""
+    `calibrate` measures its fixed cost (Rates.dot_extra_ns), and lines sum a long row in
+    pieces of 11 taps where that, with each piece's call, is priced faster (times:
+    float64, 2-core CI machine, 'same')."""
+    from dataclasses import replace
+
     from arrayconv import _rates
+    from arrayconv._backend import NUMPY
     from arrayconv._methods import _rows, direct
 
     ac.clear_caches()
-    monkeypatch.setattr(_rates, "measure_dot_extra_ns", lambda itemsize, taps: extra_ns)
+    _rates._loaded.put("numpy", replace(_rates.rates_for(NUMPY), dot_extra_ns=extra_ns))
     monkeypatch.setattr(direct, "_form", lambda problem, backend, rates: ("rows", 0))  # lines, not banded
     rng = np.random.default_rng(n + k)
     x, w = random(rng, (n,), "float64"), random(rng, (k,), "float64")
     try:
         plan = ac.plan_correlate(w, (n,), "same", method="direct")
-        assert _rows.splits(plan._spec.problem) == split and plan._kernel.split == split
+        assert _rows.splits(plan._spec.problem, _rates.rates_for(NUMPY)) == split and plan._kernel.split == split
         for mode in MODES:  # the result, split or whole, is SciPy's
             got = ac.correlate(x, w, mode, "direct")
             assert_matches(got, reference_correlate(x, w, mode), dtype="float64")
@@ -445,26 +448,29 @@ def test_lines_laid_end_to_end_pay_the_pieces_calls_once(batch, split, rng):
     assert_matches(plan(x), reference_correlate(x, w, "same"), dtype="float64")
 
 
-def test_the_dot_product_probe_measures_this_machine_once_per_dtype_and_taps(monkeypatch):
-    """The probe times numpy.correlate's dot product itself (nothing below the reference's
-    cost) at the row's taps (12-128; 32 for any other count), and its result is cached
-    per itemsize and taps until the caches are cleared."""
+def test_the_dot_product_probe_runs_at_calibrate_not_while_planning(monkeypatch, tmp_path):
+    """numpy.correlate's dot product is timed by `calibrate` (nothing below the reference's
+    cost; a slow one counted), never while a plan is built: the same call on the same
+    machine prices the same."""
     from arrayconv import _rates
 
-    monkeypatch.undo()  # the real probe, not the tests' reference speed
-    _rates._dot_extras.clear()
-    timed = []
-    measure = _rates.measure_dot_extra_ns
-    monkeypatch.setattr(_rates, "measure_dot_extra_ns", lambda itemsize, taps: timed.append((itemsize, taps)) or measure(itemsize, taps))
-    for itemsize in (4, 8):
-        for taps in (12, 29, 128, 129, 4000, 5):
-            extra = _rates.dot_extra_ns(itemsize, taps)
-            assert 0.0 <= extra < 500 and _rates.dot_extra_ns(itemsize, taps) == extra
-    assert timed == [(4, 12), (4, 29), (4, 128), (4, 32), (8, 12), (8, 29), (8, 128), (8, 32)]
-    assert _rates._dot_extras.info().size == 8
+    def no_timing(*args, **kwargs):
+        raise AssertionError("a timing probe ran while planning")
+
+    ac.clear_caches()
+    monkeypatch.setattr(_rates, "_best", no_timing)
+    for n, k in [(3000, 63), (1000, 34), (64, 129)]:
+        ac.plan_correlate(np.ones(k), (n,), "same")
+    monkeypatch.undo()
+    monkeypatch.setenv("ARRAYCONV_CACHE_DIR", str(tmp_path))
+    try:
+        measured = ac.calibrate().dot_extra_ns
+        _rates._loaded.clear()
+        assert 0.0 <= measured < 500 and _rates.rates_for(_rates.NUMPY).dot_extra_ns == measured  # kept in the file
+    finally:
+        _rates._loaded.clear()
     monkeypatch.setattr(np, "correlate", lambda *a: time.sleep(1e-4))  # 49 ns a sample: slow
-    assert measure(8, 32) > 30
-    _rates._dot_extras.clear()
+    assert _rates.measure_dot_extra_ns(8, 32) > 30
 
 
 def test_batches_of_1d_signals_price_each_lines_transform_by_its_own_bytes():
@@ -636,10 +642,13 @@ GAUSSIAN_7 = np.exp(-(_TAPS_7[:, None] ** 2 + _TAPS_7[None, :] ** 2) / 4)  # a 7
 def _force_separable(patch):
     """Make direct run its passes wherever they apply, and its taps elsewhere (not the
     compiled loops, even where they would skip a copy of the input)."""
-    from arrayconv._methods import _separable, direct
+    from dataclasses import replace
+
+    from arrayconv._methods import METHODS, _separable, direct
 
     patch.setattr(direct, "_form", lambda p, backend, rates: ("separable", 0) if _separable.takes(p, backend) else ("taps", 0))
-    patch.setattr(direct, "reading_in_place", lambda kernel, *args: kernel)
+    kept = replace(direct.SHORTCUTS, reading_in_place=lambda kernel, *args: kernel)
+    patch.setitem(METHODS, "direct", replace(direct.METHOD, shortcuts=kept))
 
 
 def _outer(rng, *taps, dtype, zero_tap=False):

@@ -13,7 +13,7 @@ Longer rows go to a dot product per output sample (6-35 ns each), so on images t
 takes rows of up to :data:`MAX_TAPS` taps only. On 1-D lines, longer rows are summed in
 pieces of at most :data:`MAX_TAPS` (:func:`split_valid`) where that, with each piece's
 call, is priced faster than the dot product, whose fixed cost this process measures
-(:func:`.dot_extra_ns`).
+(:attr:`.Rates.dot_extra_ns`).
 
 1-D signals skip the padded copy (:func:`reads_lines`): ``numpy.correlate``'s 'full' mode
 supplies the zeros past each end, and each piece of a line goes straight from its result
@@ -33,10 +33,10 @@ import numpy as np
 
 from .._backend import NUMPY, Array, Backend
 from .._problem import Problem
-from .._rates import Rates, dot_extra_ns
+from .._rates import Rates
 from .._scratch import scratch
 from .._threads import run_parallel
-from . import output
+from ._registry import output
 from ._taps import Chunk, Layout
 
 # numpy's small_correlate handles kernels of up to this many taps.
@@ -47,7 +47,7 @@ _NS_PER_SAMPLE = (0.5, 0.7, 1.1, 0.9, 1.1, 1.3, 1.5, 1.8, 2.0, 2.3, 3.4)
 # Past 11 taps, one dot product per output sample: a fixed part and the taps' bytes, in the model's
 # units (fitted so that direct's forms rank as measured on random 1-D signals: bench.images).
 _DOT_NS_OFFSET, _DOT_NS_PER_BYTE = 10.0, 0.015
-# This process's :func:`.dot_extra_ns`, timed at the row's taps, is added to the offset.
+# The machine's Rates.dot_extra_ns (measured by calibrate) is added to the offset.
 # Adds of each row's result into the sum run at about this multiple of the stream rate.
 _CACHE_SPEEDUP = 6
 # Weight on the loops and adds against the taps' estimate (fitted on images and 1-D signals with
@@ -95,13 +95,13 @@ def takes(problem: Problem, backend: Backend) -> bool:
     )
 
 
-def prepare(w: Array, problem: Problem, lay: Layout) -> RowKernels:
+def prepare(w: Array, problem: Problem, lay: Layout, rates: Rates) -> RowKernels:
     """`w` ``(G*Og, 1, *kernel)`` as rows, with where each row starts, and whether 1-D
-    lines sum them in pieces."""
+    lines sum them in pieces (priced at `rates`)."""
     p = problem
     width = p.kernel[-1]
     rows = np.ascontiguousarray(w.reshape(p.groups, p.out_per_group, -1, width))
-    return RowKernels(rows, tuple(lay.offsets[::width]), reads_lines(p) and splits(p))
+    return RowKernels(rows, tuple(lay.offsets[::width]), reads_lines(p) and splits(p, rates))
 
 
 def accumulate(padded: Array, kernels: RowKernels, lay: Layout, chunk: Chunk, backend: Backend) -> Array:
@@ -158,7 +158,7 @@ def _cutting_pays(problem: Problem, per_piece: int, workers: int, rates: Rates) 
     machine did not share. So float64 signals of 1-2 taps stay whole."""
     p = problem
     length = p.out_spatial[0]
-    loop = length * _line_ns(p)[0] * 1e-9
+    loop = length * _line_ns(p, rates)[0] * 1e-9
     threads = min(workers, -(-length // per_piece))
     return loop / threads + _LINE_STORE_PASSES * length * p.dtype.itemsize / rates.stream_bytes < loop
 
@@ -197,11 +197,11 @@ def correlate_window(signal: Array, row: Array, window: tuple[int, int, int], le
     return split_valid(padded, row)
 
 
-def splits(problem: Problem) -> bool:
+def splits(problem: Problem, rates: Rates) -> bool:
     """Whether the 1-D lines of `problem` sum their row in pieces (:func:`split_valid`):
     rows past :data:`MAX_TAPS` taps where the pieces, with their calls, are priced faster
     than a dot product per output sample (:func:`_line_ns`)."""
-    return _line_ns(problem)[1]
+    return _line_ns(problem, rates)[1]
 
 
 def split_valid(stretch: Array, row: Array) -> Array:
@@ -325,11 +325,11 @@ def _loop_ns(taps: float) -> float:
     return _NS_PER_SAMPLE[max(1, round(taps)) - 1]
 
 
-def _dot_ns(taps: float, itemsize: int) -> float:
+def _dot_ns(taps: float, itemsize: int, rates: Rates) -> float:
     """``numpy.correlate``'s time per output sample (ns) past :data:`MAX_TAPS` taps: one
-    dot product, a fixed part (with what this process's dot takes over the reference's,
-    :func:`.dot_extra_ns`, timed at as many taps) and the taps' bytes."""
-    return _DOT_NS_OFFSET + dot_extra_ns(itemsize, round(taps)) + _DOT_NS_PER_BYTE * taps * itemsize
+    dot product, a fixed part (with what this machine's dot takes over the reference's,
+    :attr:`.Rates.dot_extra_ns`) and the taps' bytes."""
+    return _DOT_NS_OFFSET + rates.dot_extra_ns + _DOT_NS_PER_BYTE * taps * itemsize
 
 
 def _split_ns(width: int) -> float:
@@ -340,7 +340,7 @@ def _split_ns(width: int) -> float:
     return _SPLIT_WEIGHT * loops + _SPLIT_ADD_NS * (len(starts) - 1)
 
 
-def _line_ns(problem: Problem) -> tuple[float, bool]:
+def _line_ns(problem: Problem, rates: Rates) -> tuple[float, bool]:
     """Time per output sample (ns) of a 1-D line of `problem` with its row, and whether
     the row is summed in pieces: the unrolled loop for rows of up to :data:`MAX_TAPS`
     taps; longer ones as the cheaper of the pieces (their loops, and their calls over the
@@ -352,7 +352,7 @@ def _line_ns(problem: Problem) -> tuple[float, bool]:
         return _loop_ns(_taps_met(p)), False
     calls, samples = _split_calls(p)
     pieces = _split_ns(width) + calls * _PIECE_CALL_NS / samples
-    whole = _dot_ns(_taps_met(p), p.dtype.itemsize)
+    whole = _dot_ns(_taps_met(p), p.dtype.itemsize, rates)
     return (pieces, True) if pieces < whole else (whole, False)
 
 
@@ -417,7 +417,7 @@ def line_seconds(problem: Problem, pieces: list[tuple[int, int, int, int]], thre
         padded = p.spatial[0] + p.pad_lo[0] + p.pad_hi[0]
         computed = products * padded // count
         copied = lines * padded if padded > p.spatial[0] else 0
-    dots = computed * _line_ns(p)[0] * 1e-9
+    dots = computed * _line_ns(p, rates)[0] * 1e-9
     stored = (products + copied) * p.dtype.itemsize / rates.stream_bytes
     calls = sum(1 if one else l1 - l0 for one, (l0, l1, _, _) in zip(wide, pieces)) * p.out_per_group
     return (_LINE_WEIGHT * dots + _LINE_STORE_PASSES * stored) / threads + calls * rates.call_seconds

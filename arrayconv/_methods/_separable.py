@@ -29,7 +29,7 @@ from .._backend import Array, Backend
 from .._problem import Problem
 from .._rates import Rates
 from .._scratch import reused
-from . import Cost, direct
+from ._registry import Cost, Method
 
 # Output rows per block of the column pass: 16 ran 1.1-1.5x slower than 32 on 256x256 to
 # 4096x4096 float32 images with 5x5 to 11x11 kernels, 64 about as fast as 32.
@@ -106,8 +106,9 @@ def row_problem(problem: Problem) -> Problem:
     return replace(p, kernel=(*(1,) * (len(p.kernel) - 1), p.kernel[-1]), rank_one=False)
 
 
-def prepare(w: Array, problem: Problem, backend: Backend) -> SeparableTaps:
-    """The row pass's kernel and the banded matrix of each other axis's filter."""
+def prepare(w: Array, problem: Problem, backend: Backend, rows: Method) -> SeparableTaps:
+    """The row pass's kernel (prepared by `rows`, direct's method) and the banded matrix of
+    each other axis's filter."""
     found = factors(w, problem)
     if found is None:
         msg = "the kernel is not an outer product of 1-D kernels"
@@ -123,16 +124,17 @@ def prepare(w: Array, problem: Problem, backend: Backend) -> SeparableTaps:
         band[j, j + k] = line[:, None]  # tap k on the diagonal j + k of every output row j
         bands.append(band)
     row = xp.asarray(found[-1].astype(problem.dtype)).reshape(1, 1, *(1,) * (len(problem.kernel) - 1), -1)
-    return SeparableTaps(direct.prepare(row, row_problem(problem), backend), tuple(bands))
+    return SeparableTaps(rows.prepare(row, row_problem(problem), backend), tuple(bands))
 
 
-def run(x: Array, kernel: SeparableTaps, problem: Problem, backend: Backend, out: Array) -> None:
-    """Fill `out` ``(B, 1, 1, *out_spatial)``: the row pass (into this thread's scratch
-    buffer up to :data:`.._scratch.REUSED_BYTES`, as the padded input: :func:`.._scratch.reused`), then each other axis,
-    last to first, by :func:`_along`: the first axis's pass writes `out`."""
+def run(x: Array, kernel: SeparableTaps, problem: Problem, backend: Backend, out: Array, rows: Method) -> None:
+    """Fill `out` ``(B, 1, 1, *out_spatial)``: the row pass by `rows` (into this thread's
+    scratch buffer up to :data:`.._scratch.REUSED_BYTES`, as the padded input:
+    :func:`.._scratch.reused`), then each other axis, last to first, by :func:`_along`:
+    the first axis's pass writes `out`."""
     p, rp = problem, row_problem(problem)
     rowed = reused("separable.rows", rp.y_shape, p.dtype, backend)
-    done = direct.run(x, kernel.rows, rp, backend, rowed).reshape(p.batch, *p.padded[:-1], p.out_spatial[-1])
+    done = rows.run(x, kernel.rows, rp, backend, rowed).reshape(p.batch, *p.padded[:-1], p.out_spatial[-1])
     for axis in reversed(range(len(p.kernel) - 1)):
         shape = (p.batch, *p.padded[:axis], *p.out_spatial[axis:])
         target = out.reshape(shape) if axis == 0 else backend.xp.empty(shape, p.dtype)
@@ -161,13 +163,13 @@ def _along(a: Array, band: Array, axis: int, target: Array, backend: Backend) ->
         xp.matmul(band[:left, : left + reach], a[:, whole * BLOCK_ROWS :], out=target[:, whole * BLOCK_ROWS :])
 
 
-def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
-    """The row pass's cost (direct's), and each other axis's pass: its GEMMs' flops (2
-    per multiply-add, complex too) at :data:`_GEMM_SHARE` of the GEMM rate, and the
-    pass's input read and output written at the stream rate; weighted (:data:`_WEIGHTS`),
-    with a fixed cost."""
+def cost(problem: Problem, backend: Backend, rates: Rates, rows: Method) -> Cost:
+    """The row pass's cost (by `rows`, direct's method), and each other axis's pass: its
+    GEMMs' flops (2 per multiply-add, complex too) at :data:`_GEMM_SHARE` of the GEMM
+    rate, and the pass's input read and output written at the stream rate; weighted
+    (:data:`_WEIGHTS`), with a fixed cost."""
     p, size = problem, problem.dtype.itemsize
-    rows = direct.cost(row_problem(p), backend, rates)
+    row_cost = rows.cost(row_problem(p), backend, rates)
     gemm_rate, columns, held = _GEMM_SHARE * rates.gemm_rate(p.dtype, backend.name), 0.0, 0
     for axis in reversed(range(len(p.kernel) - 1)):
         read = p.batch * math.prod(p.padded[: axis + 1]) * math.prod(p.out_spatial[axis + 1 :])
@@ -175,5 +177,5 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
         columns += 2 * written * (BLOCK_ROWS + p.kernel[axis] - 1) / gemm_rate + (read + written) * size / rates.stream_bytes
         held = max(held, read * size)
     rows_weight, columns_weight = _WEIGHTS[p.dtype.kind == "c", len(p.kernel)]
-    seconds = rows_weight * rows.seconds + columns_weight * columns + _FIXED_CALLS * rates.call_seconds
-    return Cost(seconds, rows.temp_bytes + 2 * held)
+    seconds = rows_weight * row_cost.seconds + columns_weight * columns + _FIXED_CALLS * rates.call_seconds
+    return Cost(seconds, row_cost.temp_bytes + 2 * held)

@@ -25,7 +25,8 @@ from .._problem import Problem
 from .._rates import Rates, rates_for
 from .._scratch import scratch
 from .._threads import gemm_lanes, one_blas_thread, run_parallel
-from . import Cost, Method, _banded, _compiled, _direct_cuda, _one_map, _rows, _separable, exact_dtype, output, register
+from . import _banded, _compiled, _direct_cuda, _one_map, _rows, _separable
+from ._registry import Cost, Method, Shortcuts, exact_dtype, output, register
 from ._taps import Chunk, Layout, chunk_input, layout, pad_input, padded_bytes, pads_periodically, reads_in_place
 
 # Bytes of one chunk's working set (measured best on the benchmark cases: 256 KiB chunks
@@ -115,7 +116,7 @@ def _form_seconds(problem: Problem, backend: Backend, rates: Rates, workers: int
         estimates[("banded", block)] = _banded.seconds(p, block, _samples(p), rates)
     if _rows.takes(p, backend):
         estimates[("rows", 0)] = _rows_cost(p, backend, rates).seconds
-    if _separable.takes(p, backend) and (separable := _separable.cost(p, backend, rates)).temp_bytes <= budget:
+    if _separable.takes(p, backend) and (separable := _separable.cost(p, backend, rates, METHOD)).temp_bytes <= budget:
         estimates[("separable", 0)] = separable.seconds
     if _compiled.takes(p, backend):
         estimates[("compiled", 0)] = _compiled.seconds(p, rates, False, workers)
@@ -196,15 +197,15 @@ def prepare(w: Array, problem: Problem, backend: Backend) -> Kernel:
     if form == "banded":
         return _banded.prepare(w, p, backend, block)
     if form == "separable":
-        return _separable.prepare(w, p, backend)
+        return _separable.prepare(w, p, backend, METHOD)
     rows = form == "rows"
     if rows and _rows.reads_lines(p):
-        return _rows.prepare(w, p, layout(p))
+        return _rows.prepare(w, p, layout(p), rates_for(backend))
     single = _single_map(p, rows, backend)
     if single is not None:
         return _one_map.MapKernel(single, xp.ascontiguousarray(w.reshape(-1, p.kernel[-1])))
     if rows:
-        return _rows.prepare(w, p, layout(p))
+        return _rows.prepare(w, p, layout(p), rates_for(backend))
     return xp.ascontiguousarray(w.reshape(p.groups, p.out_per_group, p.in_per_group, -1).transpose(3, 0, 1, 2))
 
 
@@ -227,7 +228,7 @@ def run(x: Array, kernel: Kernel, problem: Problem, backend: Backend, out: Array
         _banded.run(x, kernel, p, backend, out)
         return out.reshape(p.y_shape)
     if isinstance(kernel, _separable.SeparableTaps):
-        _separable.run(x, kernel, p, backend, out)
+        _separable.run(x, kernel, p, backend, out, METHOD)
         return out.reshape(p.y_shape)
     if _form(p, backend, rates_for(backend))[0] == "pointwise":
         samples = x.reshape(p.batch, p.groups, p.in_per_group, *p.spatial)[(..., *(slice(None, None, s) for s in p.stride))]
@@ -385,7 +386,7 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     if form == "rows":
         return _rows_cost(p, backend, rates)
     if form == "separable":
-        return _separable.cost(p, backend, rates)
+        return _separable.cost(p, backend, rates, METHOD)
     if form == "pointwise":
         return _pointwise_cost(p, backend, rates)
     return _taps_cost(p, backend, rates)
@@ -458,4 +459,5 @@ def sums_products(kernel: Kernel) -> bool:
     return not isinstance(kernel, (_banded.BandedTaps, _separable.SeparableTaps))
 
 
-METHOD = register(Method("direct", prepare, run, exact_dtype, unsupported, cost, sums_products))
+SHORTCUTS = Shortcuts(unplanned, single_call, reading_edges, reads_dtype, reading_in_place)
+METHOD = register(Method("direct", prepare, run, exact_dtype, unsupported, cost, sums_products, SHORTCUTS))

@@ -30,7 +30,7 @@ from .._boundary import extend
 from .._cache import LRUCache
 from .._problem import Problem
 from .._rates import ONE_WORKER_FFT_SHARE, Rates
-from . import Cost, Method, output, register
+from ._registry import Cost, Method, output, register
 
 # Below this many input channels per group, multiply-accumulate beats a batched GEMM.
 _GEMM_MIN_CHANNELS = 8

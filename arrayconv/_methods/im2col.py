@@ -25,7 +25,8 @@ from .._problem import Problem
 from .._rates import Rates
 from .._scratch import scratch
 from .._threads import gemm_lanes, one_blas_thread, run_parallel
-from . import Cost, Method, direct, exact_dtype, output, register
+from . import direct
+from ._registry import Cost, Method, exact_dtype, output, register
 from ._taps import Chunk, assign_rows, chunk_input, flat_length, layout, pad_input, padded_bytes, padded_grid, padded_rows_shape, pads_periodically, row_elements
 
 # Preferred size of one chunk's column matrix: large enough for an efficient GEMM.

@@ -35,7 +35,8 @@ from .._rates import Rates, rates_for
 from .._shapes import Shape
 from .._threads import run_parallel
 from .._window import periodic_window, window
-from . import Cost, Method, fft, output, register
+from . import fft
+from ._registry import Cost, Method, output, register
 
 
 def cut_axes(problem: Problem, block: Shape) -> list[int]:
