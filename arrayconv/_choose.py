@@ -10,6 +10,7 @@ from typing import Literal
 from . import _config
 from ._backend import Backend
 from ._cache import LRUCache
+from ._config import Settings
 from ._methods import METHODS, Cost
 from ._problem import Problem
 from ._rates import Rates, cache_dir, rates_for
@@ -106,28 +107,28 @@ def choose(
     its plan ranks them so among those whose one call is estimated within
     :data:`KEPT_WITHIN` times the fastest (or :data:`KEPT_EXTRA` seconds and twice it). If
     no method fits the budget, the one with the smallest temporaries is chosen. Choices are
-    cached by backend, device, problem, budget, exclusions, rates, workers (overlap-save
-    runs its slabs on them) and `calls`.
+    cached by backend, device, problem, budget, exclusions, rates, workers (the estimates'
+    threads) and `calls`.
     """
-    rates = rates_for(backend)
-    key = (backend.name, backend.device, problem, memory_limit, tuple(sorted((excluded or {}).items())), rates, _config.workers(), calls)
-    return _estimated.get_or_make(key, lambda: _estimate(problem, backend, memory_limit, excluded, rates, calls))
+    rates, settings = rates_for(backend), Settings(_config.workers(), memory_limit)
+    key = (backend.name, backend.device, problem, settings, tuple(sorted((excluded or {}).items())), rates, calls)
+    return _estimated.get_or_make(key, lambda: _estimate(problem, backend, settings, excluded, rates, calls))
 
 
 def _estimate(
     problem: Problem,
     backend: Backend,
-    memory_limit: int,
+    settings: Settings,
     excluded: Mapping[str, str] | None,
     rates: Rates,
     calls: Calls,
 ) -> Choice:
     rejected = dict(excluded or {})
     for name, method in METHODS.items():
-        if name not in rejected and (why := method.unsupported(problem, backend, memory_limit)):
+        if name not in rejected and (why := method.unsupported(problem, backend, settings.budget)):
             rejected[name] = why
     estimates = {
-        name: method.cost(problem, backend, rates)
+        name: method.cost(problem, backend, rates, settings)
         for name, method in METHODS.items()
         if name not in (excluded or {})
     }
@@ -146,7 +147,7 @@ def _estimate(
         reason = f"fastest estimate{' per repeated call (the kernel form made once)' if calls == 'plan' else ''} within the memory budget"
     else:
         best = min(estimates, key=lambda name: estimates[name].temp_bytes)
-        reason = f"no method fits memory_limit={memory_limit}; smallest temporaries"
+        reason = f"no method fits memory_limit={settings.budget}; smallest temporaries"
     return Choice(best, estimates, rejected, reason, calls=calls)
 
 

@@ -6,6 +6,7 @@ import contextlib
 import os
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from ._machine import usable_cores
 
@@ -64,6 +65,21 @@ def capacity(backend_name: str) -> int:
 def budget(backend_name: str) -> int:
     """:func:`memory_limit` of the device a backend runs on."""
     return memory_limit("gpu" if backend_name == "cupy" else "cpu")
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """What an estimate of a method's cost depends on besides the problem and the machine's
+    rates: the worker threads and the memory budget (bytes), passed to it, never read
+    inside it."""
+
+    workers: int
+    budget: int
+
+
+def settings(backend_name: str) -> Settings:
+    """This thread's settings for a backend: :func:`workers` and :func:`budget`."""
+    return Settings(workers(), budget(backend_name))
 
 
 def cores() -> int:

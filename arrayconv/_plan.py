@@ -233,7 +233,8 @@ class Plan:
         cp = spec.backend.xp
         cp.get_default_memory_pool().free_all_blocks()
         free = int(cp.cuda.runtime.memGetInfo()[0])
-        needed = _result_bytes(spec) + METHODS[self.method].cost(spec.problem, spec.backend, rates_for(spec.backend)).temp_bytes
+        settings = _config.settings(spec.backend.name)
+        needed = _result_bytes(spec) + METHODS[self.method].cost(spec.problem, spec.backend, rates_for(spec.backend), settings).temp_bytes
         if self._retry and needed > free // 2:
             smaller = Plan(spec, self._w, "auto", memory_limit=max(free // 2, 1), calls=self._calls)
             if smaller.method != self.method or smaller.choice.estimates[smaller.method].temp_bytes < needed:

@@ -236,7 +236,7 @@ def fit(repeats: int) -> dict[str, float]:
 
     rates, workers = rates_for(NUMPY), _config.workers()
     real = direct._fastest_form
-    direct._fastest_form = lambda problem, backend, r, w, b: ("compiled", int(problem.rank_one)) if _compiled.takes(problem, NUMPY) else real(problem, backend, r, w, b)
+    direct._fastest_form = lambda problem, backend, r, s: ("compiled", int(problem.rank_one)) if _compiled.takes(problem, NUMPY) else real(problem, backend, r, s)
     features, targets = [], []
     try:
         rng = np.random.default_rng(0)

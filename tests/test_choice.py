@@ -44,3 +44,29 @@ def test_auto_picks_within_1_2x_of_the_fastest_on_committed_timings(point):
     assert choice.method in times, f"picked {choice.method!r}, which was not timed (estimated over 20x the fastest): {choice}"
     ratio = times[choice.method] / min(times.values())
     assert ratio <= TIMINGS["within"], f"{choice.method} took {ratio:.2f}x the fastest ({min(times, key=times.__getitem__)}): {times}\n{choice}"
+
+
+@pytest.mark.parametrize(
+    ("x_shape", "w_shape", "kind"),
+    [((512, 512), (7, 7), "correlate"), ((2048, 2048), (41, 41), "correlate"), ((4000,), (40,), "correlate"), ((2, 16, 64, 64), (32, 16, 3, 3), "conv")],
+)
+def test_costs_are_functions_of_their_arguments(x_shape, w_shape, kind):
+    """Each method's estimate depends on the problem, rates and settings it is given, not
+    on the thread's settings (arrayconv.config) at the time it is asked."""
+    import numpy as np
+
+    from arrayconv._backend import NUMPY
+    from arrayconv._config import Settings
+    from arrayconv._methods import METHODS
+    from arrayconv._rates import rates_for
+
+    w = np.random.default_rng(1).standard_normal(w_shape)
+    plan = ac.plan_conv(w, x_shape) if kind == "conv" else ac.plan_correlate(w, x_shape, "same")
+    problem, rates = plan._spec.problem, rates_for(NUMPY)
+    for settings in (Settings(1, 1 << 30), Settings(2, 4 << 20)):
+        first = {name: m.cost(problem, NUMPY, rates, settings) for name, m in METHODS.items()}
+        for workers, limit in ((1, 1 << 20), (2, 1 << 34)):
+            ac.clear_caches()
+            with ac.config(workers=workers, memory_limit=limit):
+                assert {name: m.cost(problem, NUMPY, rates, settings) for name, m in METHODS.items()} == first
+    ac.clear_caches()

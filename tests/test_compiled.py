@@ -24,10 +24,10 @@ def _forced():
     product), whatever the estimates say."""
     real = direct._fastest_form
 
-    def form(problem, backend, rates, workers, budget):
+    def form(problem, backend, rates, settings):
         if _compiled.takes(problem, NUMPY):
             return ("compiled", int(problem.rank_one))
-        return real(problem, backend, rates, workers, budget)
+        return real(problem, backend, rates, settings)
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(direct, "_fastest_form", form)

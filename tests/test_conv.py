@@ -315,7 +315,7 @@ def test_direct_chunks_pad_their_own_rows(x_shape, w_shape, options, forms, padd
         expected = reference_conv(x, w, **options)
     for form in forms:
         whole.clear()
-        monkeypatch.setattr(direct, "_form", lambda problem, backend, rates: (form, 0))
+        monkeypatch.setattr(direct, "_form", lambda problem, backend, rates, settings: (form, 0))
         with ac.config(workers=2):
             got = ac.conv(x, w, method="direct", padding_mode=padding_mode, **options)
         assert_matches(got, expected, dtype="float64")
@@ -344,7 +344,7 @@ def test_direct_memory_bound_taps_run_in_small_chunks(rng, monkeypatch):
     x, w = random(rng, (2, 6, 40, 33), "float64"), random(rng, (4, 6, 3, 5), "float64")
     expected = reference_conv(x, w, padding=(1, 2))
     problem = ac.plan_conv(w, x.shape, padding=(1, 2), method="direct")._spec.problem
-    monkeypatch.setattr(direct, "_form", lambda problem, backend, rates: ("taps", 0))
+    monkeypatch.setattr(direct, "_form", lambda problem, backend, rates, settings: ("taps", 0))
     chunks = []
     for size in (direct._MEMORY_BOUND_CHUNK_BYTES, 3000):
         monkeypatch.setattr(direct, "_MEMORY_BOUND_CHUNK_BYTES", size)
@@ -440,7 +440,7 @@ def test_direct_banded_form(x_shape, w_shape, options, block, chunk_bytes, dtype
     # halos, a block tail).
     from arrayconv._methods import _banded, direct
 
-    monkeypatch.setattr(direct, "_form", lambda problem, backend, rates: ("banded", block))
+    monkeypatch.setattr(direct, "_form", lambda problem, backend, rates, settings: ("banded", block))
     monkeypatch.setattr(_banded, "_CHUNK_BYTES", chunk_bytes)
     x, w = random(rng, x_shape, dtype), random(rng, w_shape, dtype)
     plan = ac.plan_conv(w, x.shape, method="direct", padding_mode="circular" if circular else "zeros", **options)
@@ -476,7 +476,7 @@ def test_direct_row_form(x_shape, w_shape, options, chunk_bytes, dtype, circular
     # threads), and check it on every layout it reads (one map in one chunk included).
     from arrayconv._methods import _one_map, _rows, direct
 
-    monkeypatch.setattr(direct, "_form", lambda problem, backend, rates: ("rows", 0))
+    monkeypatch.setattr(direct, "_form", lambda problem, backend, rates, settings: ("rows", 0))
     monkeypatch.setattr(direct, "_ROWS_CHUNK_BYTES", chunk_bytes)
     x, w = random(rng, x_shape, dtype), random(rng, w_shape, dtype)
     plan = ac.plan_conv(w, x.shape, method="direct", padding_mode="circular" if circular else "zeros", **options)
@@ -498,7 +498,7 @@ def test_batched_1d_lines_with_one_kernel_run_as_one_wide_line(groups, taps, pad
 
     x, w = random(rng, (6, groups, 50), dtype), random(rng, (3 * groups, 1, taps), dtype)
     wide, wide_lines = [], _rows.wide_lines
-    monkeypatch.setattr(direct, "_form", lambda problem, backend, rates: ("rows", 0))
+    monkeypatch.setattr(direct, "_form", lambda problem, backend, rates, settings: ("rows", 0))
     monkeypatch.setattr(_rows, "wide_lines", lambda *a: wide.append(a[0].shape) or wide_lines(*a))
     got = ac.conv(x, w, padding=padding, groups=groups, method="direct")
     assert_matches(got, reference_conv(x, w, padding=padding, groups=groups), dtype=dtype)
@@ -537,7 +537,7 @@ def test_direct_row_form_reads_1d_lines_in_place(length, taps, mode, lines, dtyp
     ref = scipy.signal.correlate(x.astype(np.float64), k.astype(np.float64), mode, method="direct")
     out = np.full(ref.shape, np.nan, dtype) if into_out else None
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(direct, "_form", lambda problem, backend, rates: ("rows", 0))
+        patch.setattr(direct, "_form", lambda problem, backend, rates, settings: ("rows", 0))
         patch.setattr(direct, "_ROWS_CHUNK_BYTES", piece_bytes)
         patch.setattr(_rows, "correlate_window", counted(window))
         patch.setattr(_rows, "wide_lines", counted(wide))
@@ -568,7 +568,7 @@ def test_1d_lines_in_valid_mode_compute_only_the_outputs_they_keep(length, taps,
         return result
 
     ref = scipy.signal.correlate(x.astype(np.float64), k.astype(np.float64), "valid", method="direct")
-    monkeypatch.setattr(direct, "_form", lambda problem, backend, rates: ("rows", 0))
+    monkeypatch.setattr(direct, "_form", lambda problem, backend, rates, settings: ("rows", 0))
     monkeypatch.setattr(np, "correlate", counted)
     assert_matches(ac.correlate(x, k, "valid", "direct"), ref, dtype=dtype)
     problem = ac.plan_correlate(k, x.shape, "valid", method="direct")._spec.problem
@@ -713,12 +713,13 @@ def test_direct_pointwise_form(x_shape, w_shape, options, dtype, into_out, rng):
     # 1x1 kernels over several channels run as one matmul (of the input's samples, every
     # stride-th along each axis) straight into the result.
     from arrayconv._backend import NUMPY
+    from arrayconv._config import settings
     from arrayconv._methods import direct
     from arrayconv._rates import rates_for
 
     x, w = random(rng, x_shape, dtype), random(rng, w_shape, dtype)
     plan = ac.plan_conv(w, x.shape, method="direct", **options)
-    assert direct._form(plan._spec.problem, NUMPY, rates_for(NUMPY)) == ("pointwise", 0)
+    assert direct._form(plan._spec.problem, NUMPY, rates_for(NUMPY), settings(NUMPY.name)) == ("pointwise", 0)
     out = np.full(plan.y_shape, 7, dtype=plan.y_dtype) if into_out else None
     got = plan(x, out=out)
     assert got is out or not into_out
@@ -736,12 +737,13 @@ def test_direct_pointwise_form(x_shape, w_shape, options, dtype, into_out, rng):
 )
 def test_direct_pointwise_form_only_for_unpadded_1x1_kernels_over_channels(x_shape, w_shape, options, rng):
     from arrayconv._backend import NUMPY
+    from arrayconv._config import settings
     from arrayconv._methods import direct
     from arrayconv._rates import rates_for
 
     x, w = random(rng, x_shape, "float64"), random(rng, w_shape, "float64")
     plan = ac.plan_conv(w, x.shape, method="direct", **options)
-    assert direct._form(plan._spec.problem, NUMPY, rates_for(NUMPY))[0] != "pointwise"
+    assert direct._form(plan._spec.problem, NUMPY, rates_for(NUMPY), settings(NUMPY.name))[0] != "pointwise"
     assert_matches(plan(x), reference_conv(x, w, **options), dtype="float64")
 
 

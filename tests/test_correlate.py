@@ -74,7 +74,7 @@ def test_direct_taps_of_one_map(chunk_bytes, dtype, rng, monkeypatch):
     # path, not the one-map runner (tested below).
     from arrayconv._methods import _one_map, direct
 
-    monkeypatch.setattr(direct, "_form", lambda problem, backend, rates: ("taps", 0))
+    monkeypatch.setattr(direct, "_form", lambda problem, backend, rates, settings: ("taps", 0))
     monkeypatch.setattr(direct, "_CHUNK_BYTES", chunk_bytes)
     monkeypatch.setattr(_one_map, "one_map", lambda *args: None)
     x, w = random(rng, (37, 29), dtype), random(rng, (4, 5), dtype)
@@ -106,7 +106,7 @@ def test_one_map_runs_as_its_chunk(form, case, dtype, flip, boundary, seed):
     in1, in2 = random(rng, s1, dtype), random(rng, s2, dtype)
     make = ac.plan_convolve if flip else ac.plan_correlate
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(direct, "_form", lambda problem, backend, rates: (form, 0))
+        patch.setattr(direct, "_form", lambda problem, backend, rates, settings: (form, 0))
         plan = make(in2, s1, mode, method="direct", boundary=boundary)
         one = isinstance(plan._kernel, _one_map.MapKernel)
         patch.setattr(_one_map, "one_map", lambda *args: None)
@@ -421,7 +421,7 @@ def test_1d_rows_past_11_taps_are_split_where_the_pieces_beat_this_machines_dot(
 
     ac.clear_caches()
     _rates._loaded.put("numpy", replace(_rates.rates_for(NUMPY), dot_extra_ns=extra_ns))
-    monkeypatch.setattr(direct, "_form", lambda problem, backend, rates: ("rows", 0))  # lines, not banded
+    monkeypatch.setattr(direct, "_form", lambda problem, backend, rates, settings: ("rows", 0))  # lines, not banded
     rng = np.random.default_rng(n + k)
     x, w = random(rng, (n,), "float64"), random(rng, (k,), "float64")
     try:
@@ -646,7 +646,7 @@ def _force_separable(patch):
 
     from arrayconv._methods import METHODS, _separable, direct
 
-    patch.setattr(direct, "_form", lambda p, backend, rates: ("separable", 0) if _separable.takes(p, backend) else ("taps", 0))
+    patch.setattr(direct, "_form", lambda p, backend, rates, settings: ("separable", 0) if _separable.takes(p, backend) else ("taps", 0))
     kept = replace(direct.SHORTCUTS, reading_in_place=lambda kernel, *args: kernel)
     patch.setitem(METHODS, "direct", replace(direct.METHOD, shortcuts=kept))
 

@@ -404,6 +404,7 @@ def estimates(monkeypatch):
     """Make the registry's methods report given estimates: ``estimates({name: (one call,
     later call)})`` returns the Choice of each kind of call for one problem."""
     from arrayconv import _choose
+    from arrayconv._config import Settings
     from arrayconv._methods import METHODS, Cost
 
     def choices(seconds):
@@ -413,7 +414,7 @@ def estimates(monkeypatch):
         }
         monkeypatch.setattr(_choose, "METHODS", fake)
         problem = ac.plan_correlate(np.ones(3), (16,))._spec.problem
-        return {calls: _choose._estimate(problem, ac._backend.NUMPY, 1 << 30, None, None, calls) for calls in ("one", "kept", "plan")}
+        return {calls: _choose._estimate(problem, ac._backend.NUMPY, Settings(2, 1 << 30), None, None, calls) for calls in ("one", "kept", "plan")}
 
     return choices
 

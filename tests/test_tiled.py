@@ -79,8 +79,7 @@ def test_oa_runs_blocks_on_the_workers_within_the_budget(workers, rng):
     expected = ac.conv(x, k, padding=4, method="direct")
     problem = ac.plan_conv(k, x.shape, padding=4, method="oa")._spec.problem
     smallest = overlap._block_cost(problem, NUMPY, (1, 1), 1, rates_for(NUMPY)).temp_bytes
-    with ac.config(workers=workers):
-        assert overlap._most_threads(problem, NUMPY, (-(-problem.out_spatial[0] // 2), *problem.out_spatial[1:])) == 1  # two slabs: one after the other
+    assert overlap._most_threads(problem, NUMPY, (-(-problem.out_spatial[0] // 2), *problem.out_spatial[1:]), workers) == 1  # two slabs: one after the other
     for budget, most in ((64 << 20, workers), (smallest * 3 // 2, 1)):  # no two blocks fit together in the second
         with ac.config(workers=workers, memory_limit=budget):
             block, threads, _, _ = overlap.prepare(k, problem, NUMPY)
@@ -163,7 +162,7 @@ def test_oa_weighs_its_blocks_once_per_problem_budget_and_worker_count(monkeypat
     for budget, workers in ((1 << 30, 2), (1 << 30, 2), (300_000, 2), (300_000, 1), (1 << 30, 2)):
         with ac.config(memory_limit=budget, workers=workers):
             assert_matches(ac.correlate(x, k, "same", method="oa"), expected, dtype="float32")
-    assert weighed == [1 << 30, 300_000, 300_000]  # a new budget or worker count weighs again
+    assert [(s.budget, s.workers) for s in weighed] == [(1 << 30, 2), (300_000, 2), (300_000, 1)]  # a new budget or worker count weighs again
     assert ac.cache_info()["oa_block_plans"].size == 3
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from .._backend import Array, Backend
+from .._config import Settings
 from .._problem import Problem
 from .._rates import Rates
 
@@ -95,7 +96,8 @@ class Method:
     unsupported : callable
         ``unsupported(problem, backend, memory_limit) -> str | None``: why it cannot run.
     cost : callable
-        ``cost(problem, backend, rates) -> Cost``.
+        ``cost(problem, backend, rates, settings) -> Cost``: a pure function of its
+        arguments (the workers and memory budget come in `settings`).
     sums_products : callable
         ``sums_products(kernel) -> bool``: whether `run` with this prepared kernel sums
         exactly the products of the kernel's footprint, so that a NaN or inf reaches only
@@ -111,7 +113,7 @@ class Method:
     run: Callable[..., Array]
     work_dtype: Callable[[Problem], np.dtype[Any]]
     unsupported: Callable[[Problem, Backend, int], str | None]
-    cost: Callable[[Problem, Backend, Rates], Cost]
+    cost: Callable[[Problem, Backend, Rates, Settings], Cost]
     sums_products: Callable[[Any], bool] = lambda kernel: False
     shortcuts: Shortcuts = Shortcuts()
 

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from .._backend import Array, Backend
+from .._config import Settings
 from .._problem import Problem
 from .._rates import Rates
 from .._scratch import reused
@@ -163,13 +164,13 @@ def _along(a: Array, band: Array, axis: int, target: Array, backend: Backend) ->
         xp.matmul(band[:left, : left + reach], a[:, whole * BLOCK_ROWS :], out=target[:, whole * BLOCK_ROWS :])
 
 
-def cost(problem: Problem, backend: Backend, rates: Rates, rows: Method) -> Cost:
+def cost(problem: Problem, backend: Backend, rates: Rates, settings: Settings, rows: Method) -> Cost:
     """The row pass's cost (by `rows`, direct's method), and each other axis's pass: its
     GEMMs' flops (2 per multiply-add, complex too) at :data:`_GEMM_SHARE` of the GEMM
     rate, and the pass's input read and output written at the stream rate; weighted
     (:data:`_WEIGHTS`), with a fixed cost."""
     p, size = problem, problem.dtype.itemsize
-    row_cost = rows.cost(row_problem(p), backend, rates)
+    row_cost = rows.cost(row_problem(p), backend, rates, settings)
     gemm_rate, columns, held = _GEMM_SHARE * rates.gemm_rate(p.dtype, backend.name), 0.0, 0
     for axis in reversed(range(len(p.kernel) - 1)):
         read = p.batch * math.prod(p.padded[: axis + 1]) * math.prod(p.out_spatial[axis + 1 :])

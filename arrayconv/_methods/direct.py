@@ -20,6 +20,7 @@ from .. import _config
 from .._backend import NUMPY, Array, Backend
 from .._boundary import Extension
 from .._cache import LRUCache
+from .._config import Settings
 from .._cuda import C_TYPES
 from .._problem import Problem
 from .._rates import Rates, rates_for
@@ -87,7 +88,7 @@ def pointwise(problem: Problem) -> bool:
     return p.in_per_group > 1 and math.prod(p.kernel) == 1 and not p.pads
 
 
-def _form(problem: Problem, backend: Backend, rates: Rates) -> tuple[str, int]:
+def _form(problem: Problem, backend: Backend, rates: Rates, settings: Settings) -> tuple[str, int]:
     """How the CPU sums the taps: ``('pointwise', 0)`` where it applies (the one tap's
     GEMMs written straight into the result: no chunks, no sum), else
     ``('taps', 0)``, ``('rows', 0)``, ``('banded', block)`` or ``('separable', 0)``,
@@ -95,19 +96,19 @@ def _form(problem: Problem, backend: Backend, rates: Rates) -> tuple[str, int]:
     temporaries fit the memory budget). Cached: every call of a plain function asks."""
     if backend.name != "numpy":
         return ("taps", 0)
-    workers = _config.workers()
-    budget = _config.budget(backend.name) if problem.rank_one else 0
-    return _forms.get_or_make((problem, rates, workers, budget), lambda: _fastest_form(problem, backend, rates, workers, budget))
+    if not problem.rank_one:  # the budget matters only to the separable form
+        settings = Settings(settings.workers, 0)
+    return _forms.get_or_make((problem, rates, settings), lambda: _fastest_form(problem, backend, rates, settings))
 
 
-def _fastest_form(problem: Problem, backend: Backend, rates: Rates, workers: int, budget: int) -> tuple[str, int]:
+def _fastest_form(problem: Problem, backend: Backend, rates: Rates, settings: Settings) -> tuple[str, int]:
     if pointwise(problem):
         return ("pointwise", 0)
-    estimates = _form_seconds(problem, backend, rates, workers, budget)
+    estimates = _form_seconds(problem, backend, rates, settings)
     return min(estimates, key=estimates.__getitem__)
 
 
-def _form_seconds(problem: Problem, backend: Backend, rates: Rates, workers: int, budget: int) -> dict[tuple[str, int], float]:
+def _form_seconds(problem: Problem, backend: Backend, rates: Rates, settings: Settings) -> dict[tuple[str, int], float]:
     """Estimated seconds of every form that runs `problem` (not pointwise)."""
     p = problem
     estimates = {("taps", 0): _taps_cost(p, backend, rates).seconds}
@@ -116,12 +117,12 @@ def _form_seconds(problem: Problem, backend: Backend, rates: Rates, workers: int
         estimates[("banded", block)] = _banded.seconds(p, block, _samples(p), rates)
     if _rows.takes(p, backend):
         estimates[("rows", 0)] = _rows_cost(p, backend, rates).seconds
-    if _separable.takes(p, backend) and (separable := _separable.cost(p, backend, rates, METHOD)).temp_bytes <= budget:
+    if _separable.takes(p, backend) and (separable := _separable.cost(p, backend, rates, settings, METHOD)).temp_bytes <= settings.budget:
         estimates[("separable", 0)] = separable.seconds
     if _compiled.takes(p, backend):
-        estimates[("compiled", 0)] = _compiled.seconds(p, rates, False, workers)
+        estimates[("compiled", 0)] = _compiled.seconds(p, rates, False, settings.workers)
         if _separable.takes(p, backend):  # an outer product: its passes fused, in cache
-            estimates[("compiled", 1)] = _compiled.seconds(p, rates, True, workers)
+            estimates[("compiled", 1)] = _compiled.seconds(p, rates, True, settings.workers)
     return estimates
 
 
@@ -132,9 +133,9 @@ def reading_in_place(kernel: Kernel, w: Array, problem: Problem, backend: Backen
     p = problem
     if isinstance(kernel, _compiled.CompiledTaps) or backend.name != "numpy" or pointwise(p) or not _compiled.takes(p, backend):
         return kernel
-    rates, workers = rates_for(backend), _config.workers()
-    estimates = _form_seconds(p, backend, rates, workers, _config.budget(backend.name) if p.rank_one else 0)
-    chosen = _form(p, backend, rates)
+    rates, settings = rates_for(backend), _config.settings(backend.name)
+    estimates = _form_seconds(p, backend, rates, settings)
+    chosen = _form(p, backend, rates, settings)
     if chosen not in estimates:
         return kernel
     compiled = min((form for form in estimates if form[0] == "compiled"), key=estimates.__getitem__)
@@ -191,7 +192,7 @@ def prepare(w: Array, problem: Problem, backend: Backend) -> Kernel:
     p, xp = problem, backend.xp
     if _on_gpu(p, backend):
         return _direct_cuda.prepare(w, p, backend)
-    form, block = _form(p, backend, rates_for(backend))
+    form, block = _form(p, backend, rates_for(backend), _config.settings(backend.name))
     if form == "compiled":
         return _compiled.prepare(w, p, _separable.factors(w, p) if block else None)
     if form == "banded":
@@ -230,7 +231,7 @@ def run(x: Array, kernel: Kernel, problem: Problem, backend: Backend, out: Array
     if isinstance(kernel, _separable.SeparableTaps):
         _separable.run(x, kernel, p, backend, out, METHOD)
         return out.reshape(p.y_shape)
-    if _form(p, backend, rates_for(backend))[0] == "pointwise":
+    if _form(p, backend, rates_for(backend), _config.settings(backend.name))[0] == "pointwise":
         samples = x.reshape(p.batch, p.groups, p.in_per_group, *p.spatial)[(..., *(slice(None, None, s) for s in p.stride))]
         backend.xp.matmul(kernel[0], samples.reshape(p.batch, p.groups, p.in_per_group, -1), out=out.reshape(p.batch, p.groups, p.out_per_group, -1))  # type: ignore[index]  # the taps array
         return out.reshape(p.y_shape)
@@ -356,7 +357,7 @@ def unsupported(problem: Problem, backend: Backend, memory_limit: int) -> str | 
     return None
 
 
-def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
+def cost(problem: Problem, backend: Backend, rates: Rates, settings: Settings) -> Cost:
     """Roofline of the taps plus the passes made once per output sample.
 
     Elementwise taps (one channel per group) stream a temporary, the accumulator and the
@@ -377,16 +378,16 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     p = problem
     if _on_gpu(p, backend):
         return Cost(*_direct_cuda.cost(p, rates))
-    form, block = _form(p, backend, rates)
+    form, block = _form(p, backend, rates, settings)
     if form == "compiled":
-        return Cost(_compiled.seconds(p, rates, bool(block), _config.workers()), 0)
+        return Cost(_compiled.seconds(p, rates, bool(block), settings.workers), 0)
     if form == "banded":
         temp = padded_bytes(p) + block * p.batch * p.groups * p.dtype.itemsize + 2 * _chunk_temp(p, _CHUNK_BYTES)
         return Cost(_banded.seconds(p, block, _samples(p), rates), temp)
     if form == "rows":
         return _rows_cost(p, backend, rates)
     if form == "separable":
-        return _separable.cost(p, backend, rates, METHOD)
+        return _separable.cost(p, backend, rates, settings, METHOD)
     if form == "pointwise":
         return _pointwise_cost(p, backend, rates)
     return _taps_cost(p, backend, rates)

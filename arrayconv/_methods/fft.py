@@ -28,6 +28,7 @@ from .. import _config
 from .._backend import Array, Backend
 from .._boundary import extend
 from .._cache import LRUCache
+from .._config import Settings
 from .._problem import Problem
 from .._rates import ONE_WORKER_FFT_SHARE, Rates
 from ._registry import Cost, Method, output, register
@@ -194,12 +195,12 @@ def _transforms(backend: Backend, real: bool):
 def _threads(a: Array, s: tuple[int, ...], axes: tuple[int, ...]) -> int:
     """Workers for transforms of `a` along `axes` at lengths `s` (:func:`_transform_workers`)."""
     transforms = a.size // math.prod([a.shape[ax] for ax in axes])
-    return _transform_workers(transforms * math.prod(s))
+    return _transform_workers(transforms * math.prod(s), _config.workers())
 
 
-def _transform_workers(samples: int) -> int:
-    """Workers for CPU transforms of `samples` in all: all, or one when small."""
-    return _config.workers() if samples >= _THREADED_SAMPLES else 1
+def _transform_workers(samples: int, workers: int) -> int:
+    """Workers for CPU transforms of `samples` in all: all `workers`, or one when small."""
+    return workers if samples >= _THREADED_SAMPLES else 1
 
 
 def prepare(w: Array, problem: Problem, backend: Backend) -> Array:
@@ -370,7 +371,7 @@ def unsupported(problem: Problem, backend: Backend, memory_limit: int) -> str | 
     return None
 
 
-def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
+def cost(problem: Problem, backend: Backend, rates: Rates, settings: Settings) -> Cost:
     """Transforms at the FFT rate, the contraction, the passes over every map.
 
     The weights of the terms were fitted (non-negative least squares on relative error)
@@ -378,7 +379,7 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     per-frequency GEMMs of small matrices run far below the GEMM rate, by their shape
     (:func:`_contraction_seconds`).
     """
-    kernel_seconds, data_seconds = split_cost(problem, backend, rates)
+    kernel_seconds, data_seconds = split_cost(problem, backend, rates, settings.workers)
     return Cost(kernel_seconds + data_seconds, temp_bytes(problem, backend), kernel_seconds)
 
 
@@ -389,9 +390,10 @@ def temp_bytes(problem: Problem, backend: Backend) -> int:
     return fixed.kernel_bytes + fixed.item_bytes * problem.batch
 
 
-def split_cost(problem: Problem, backend: Backend, rates: Rates, *, block: bool = False, contraction_weight: float | None = None) -> tuple[float, float]:
+def split_cost(problem: Problem, backend: Backend, rates: Rates, workers: int, *, block: bool = False, contraction_weight: float | None = None) -> tuple[float, float]:
     """Seconds of :func:`cost` spent on the kernel (its transforms and passes over its
-    spectra, paid once per plan or call) and on the data (everything else); with `block`,
+    spectra, paid once per plan or call) and on the data (everything else), the
+    transforms on `workers` threads; with `block`,
     for one block of overlap-save (:data:`_BLOCK_FIXED_CALLS` and
     :data:`_BLOCK_CONTRACTION_WEIGHT` on the CPU). On the CPU, problems along one axis pay
     the 1-D counts (:data:`_FIXED_CALLS_1D`), a call's transforms of several lines
@@ -412,7 +414,7 @@ def split_cost(problem: Problem, backend: Backend, rates: Rates, *, block: bool 
     def transforms(maps: int) -> float:
         """Seconds of `maps` forward or inverse transforms made by one call."""
         weight = _GPU_TRANSFORM_WEIGHT if not cpu else _LINES_TRANSFORM_WEIGHT if one_axis and maps > 1 and not block else 1.0
-        return weight * _slowed(maps, map_bytes, backend, one_axis) * _thread_factor(maps * size, backend, block, one_axis) * transform
+        return weight * _slowed(maps, map_bytes, backend, one_axis) * _thread_factor(maps * size, workers, backend, block, one_axis) * transform
 
     if not _sums_by_gemm(p, backend):  # one pass of the kernel spectra per batch item, a few times over
         contraction = (_MAC_PASSES_1D if one_axis else _MAC_PASSES) * p.batch * kernels / rates.stream_bytes
@@ -431,13 +433,13 @@ def split_cost(problem: Problem, backend: Backend, rates: Rates, *, block: bool 
     return kernel_seconds, data_seconds
 
 
-def _thread_factor(samples: int, backend: Backend, block: bool, one_axis: bool) -> float:
+def _thread_factor(samples: int, workers: int, backend: Backend, block: bool, one_axis: bool) -> float:
     """Slowdown of transforms of `samples` in all against the FFT rate, which is the
     reference machine's on its two workers (:data:`.ONE_WORKER_FFT_SHARE`): transforms that
     run on one thread (under :data:`_THREADED_SAMPLES`, or with one worker) lose the second.
     Overlap-save's blocks, which count their threads themselves, and small N-D transforms,
     whose weights were fitted with it, are not charged."""
-    if backend.name != "numpy" or block or _transform_workers(samples) > 1:
+    if backend.name != "numpy" or block or _transform_workers(samples, workers) > 1:
         return 1.0
     small = samples < _THREADED_SAMPLES
     return 1.0 if small and not one_axis else 1 / ONE_WORKER_FFT_SHARE

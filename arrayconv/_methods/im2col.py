@@ -21,6 +21,7 @@ from typing import Any
 
 from .. import _config
 from .._backend import NUMPY, Array, Backend
+from .._config import Settings
 from .._problem import Problem
 from .._rates import Rates
 from .._scratch import scratch
@@ -263,7 +264,7 @@ def _run_exact(x: Array, w_cols: Array, problem: Problem, backend: Backend, out:
     x = x.reshape(p.batch, p.groups, p.in_per_group, *p.spatial)
     whole, lay = _whole_grid(x, p, backend), layout(p)
     row_samples, depth = math.prod(p.out_spatial[1:]), len(lay.taps) * p.in_per_group
-    lanes, chunk_bytes = _exact_lanes(p)
+    lanes, chunk_bytes = _exact_lanes(p, _config.settings(NUMPY.name))
     chunks = lay.chunks(_bytes_per_sample(p), chunk_bytes, exact=True)
 
     def fill(chunk: Chunk) -> None:
@@ -301,12 +302,12 @@ def _pads_chunks(problem: Problem) -> bool:
     return problem.pads and not pads_periodically(problem)
 
 
-def _exact_lanes(problem: Problem) -> tuple[int, int]:
+def _exact_lanes(problem: Problem, settings: Settings) -> tuple[int, int]:
     """Threads of :func:`_run_exact` and the bytes of each one's chunk of columns: the
     columns in flight stay within half the memory budget, and each thread holds at least a
     row of them (else one thread)."""
-    budget = _config.budget(NUMPY.name) // 2
-    lanes = gemm_lanes(_config.workers())
+    budget = settings.budget // 2
+    lanes = gemm_lanes(settings.workers)
     if budget // lanes < _row_bytes(problem, exact=True):
         lanes = 1
     return lanes, max(1, min(_cpu_chunk_bytes(problem), budget // lanes))
@@ -399,7 +400,7 @@ def unsupported(problem: Problem, backend: Backend, memory_limit: int) -> str | 
     return None
 
 
-def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
+def cost(problem: Problem, backend: Backend, rates: Rates, settings: Settings) -> Cost:
     """The operator matrix's build and GEMM (tiny images); else on the CPU
     :func:`_exact_cost`, and on a GPU: columns written and read at stream speed, the
     products written and copied into the output (four passes), and the GEMM's arithmetic
@@ -410,7 +411,7 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     products are the passes above.
     """
     p = problem
-    if _operator_fits(p, _config.budget(backend.name)):
+    if _operator_fits(p, settings.budget):
         rows, columns = p.groups * p.in_per_group * math.prod(p.spatial), p.groups * p.out_per_group * math.prod(p.out_spatial)
         efficiency = min(1.0, p.batch / 64) * min(1.0, columns / 64)
         flops = p.mac_flops * p.batch * rows * columns
@@ -424,7 +425,7 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     if _gathers_last_axis(p, backend):
         return _last_axis_cost(p, rates)
     if backend.name == "numpy":
-        return _exact_cost(p, rates)
+        return _exact_cost(p, rates, settings)
     samples = p.batch * p.groups * math.prod(layout(p).row_shape) * p.out_spatial[0]
     depth = math.prod(p.kernel) * p.in_per_group
     cols_bytes = samples * _bytes_per_sample(p)
@@ -438,7 +439,7 @@ def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     return Cost(seconds, padded_bytes(p) + min(cols_bytes, _CHUNK_BYTES) + min(out_bytes, _CHUNK_BYTES), prepare)
 
 
-def _exact_cost(problem: Problem, rates: Rates) -> Cost:
+def _exact_cost(problem: Problem, rates: Rates, settings: Settings) -> Cost:
     """Cost of :func:`_run_exact` (the CPU's columns): passes over the padded input, the
     columns and the result at stream speed (:data:`_EXACT_COLUMN_PASSES`,
     :data:`_EXACT_RESULT_PASSES`), the columns' shared by the threads that gather them
@@ -458,7 +459,7 @@ def _exact_cost(problem: Problem, rates: Rates) -> Cost:
     samples = math.prod(p.out_spatial)
     cols_bytes = p.batch * samples * _bytes_per_sample(p)
     out_bytes = p.batch * p.groups * p.out_per_group * samples * size
-    lanes, chunk = _exact_lanes(p)
+    lanes, chunk = _exact_lanes(p, settings)
     depth = math.prod(p.kernel) * p.in_per_group
     columns = min(samples, max(1, chunk // (depth * p.groups * size)))
     gemm = p.mac_flops * p.macs / (rates.gemm_rate(p.dtype, NUMPY.name, p.out_per_group) * _gemm_efficiency(p.out_per_group, depth, columns, NUMPY))
@@ -469,7 +470,7 @@ def _exact_cost(problem: Problem, rates: Rates) -> Cost:
     passes = padding + _EXACT_COLUMN_PASSES * cols_bytes / lanes + _EXACT_RESULT_PASSES * out_bytes
     seconds = passes / rates.stream_bytes + gemm + calls * rates.call_seconds
     if depth <= _SHALLOW_DEPTH or (direct.pointwise(p) and p.unit_stride):  # direct's run, and a copy of the input
-        seconds = max(seconds, direct.cost(p, NUMPY, rates).seconds + 2 * cols_bytes / rates.stream_bytes)
+        seconds = max(seconds, direct.cost(p, NUMPY, rates, settings).seconds + 2 * cols_bytes / rates.stream_bytes)
     return Cost(seconds, padding_memory + lanes * max(min(cols_bytes, chunk), _row_bytes(p, exact=True)))
 
 

@@ -30,6 +30,7 @@ from typing import Any
 from .. import _config
 from .._backend import Array, Backend
 from .._cache import LRUCache
+from .._config import Settings
 from .._problem import Problem
 from .._rates import Rates, rates_for
 from .._shapes import Shape
@@ -85,13 +86,13 @@ _THREADED_SPEEDUP = 1.4
 _MIN_THREADED_BLOCKS = 3
 
 
-def _most_threads(problem: Problem, backend: Backend, block: Shape) -> int:
-    """Blocks that may be in flight at once: on the CPU, its workers, at most one per block,
-    from three blocks up; else one."""
+def _most_threads(problem: Problem, backend: Backend, block: Shape, workers: int) -> int:
+    """Blocks that may be in flight at once: on the CPU, its `workers`, at most one per
+    block, from three blocks up; else one."""
     count = _block_count(problem, backend, block)
     if backend.name != "numpy" or count < _MIN_THREADED_BLOCKS:
         return 1
-    return min(_config.workers(), count)
+    return min(workers, count)
 
 
 def _block_cost(problem: Problem, backend: Backend, block: Shape, threads: int, rates: Rates, contraction_weight: float | None = None) -> Cost:
@@ -101,7 +102,8 @@ def _block_cost(problem: Problem, backend: Backend, block: Shape, threads: int, 
     a block inside the image is a view); charging one pass instead picked worse on sweeps
     30-31, so two are kept. `contraction_weight`: as :func:`.fft.split_cost`'s."""
     one = block_problem(problem, backend, block)
-    kernel_seconds, data_seconds = fft.split_cost(one, backend, rates, block=True, contraction_weight=contraction_weight)  # the kernel once, the data per block
+    # the kernel once, the data per block (whose threads `threads` counts: one worker each)
+    kernel_seconds, data_seconds = fft.split_cost(one, backend, rates, 1, block=True, contraction_weight=contraction_weight)
     count = _block_count(problem, backend, block)
     data = (math.prod(one.x_shape) + math.prod(one.y_shape)) * fft.work_dtype(one).itemsize
     blocks_seconds = count * (data_seconds + 2 * data / rates.stream_bytes) / (_THREADED_SPEEDUP if threads > 1 else 1)
@@ -127,15 +129,15 @@ def _candidates(problem: Problem) -> list[Shape]:
 _block_plans = LRUCache("oa_block_plans", maxsize=256)
 
 
-def block_plan(problem: Problem, backend: Backend, memory_limit: int, rates: Rates) -> tuple[Shape, int]:
+def block_plan(problem: Problem, backend: Backend, settings: Settings, rates: Rates) -> tuple[Shape, int]:
     """Outputs per block along each spatial axis, the fastest estimate one block at a time
-    that fits `memory_limit` (else one output sample), and blocks at a time:
+    that fits the memory budget of `settings` (else one output sample), and blocks at a time:
     as many as may run (:func:`_most_threads`) when their temporaries fit together, else
     one. Threads never make the blocks smaller: cutting an image into more slabs to have
     several ran 0.7-0.9x as fast on 256x256-512x512 images. Kept per problem, budget, rates
     and workers."""
-    key = (problem, backend.name, memory_limit, rates, _config.workers())
-    return _block_plans.get_or_make(key, lambda: _weigh_blocks(problem, backend, memory_limit, rates))
+    key = (problem, backend.name, settings, rates)
+    return _block_plans.get_or_make(key, lambda: _weigh_blocks(problem, backend, settings, rates))
 
 
 # Blocks estimated within this factor of the fastest are a tie, which the one of smallest
@@ -149,14 +151,15 @@ _TIE = 1.02
 _RANKING_CONTRACTION_WEIGHT = fft.CONTRACTION_WEIGHT
 
 
-def _weigh_blocks(problem: Problem, backend: Backend, memory_limit: int, rates: Rates) -> tuple[Shape, int]:
+def _weigh_blocks(problem: Problem, backend: Backend, settings: Settings, rates: Rates) -> tuple[Shape, int]:
+    memory_limit = settings.budget
     costs = {block: _block_cost(problem, backend, block, 1, rates, _RANKING_CONTRACTION_WEIGHT) for block in _candidates(problem)}
     fitting = [block for block, c in costs.items() if c.temp_bytes <= memory_limit]
     if not fitting:
         return _smallest(problem), 1
     fastest = min(costs[b].seconds for b in fitting)
     block = min((b for b in fitting if costs[b].seconds <= _TIE * fastest), key=lambda b: costs[b].temp_bytes)
-    threads = _most_threads(problem, backend, block)
+    threads = _most_threads(problem, backend, block, settings.workers)
     if threads * costs[block].temp_bytes > memory_limit:  # each block in flight holds its temporaries
         threads = 1
     return block, threads
@@ -165,7 +168,7 @@ def _weigh_blocks(problem: Problem, backend: Backend, memory_limit: int, rates: 
 def prepare(w: Array, problem: Problem, backend: Backend) -> tuple[Shape, int, Problem, Array]:
     """Outputs per block along each spatial axis, blocks at a time, the block's problem, and
     the kernel spectrum at the block's FFT size."""
-    block, threads = block_plan(problem, backend, _config.budget(backend.name), rates_for(backend))
+    block, threads = block_plan(problem, backend, _config.settings(backend.name), rates_for(backend))
     one = block_problem(problem, backend, block)
     return block, threads, one, fft.prepare(w, one, backend)
 
@@ -220,9 +223,9 @@ def unsupported(problem: Problem, backend: Backend, memory_limit: int) -> str | 
     return None
 
 
-def cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
-    """The cost of the blocks as :func:`prepare` would cut and run them under the current budget."""
-    block, threads = block_plan(problem, backend, _config.budget(backend.name), rates)
+def cost(problem: Problem, backend: Backend, rates: Rates, settings: Settings) -> Cost:
+    """The cost of the blocks as :func:`prepare` would cut and run them under `settings`."""
+    block, threads = block_plan(problem, backend, settings, rates)
     return _block_cost(problem, backend, block, threads, rates)
 
 
