@@ -113,6 +113,21 @@ def test_the_same_bits_on_one_worker_or_many(compiled, rng):
         np.testing.assert_array_equal(one, two)
 
 
+@pytest.mark.parametrize("kernel", [(3, 3, 3), (2, 3, 4), (3, 1, 5)])
+@pytest.mark.parametrize("boundary", ["constant", "symmetric", "wrap"])
+def test_volumes_sum_every_planes_rows_in_one_pass(compiled, rng, kernel, boundary):
+    """A volume's small kernel (up to 27 taps) sums the rows of all its planes in one pass
+    where the input's planes are stacked rows, and plane by plane where they are not (a
+    slice of a larger volume); both as the reference, with a fill value past the edges."""
+    assert _compiled._deep_rows(kernel) == kernel[0] * kernel[1] and _compiled._deep_rows((5, 5, 5)) == 0
+    whole = random(rng, (9, 30, 17), "float32")
+    w = random(rng, kernel, "float32")
+    fill = -0.75 if boundary == "constant" else 0.0
+    for x in (whole, whole[:, 3:25]):
+        got = ac.correlate(x, w, "same", "direct", boundary=boundary, fillvalue=fill)
+        assert_matches(got, _extended_reference(x, w, "same", boundary, fill), dtype="float32")
+
+
 def test_auto_runs_small_kernels_on_large_images_compiled(rng):
     """With the model's estimates (no forcing): a 3x3 and a 7x7 Gaussian on a 1024x1024 image."""
     for w in (random(rng, (3, 3), "float32"), np.outer(np.hanning(9), np.hanning(9)).astype(np.float32)):
