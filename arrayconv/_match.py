@@ -33,6 +33,7 @@ from . import _config
 from ._backend import Array, Backend, get_backend, on_arrays_device
 from ._boundary import EDGE_RULES, EdgeRule, edge_rule, extend, fill_number
 from ._correlate import MODES, MethodName, Mode, correlate
+from ._methods import compiled_loops
 from ._plan import check_memory
 from ._problem import as_array, check_broadcast, check_choice, check_real, check_same_ndim, normalize_axes
 from ._shapes import mode_padding
@@ -189,7 +190,13 @@ def _window_sums(x: Array, window: tuple[int, ...], axes: tuple[int, ...], offse
     """The sums of `x` and of its squares over every window of shape `window` (along
     `axes`) that fits in it, in float64: each a sum of the window's own samples, or with
     an `offset` (NumPy only), along axes of :data:`_RUNNING_TAPS` or more, a difference
-    of running sums (see :func:`_running_sums`), of the squares less `offset`."""
+    of running sums (see :func:`_running_sums`), of the squares less `offset`. With
+    numba's loops and no `offset`: box filters of `x` (read as it is) and of its squares,
+    each window's own samples summed in float64 in one pass in cache, on this thread."""
+    if xp is np and offset is None and compiled_loops():
+        box = np.ones(tuple(window[axes.index(ax)] if ax in axes else 1 for ax in range(x.ndim)))
+        with _config.config(workers=1):  # the same settings on every slab's thread
+            return correlate(x, box, "valid", "direct", axes=axes), correlate(np.square(x, dtype=np.float64), box, "valid", "direct", axes=axes)
     pair = xp.empty((2, *x.shape), np.float64)
     pair[0] = x
     xp.multiply(pair[0], pair[0], out=pair[1])

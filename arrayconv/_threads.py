@@ -22,28 +22,35 @@ from typing import Any, TypeVar
 Item = TypeVar("Item")
 
 _lock = threading.Lock()
+_in_lane = threading.local()
 _pool: ThreadPoolExecutor | None = None
 _pool_size = 0
 
 
 def run_parallel(items: Iterable[Item], job: Callable[[Item], None], workers: int) -> None:
     """Run ``job(item)`` for every item, on at most `workers` threads (the calling thread
-    and pool threads), each taking the next item when it is done with one."""
+    and pool threads), each taking the next item when it is done with one. A job that runs
+    loops of its own runs them on its own thread: the lanes never multiply, and a pool
+    thread never waits for the pool."""
     pending = list(items)
     lanes = min(workers, len(pending))
-    if lanes <= 1:
+    if lanes <= 1 or getattr(_in_lane, "active", False):
         for item in pending:
             job(item)
         return
     queue, taking = iter(pending), threading.Lock()
 
     def lane() -> None:
-        while True:
-            with taking:
-                item = next(queue, _DONE)
-            if item is _DONE:
-                return
-            job(item)  # type: ignore[arg-type]
+        _in_lane.active = True
+        try:
+            while True:
+                with taking:
+                    item = next(queue, _DONE)
+                if item is _DONE:
+                    return
+                job(item)  # type: ignore[arg-type]
+        finally:
+            _in_lane.active = False
 
     futures = [_executor(lanes - 1).submit(lane) for _ in range(lanes - 1)]
     try:

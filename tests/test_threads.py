@@ -200,3 +200,20 @@ def test_a_call_inside_a_dask_task_runs_one_worker(monkeypatch, rng):
         got = acd.correlate(da.from_array(x, chunks=(100, 150)), k, "same").compute(scheduler="threads")
     assert seen and set(seen) == {1}
     assert_matches(got, reference_correlate(x, k, "same"), dtype="float32")
+
+
+def test_loops_inside_a_lane_run_on_that_lanes_thread():
+    """A job that runs loops of its own (match_template's slabs filtering their windows)
+    runs them on its own thread: a pool thread waiting for the pool would never finish."""
+    from arrayconv._threads import run_parallel
+
+    ran: list[tuple[int, str]] = []
+
+    def outer(i: int) -> None:
+        name = threading.current_thread().name
+        run_parallel(range(3), lambda j: ran.append((i, threading.current_thread().name == name)), 2)
+
+    caller = threading.Thread(target=run_parallel, args=(range(4), outer, 2), daemon=True)
+    caller.start()
+    caller.join(30)
+    assert not caller.is_alive() and len(ran) == 12 and all(same for _, same in ran)
