@@ -59,6 +59,15 @@ def is_cupy_array(x: object) -> bool:
     return cp is not None and isinstance(x, cp.ndarray)
 
 
+def array_module(*arrays: object) -> Any:
+    """The array module of `arrays`: CuPy where one is a CuPy array, else NumPy."""
+    if any(is_cupy_array(a) for a in arrays):
+        import cupy
+
+        return cupy
+    return np
+
+
 def on_arrays_device(function: F) -> F:
     """`function`, run with the device of its first CuPy array argument made current.
 

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from ._backend import NUMPY, is_cupy_array
+from ._backend import NUMPY, array_module
 from ._correlate import correlate as _typed_correlate
 from ._scratch import REUSED_BYTES, reused
 
@@ -80,7 +80,7 @@ def convolve(input: Any, weights: Any, output: Any = None, mode: str = "reflect"
 
 def correlate1d(input: Any, weights: Any, axis: int = -1, output: Any = None, mode: str = "reflect", cval: Any = 0.0, origin: int = 0) -> Any:
     """1-D correlation along `axis`, as :func:`scipy.ndimage.correlate1d`."""
-    xp = _xp(input)
+    xp = array_module(input)
     input, weights = xp.asarray(input), xp.asarray(weights)
     if input.dtype.kind == "c" or weights.dtype.kind == "c":
         if weights.dtype.kind == "c":
@@ -105,7 +105,7 @@ def correlate1d(input: Any, weights: Any, axis: int = -1, output: Any = None, mo
 
 def convolve1d(input: Any, weights: Any, axis: int = -1, output: Any = None, mode: str = "reflect", cval: Any = 0.0, origin: int = 0) -> Any:
     """1-D convolution along `axis`, as :func:`scipy.ndimage.convolve1d`."""
-    weights = _xp(weights).asarray(weights)[::-1]
+    weights = array_module(weights).asarray(weights)[::-1]
     origin = -origin - (0 if weights.shape[0] & 1 else 1)
     if weights.dtype.kind == "c":
         weights = weights.conj()  # undoes correlate1d's conjugation
@@ -121,7 +121,7 @@ def gaussian_filter1d(
     if not isinstance(half, numbers.Integral) or half < 0:
         raise ValueError("Radius must be a nonnegative integer.")
     weights = _gaussian_kernel1d(sd, order, int(half))[::-1]  # correlated, not convolved
-    return correlate1d(input, _xp(input).asarray(weights), axis, output, mode, cval, 0)
+    return correlate1d(input, array_module(input).asarray(weights), axis, output, mode, cval, 0)
 
 
 def gaussian_filter(
@@ -129,7 +129,7 @@ def gaussian_filter(
 ) -> Any:
     """Multidimensional Gaussian filter, as :func:`scipy.ndimage.gaussian_filter`: one
     pass per axis, or (float results, one mode) one pass over the outer product."""
-    input = _xp(input).asarray(input)
+    input = array_module(input).asarray(input)
     output = _get_output(output, input)
     axes = _check_axes(axes, input.ndim)
     n = len(axes)
@@ -150,7 +150,7 @@ def gaussian_filter(
 def uniform_filter1d(input: Any, size: int, axis: int = -1, output: Any = None, mode: str = "reflect", cval: Any = 0.0, origin: int = 0) -> Any:
     """1-D mean over `size` samples, as :func:`scipy.ndimage.uniform_filter1d`: the sum of
     the window (exact for integers) over `size`."""
-    xp = _xp(input)
+    xp = array_module(input)
     input = xp.asarray(input)
     axis = _axis(axis, input.ndim)
     if size < 1:
@@ -172,7 +172,7 @@ def uniform_filter1d(input: Any, size: int, axis: int = -1, output: Any = None, 
 def uniform_filter(input: Any, size: Any = 3, output: Any = None, mode: Any = "reflect", cval: Any = 0.0, origin: Any = 0, *, axes: Any = None) -> Any:
     """Multidimensional mean filter, as :func:`scipy.ndimage.uniform_filter`: one pass per
     axis, or (float results, one mode, no origin) one pass over the whole box."""
-    input = _xp(input).asarray(input)
+    input = array_module(input).asarray(input)
     output = _get_output(output, input, complex_output=input.dtype.kind == "c")
     axes = _check_axes(axes, input.ndim)
     n = len(axes)
@@ -211,7 +211,7 @@ def laplace(input: Any, output: Any = None, mode: Any = "reflect", cval: Any = 0
 
 def gaussian_laplace(input: Any, sigma: Any, output: Any = None, mode: Any = "reflect", cval: Any = 0.0, *, axes: Any = None, **kwargs: Any) -> Any:
     """Laplacian of Gaussian, as :func:`scipy.ndimage.gaussian_laplace`."""
-    input = _xp(input).asarray(input)
+    input = array_module(input).asarray(input)
     checked = _check_axes(axes, input.ndim)
     sigmas = _on_axes(_normalize_sequence(sigma, len(checked)), checked, input.ndim, 0.0)
 
@@ -235,7 +235,7 @@ def gaussian_gradient_magnitude(input: Any, sigma: Any, output: Any = None, mode
 
 
 def _correlate_or_convolve(input: Any, weights: Any, output: Any, mode: Any, cval: Any, origin: Any, convolution: bool, axes: Any) -> Any:
-    xp = _xp(input)
+    xp = array_module(input)
     input, weights = xp.asarray(input), xp.asarray(weights)
     if input.dtype.kind == "c" or weights.dtype.kind == "c":
         if weights.dtype.kind == "c" and not convolution:
@@ -291,7 +291,7 @@ def _filter_into(output: Any, input: Any, weights: Any, boundary: str, cval: Any
         into = reused("ndimage.result", x[part].shape, np.dtype(np.float64), NUMPY) if isinstance(x, np.ndarray) else None
         result = _ac_correlate(x[part], weights, "same", boundary=boundary, fillvalue=fill, out=into)
         if divide != 1:
-            result = result / divide if np.may_share_memory(result, input) else _xp(result).divide(result, divide, out=result)
+            result = result / divide if np.may_share_memory(result, input) else array_module(result).divide(result, divide, out=result)
         _store(output[part], result)
 
 
@@ -312,7 +312,7 @@ def _slabs(x: Any, weights: Any) -> list[tuple[slice, ...]]:
 def _outer_product_into(output: Any, input: Any, lines: list[tuple[int, Any]], mode: str, cval: Any) -> Any:
     """`output` filtered by the outer product of the 1-D `lines` ``(axis, taps)``, in one
     call (arrayconv runs an outer product as passes fused in cache)."""
-    xp = _xp(input)
+    xp = array_module(input)
     weights = xp.ones((1,) * input.ndim)
     for axis, taps in lines:
         shape = [1] * input.ndim
@@ -339,7 +339,7 @@ def _one_pass(input: Any, output: Any, modes: list[Any]) -> bool:
 def _edge_filter(input: Any, axis: int, output: Any, mode: Any, cval: Any, smooth: list[int]) -> Any:
     """Sobel and Prewitt: the difference [-1, 0, 1] along `axis`, then `smooth` along each
     other axis, through `output` as SciPy."""
-    input = _xp(input).asarray(input)
+    input = array_module(input).asarray(input)
     axis = _axis(axis, input.ndim)
     output = _get_output(output, input)
     modes = _normalize_sequence(mode, input.ndim)
@@ -352,7 +352,7 @@ def _edge_filter(input: Any, axis: int, output: Any, mode: Any, cval: Any, smoot
 def _sum_over_axes(input: Any, derivative: Any, output: Any, mode: Any, axes: Any, *, squares: bool) -> Any:
     """SciPy's generic Laplace (`squares` False: the sum of `derivative` along each axis)
     and gradient magnitude (True: the square root of the sum of squares)."""
-    xp = _xp(input)
+    xp = array_module(input)
     input = xp.asarray(input)
     output = _get_output(output, input)
     checked = _check_axes(axes, input.ndim)
@@ -395,7 +395,7 @@ def _via_real_parts(func: Any, input: Any, weights: Any, output: Any, cval: Any,
 def _store(output: Any, result: Any) -> None:
     """`result` (float64) into `output` as SciPy's C code casts: integers truncated toward
     zero and wrapped past their range."""
-    xp = _xp(result)
+    xp = array_module(result)
     if output.dtype.kind in "iu":
         result = xp.trunc(result).astype(np.int64)  # then wrapped, as C casts on x86
     elif output.dtype == bool:
@@ -490,7 +490,7 @@ def _check_axes(axes: Any, ndim: int) -> tuple[int, ...]:
 def _get_output(output: Any, input: Any, complex_output: bool = False) -> Any:
     """The array to write into, as SciPy makes it: zeros of the input's dtype (complex for
     a complex filter), of a dtype given, or `output` itself (of the input's shape)."""
-    xp = _xp(input)
+    xp = array_module(input)
     shape = input.shape
     if output is None:
         dtype = np.promote_types(input.dtype, np.complex64) if complex_output else input.dtype
@@ -513,12 +513,3 @@ def _get_output(output: Any, input: Any, complex_output: bool = False) -> Any:
     if complex_output and output.dtype.kind != "c":
         raise RuntimeError("output must have complex dtype")
     return output
-
-
-def _xp(a: Any) -> Any:
-    """The array module of `a`: CuPy for a CuPy array, else NumPy."""
-    if is_cupy_array(a):
-        import cupy
-
-        return cupy
-    return np

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 from scipy import signal as _scipy
 
+from ._backend import array_module
 from ._correlate import convolve as _typed_convolve
 from ._correlate import correlate as _typed_correlate
 
@@ -52,26 +53,26 @@ _BOUNDARIES = {"fill": "constant", "pad": "constant", "wrap": "wrap", "circular"
 
 def correlate(in1: Any, in2: Any, mode: str = "full", method: str = "auto") -> Any:
     """Cross-correlation of N-D arrays, as :func:`scipy.signal.correlate`."""
-    in1, in2 = np.asarray(in1), np.asarray(in2)
+    in1, in2 = _arrays(in1, in2)
     if in1.ndim == in2.ndim == 0:
         return in1 * (in2.conj() if in2.dtype.kind == "c" else in2)
     _check(in1, in2, mode, method)
     if _scipy_only(in1, in2):
-        return _SCIPY["correlate"](in1, in2, mode, method)
+        return _theirs("correlate", in1)(in1, in2, mode, method)
     _valid_sizes(mode, in1.shape, in2.shape)
     return _ac_correlate(in1, in2, mode, _method(method, in1, in2))
 
 
 def convolve(in1: Any, in2: Any, mode: str = "full", method: str = "auto") -> Any:
     """Convolution of N-D arrays, as :func:`scipy.signal.convolve`."""
-    in1, in2 = np.asarray(in1), np.asarray(in2)
+    in1, in2 = _arrays(in1, in2)
     if in1.ndim == in2.ndim == 0:
         return in1 * in2
     if in1.ndim != in2.ndim:
         raise ValueError("volume and kernel should have the same dimensionality")
     _check(in1, in2, mode, method)
     if _scipy_only(in1, in2):
-        return _SCIPY["convolve"](in1, in2, mode, method)
+        return _theirs("convolve", in1)(in1, in2, mode, method)
     _valid_sizes(mode, in1.shape, in2.shape)
     return _ac_convolve(in1, in2, mode, _method(method, in1, in2))
 
@@ -79,20 +80,20 @@ def convolve(in1: Any, in2: Any, mode: str = "full", method: str = "auto") -> An
 def fftconvolve(in1: Any, in2: Any, mode: str = "full", axes: Any = None) -> Any:
     """Convolution by FFT, as :func:`scipy.signal.fftconvolve`: float results, length-1
     axes broadcast (arrayconv picks the method: the FFT, or another as fast)."""
-    return _frequency_convolve(in1, in2, mode, axes, _SCIPY["fftconvolve"])
+    return _frequency_convolve(in1, in2, mode, axes, "fftconvolve")
 
 
 def oaconvolve(in1: Any, in2: Any, mode: str = "full", axes: Any = None) -> Any:
     """Convolution by overlap-add, as :func:`scipy.signal.oaconvolve` (the same results
     as :func:`fftconvolve`)."""
-    return _frequency_convolve(in1, in2, mode, axes, _SCIPY["oaconvolve"])
+    return _frequency_convolve(in1, in2, mode, axes, "oaconvolve")
 
 
 def convolve2d(in1: Any, in2: Any, mode: str = "full", boundary: str = "fill", fillvalue: Any = 0) -> Any:
     """2-D convolution with a boundary rule, as :func:`scipy.signal.convolve2d`."""
     a, b, rule = _inputs_2d("convolve2d", in1, in2, mode, boundary, fillvalue)
     if rule is None:
-        return _SCIPY["convolve2d"](in1, in2, mode, boundary, fillvalue)
+        return _theirs("convolve2d", a)(a, b, mode, boundary, fillvalue)
     if _swap_needed(mode, a.shape, b.shape):
         a, b = b, a
     return _ac_convolve(a, b, mode, boundary=rule, fillvalue=_fill(fillvalue, a, b))
@@ -104,7 +105,7 @@ def correlate2d(in1: Any, in2: Any, mode: str = "full", boundary: str = "fill", 
     sits one sample from :func:`correlate`'s)."""
     a, b, rule = _inputs_2d("correlate2d", in1, in2, mode, boundary, fillvalue)
     if rule is None:
-        return _SCIPY["correlate2d"](in1, in2, mode, boundary, fillvalue)
+        return _theirs("correlate2d", a)(a, b, mode, boundary, fillvalue)
     swapped = _swap_needed(mode, a.shape, b.shape)
     if swapped:
         a, b = b, a
@@ -120,12 +121,12 @@ def choose_conv_method(in1: Any, in2: Any, mode: str = "full", measure: bool = F
     """'direct' or 'fft', as :func:`scipy.signal.choose_conv_method` answers, from
     arrayconv's choice (direct and im2col are 'direct', FFT and overlap-save 'fft');
     with `measure`, SciPy's timings of this module's :func:`convolve`."""
-    a, b = np.asarray(in1), np.asarray(in2)
+    a, b = _arrays(in1, in2)
     if measure or _scipy_only(a, b) or a.ndim != b.ndim or a.ndim == 0 or mode not in _MODES:
         if measure:
             times = {method: _time(lambda m=method: convolve(a, b, mode, m)) for method in ("fft", "direct")}
             return ("fft" if times["fft"] < times["direct"] else "direct"), times
-        return _SCIPY["choose_conv_method"](a, b, mode)
+        return _theirs("choose_conv_method", a)(a, b, mode)
     if a.dtype.kind in "iu" or b.dtype.kind in "iu":  # SciPy's bound: exact in float64 or direct
         bound = int(np.abs(a).max()) * int(np.abs(b).max()) * min(a.size, b.size)
         if bound > 2 ** np.finfo(float).nmant - 1:
@@ -138,11 +139,11 @@ def choose_conv_method(in1: Any, in2: Any, mode: str = "full", measure: bool = F
     return "fft" if picked in ("fft", "oa") else "direct"
 
 
-def _frequency_convolve(in1: Any, in2: Any, mode: str, axes: Any, theirs: Any) -> Any:
-    """fftconvolve's and oaconvolve's semantics on arrayconv."""
-    a, b = np.asarray(in1), np.asarray(in2)
+def _frequency_convolve(in1: Any, in2: Any, mode: str, axes: Any, name: str) -> Any:
+    """fftconvolve's and oaconvolve's (`name`) semantics on arrayconv."""
+    a, b = _arrays(in1, in2)
     if a.ndim == b.ndim == 0 or a.ndim != b.ndim or a.size == 0 or b.size == 0 or _scipy_only(a, b):
-        return theirs(in1, in2, mode, axes)
+        return _theirs(name, a)(a, b, mode, axes)
     checked = _axes(axes, a.ndim)
     conv_axes = [ax for ax in checked if a.shape[ax] != 1 and b.shape[ax] != 1]
     if not all(a.shape[ax] == b.shape[ax] or 1 in (a.shape[ax], b.shape[ax]) for ax in range(a.ndim) if ax not in conv_axes):
@@ -157,6 +158,23 @@ def _frequency_convolve(in1: Any, in2: Any, mode: str, axes: Any, theirs: Any) -
         a, b = (x.astype(np.float64 if x.dtype.kind in "iu" else np.float32) if x.dtype.kind in "iu" or x.dtype == np.float16 else x for x in (a, b))
     out = _ac_convolve(a, b, mode, axes=conv_axes) if conv_axes else a * b
     return _centred(out, shape1) if mode == "same" else out  # 'same' keeps in1's length on the broadcast axes too
+
+
+def _arrays(in1: Any, in2: Any) -> tuple[Any, Any]:
+    """The inputs as arrays: CuPy arrays where either is one (both on its device), else
+    NumPy arrays."""
+    xp = array_module(in1, in2)
+    return xp.asarray(in1), xp.asarray(in2)
+
+
+def _theirs(name: str, a: Any) -> Any:
+    """SciPy's function `name` for the inputs arrayconv leaves to it; for CuPy arrays,
+    cupyx.scipy.signal's."""
+    if array_module(a) is np:
+        return _SCIPY[name]
+    from cupyx.scipy import signal as cupyx_signal
+
+    return getattr(cupyx_signal, name)
 
 
 def _check(in1: np.ndarray, in2: np.ndarray, mode: str, method: str) -> None:
@@ -197,7 +215,7 @@ def _valid_sizes(mode: str, shape1: tuple[int, ...], shape2: tuple[int, ...]) ->
 def _inputs_2d(name: str, in1: Any, in2: Any, mode: str, boundary: str, fillvalue: Any) -> tuple[np.ndarray, np.ndarray, str | None]:
     """The *2d functions' arrays and arrayconv's rule for `boundary`; the rule None where
     SciPy's own function is to run ('reflect', inputs or a fill value arrayconv leaves to it)."""
-    a, b = np.asarray(in1), np.asarray(in2)
+    a, b = _arrays(in1, in2)
     if not a.ndim == b.ndim == 2:
         raise ValueError(f"{name} inputs must both be 2-D arrays")
     rule = _boundary(mode, boundary)

@@ -181,3 +181,27 @@ def test_choose_conv_method_answers_direct_or_fft(rng):
     assert signal.choose_conv_method(large, random(rng, (1500,), "float64")) == "fft"
     big = np.full(100, 2**40, dtype=np.int64)
     assert signal.choose_conv_method(big, big) == "direct"  # not exact in float64
+
+
+def test_cupy_arrays_give_scipys_results_on_their_device(xp, rng):
+    """CuPy arrays in, CuPy arrays out (cupyx.scipy's behaviour), with SciPy's numbers;
+    on the CuPy stand-in (ARRAYCONV_CUPY_STAND_IN=1) without a GPU."""
+    x, w = random(rng, (40, 33), "float32"), rng.standard_normal((5, 4))
+    line = rng.standard_normal(9)
+    calls = [
+        (ndimage, scipy.ndimage, "correlate", (w,), {"mode": "mirror"}),
+        (ndimage, scipy.ndimage, "convolve", (w,), {"mode": "constant", "cval": 1.5}),
+        (ndimage, scipy.ndimage, "correlate1d", (line, 0), {"mode": "wrap"}),
+        (ndimage, scipy.ndimage, "gaussian_filter", (1.5,), {}),
+        (ndimage, scipy.ndimage, "uniform_filter", (4,), {"mode": "nearest"}),
+        (ndimage, scipy.ndimage, "sobel", (0,), {}),
+        (ndimage, scipy.ndimage, "laplace", (), {}),
+        (signal, scipy.signal, "fftconvolve", (w.astype(np.float32), "same"), {}),
+        (signal, scipy.signal, "oaconvolve", (w.astype(np.float32), "full"), {}),
+        (signal, scipy.signal, "convolve2d", (w, "same", "symm"), {}),
+    ]
+    for ours, theirs, name, args, kwargs in calls:
+        on_device = [xp.asarray(a) if isinstance(a, np.ndarray) else a for a in args]
+        got = getattr(ours, name)(xp.asarray(x), *on_device, **kwargs)
+        assert isinstance(got, xp.ndarray), name
+        _assert_like_scipy(xp.asnumpy(got) if xp is not np else got, getattr(theirs, name)(x, *args, **kwargs))
