@@ -62,8 +62,6 @@ _FUSED_ROWS, _FUSED_WIDE_ROWS = 5, 3
 # A volume's kernel of up to this many taps sums the rows of all its planes in one pass (a
 # 3x3x3 kernel on 256^3 float32: 20 -> 11 ms with its 9 rows a pass, not 3 passes of 3).
 _DEEP_TAPS = 27
-# numba's inlining, for the loops a volume's pass calls once per output row.
-_INLINE = 'inline="always", '
 # Kernel rows wider than this are summed in pieces of this many taps (and a narrower last
 # one): each width compiles loops of its own, and their compile time grows with the width.
 _PIECE_TAPS = 8
@@ -352,7 +350,7 @@ def _module(piece: int, last: int, fused: int, dtype: str, deep: int = 0) -> Mod
     return module
 
 
-_VERSION = 5  # bump when the generated code changes: numba keys its cache by file
+_VERSION = 6  # bump when the generated code changes: numba keys its cache by file
 
 
 def _fused_rows(kernel: tuple[int, ...]) -> int:
@@ -367,15 +365,16 @@ def _deep_rows(kernel: tuple[int, ...]) -> int:
     return kernel[0] * kernel[1] if deep else 0
 
 
-def _rows_function(g: int, kw: int, inline: bool = False) -> str:
+def _rows_function(g: int, kw: int) -> str:
     """``rows{g}_{kw}``: `g` kernel rows `w` of `kw` taps over input rows ``x[rows]``, the
     interior columns ``[c_lo, c_hi)`` of `dst` (= or +=), in one loop unrolled over the taps
-    (with `inline`, inlined where called: a call per output row costs time)."""
+    (inlined where called, as ``span`` and ``edges``: a call per output row cost 15-20% of
+    a 3x3 filter over 112-sample rows)."""
     weights = "".join(f"    w{i}_{j} = w[{i}, {j}]\n" for i in range(g) for j in range(kw))
     sources = "".join(f"    s{i} = x[rows[{i}], a : a + n + {kw - 1}]\n" for i in range(g))
     terms = " + ".join(f"w{i}_{j} * F(s{i}[c + {j}])" for i in range(g) for j in range(kw))
     return f"""
-@njit({_INLINE if inline else ""}nogil=True, cache=True, fastmath=CONTRACT)
+@njit(inline="always", nogil=True, cache=True, fastmath=CONTRACT)
 def rows{g}_{kw}(x, rows, w, dst, c_lo, c_hi, shift, assign):
     n = c_hi - c_lo
     if n <= 0:
@@ -391,13 +390,13 @@ def rows{g}_{kw}(x, rows, w, dst, c_lo, c_hi, shift, assign):
 """
 
 
-def _span_function(g: int, piece: int, last: int, inline: bool = False) -> str:
+def _span_function(g: int, piece: int, last: int) -> str:
     """``span{g}``: ``rows{g}`` over a whole kernel row, piece by piece (see :func:`_pieces`);
     piece ``j`` reads the input `j` columns on."""
     tail = (f"    if j < w.shape[1]:\n"
             f"        rows{g}_{last}(x, rows, w[:, j:], dst, c_lo, c_hi, shift - j, assign and j == 0)\n") if last else ""
     return f"""
-@njit({_INLINE if inline else ""}nogil=True, cache=True, fastmath=CONTRACT)
+@njit(inline="always", nogil=True, cache=True, fastmath=CONTRACT)
 def span{g}(x, rows, w, dst, c_lo, c_hi, shift, assign):
     j = 0
     while j + {piece} <= w.shape[1]:
@@ -434,8 +433,7 @@ def _source(piece: int, last: int, fused: int, dtype: str, deep: int = 0) -> str
     cast = {"f": "np.float32", "d": "np.float64"}[dtype]
     widths = [w for w in (piece, last) if w]
     groups = sorted({1, fused, *([deep] if deep else [])})
-    inline = {g: g == deep and g not in (1, fused) for g in groups}
-    functions = [_rows_function(g, w, inline[g]) for g in groups for w in widths] + [_span_function(g, piece, last, inline[g]) for g in groups]
+    functions = [_rows_function(g, w) for g in groups for w in widths] + [_span_function(g, piece, last) for g in groups]
     functions += [_buffer_function(g) for g in _BUFFER_PASSES]
     passes = "".join(
         f"        {'if' if n == 0 else 'elif'} left >= {g}:\n"
@@ -487,21 +485,22 @@ def weigh_mapped(a, b, index, first, d, fill):
             put(d, a[i] * F(fill), False)
 
 
-@njit(nogil=True, cache=True, fastmath=CONTRACT)
+@njit(inline="always", nogil=True, cache=True, fastmath=CONTRACT)
 def edges(x, rows, w, cols, dst, c_lo, c_hi, fill, assign):
     """dst[c] (= or +=) sum_i,j w[i, j] * x[rows[i], cols[c + j]] for the columns c of dst
-    outside the interior [c_lo, c_hi), the fill where cols is -1."""
+    outside the interior [c_lo, c_hi), the fill where cols is -1 (each column looked up
+    once for every row)."""
     for part in range(2):
         start, stop = (0, c_lo) if part == 0 else (c_hi, dst.shape[0])
         for c in range(start, stop):
             t = F(0)
-            for i in range(rows.shape[0]):
-                src = x[rows[i]]
-                for j in range(w.shape[1]):
-                    k = cols[c + j]
-                    if k >= 0:
-                        t += w[i, j] * F(src[k])
-                    elif fill != 0:
+            for j in range(w.shape[1]):
+                k = cols[c + j]
+                if k >= 0:
+                    for i in range(rows.shape[0]):
+                        t += w[i, j] * F(x[rows[i], k])
+                elif fill != 0:
+                    for i in range(rows.shape[0]):
                         t += w[i, j] * F(fill)
             if assign:
                 dst[c] = t
@@ -603,25 +602,8 @@ def deep_taps(x, flat, height, w, fill_rows, out, planes, rows, cols, z0, z1, r0
                     idx[d * kh + i] = p * height + s
             if inside:
                 span{deep}(flat, idx, stacked, out[z, r], c_lo, c_hi, shift, True)
-                deep_edges(flat, idx, stacked, cols, out[z, r], c_lo, c_hi, fill)
+                edges(flat, idx, stacked, cols, out[z, r], c_lo, c_hi, fill, True)
             else:
                 taps(x, w, fill_rows, out, planes, rows, cols, z, z + 1, r, r + 1, c_lo, c_hi, shift, fill)
 
-
-@njit(inline="always", nogil=True, cache=True, fastmath=CONTRACT)
-def deep_edges(flat, idx, w, cols, dst, c_lo, c_hi, fill):
-    """As ``edges``, each column's samples looked up once for every row."""
-    for part in range(2):
-        start, stop = (0, c_lo) if part == 0 else (c_hi, dst.shape[0])
-        for c in range(start, stop):
-            t = F(0)
-            for j in range(w.shape[1]):
-                k = cols[c + j]
-                if k >= 0:
-                    for i in range(w.shape[0]):
-                        t += w[i, j] * F(flat[idx[i], k])
-                elif fill != 0:
-                    for i in range(w.shape[0]):
-                        t += w[i, j] * F(fill)
-            dst[c] = t
 '''
