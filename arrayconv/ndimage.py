@@ -285,14 +285,19 @@ def _filter_into(output: Any, input: Any, weights: Any, boundary: str, cval: Any
     if any(origins):  # the centre moved: the 'full' correlation, from the first output the origin asks for
         full = _ac_correlate(x, weights, "full", boundary=boundary, fillvalue=fill)
         result = full[tuple(slice(k - 1 - k // 2 - o, k - 1 - k // 2 - o + n) for k, o, n in zip(weights.shape, origins, x.shape))]
-        _store(output, result / divide if divide != 1 else result)
+        _store(output, _divided(result, divide, input))
         return
     for part in _slabs(x, weights):
         into = reused("ndimage.result", x[part].shape, np.dtype(np.float64), NUMPY) if isinstance(x, np.ndarray) else None
         result = _ac_correlate(x[part], weights, "same", boundary=boundary, fillvalue=fill, out=into)
-        if divide != 1:
-            result = result / divide if np.may_share_memory(result, input) else array_module(result).divide(result, divide, out=result)
-        _store(output[part], result)
+        _store(output[part], _divided(result, divide, input))
+
+
+def _divided(result: Any, divide: int, input: Any) -> Any:
+    """`result` over `divide`, in place unless it shares the input's memory."""
+    if divide == 1:
+        return result
+    return result / divide if np.may_share_memory(result, input) else array_module(result).divide(result, divide, out=result)
 
 
 def _slabs(x: Any, weights: Any) -> list[tuple[slice, ...]]:
