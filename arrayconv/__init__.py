@@ -9,7 +9,7 @@ Public API: :func:`correlate`, :func:`convolve` (SciPy semantics), :func:`conv`
 """
 
 from . import kernels
-from ._adjoint import (
+from ._api.adjoint import (
     conv_transpose,
     conv_weight_grad,
     convolve_transpose,
@@ -17,20 +17,20 @@ from ._adjoint import (
     correlate_transpose,
     correlate_weight_grad,
 )
-from ._allocator import keep_freed_memory
-from ._cache import cache_info, clear_caches
-from ._choose import Choice, MemoryLimitWarning
-from ._choose_method import choose_method
-from ._config import config, memory_limit
-from ._conv import conv, plan_conv
-from ._correlate import convolve, correlate, plan_convolve, plan_correlate
-from ._deconvolve import richardson_lucy
-from ._match import match_template
+from ._api.choose_method import choose_method
+from ._api.conv import conv, plan_conv
+from ._api.correlate import convolve, correlate, plan_convolve, plan_correlate
+from ._api.deconvolve import richardson_lucy
+from ._api.match import match_template
+from ._api.patch import patch_conv
+from ._api.tiled import convolve_into, correlate_into
+from ._choose.choice import Choice, MemoryLimitWarning
 from ._methods import METHODS
-from ._patch import patch_conv
-from ._plan import Plan
-from ._rates import Rates, cache_dir, calibrate
-from ._tiled import convolve_into, correlate_into
+from ._plan.plan import Plan
+from ._runtime.allocator import keep_freed_memory
+from ._runtime.cache import cache_info, clear_caches
+from ._runtime.config import config, memory_limit
+from ._runtime.rates import Rates, cache_dir, calibrate
 
 __version__ = "0.2.0.dev0"
 

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from . import __version__
-from ._allocator import keep_freed_memory
 from ._cli import UsageError, add_commands, fail, in_flags, run_deconvolve, run_filter, run_info, run_match
+from ._runtime.allocator import keep_freed_memory
 
 
 class Stopped(BaseException):

@@ -12,18 +12,20 @@ from typing import Any
 
 import numpy as np
 
-from . import _allocator, _config, kernels
-from ._backend import NUMPY
-from ._boundary import EDGE_RULES, edge_rule
-from ._cache import cache_info
-from ._deconvolve import richardson_lucy
-from ._image_files import FITS_SUFFIXES, FORMATS, UsageError, create_output, fits_header, read_image, whole_or_nothing, write_png
-from ._machine import blas, cores, cpu_name
-from ._match import match_template
-from ._nan import NAN_POLICIES
-from ._rates import DEFAULT_RATES, cache_dir, rates_for
-from ._shapes import mode_padding, mode_window
-from ._tiled import convolve_into, correlate_into
+from . import kernels
+from ._api.deconvolve import richardson_lucy
+from ._api.match import match_template
+from ._api.tiled import convolve_into, correlate_into
+from ._io.image_files import FITS_SUFFIXES, FORMATS, UsageError, create_output, fits_header, read_image, whole_or_nothing, write_png
+from ._runtime import allocator as _allocator
+from ._runtime import config as _config
+from ._runtime.backend import NUMPY
+from ._runtime.cache import cache_info
+from ._runtime.machine import blas, cores, cpu_name
+from ._runtime.rates import DEFAULT_RATES, cache_dir, rates_for
+from ._spec.boundary import EDGE_RULES, edge_rule
+from ._spec.nan import NAN_POLICIES
+from ._spec.shapes import mode_padding, mode_window
 
 _SIZE = re.compile(r"^(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?$", re.IGNORECASE)
 _BOUNDARY_HELP = f"how the image continues past its edges: {', '.join(EDGE_RULES)} (default constant: --fillvalue), or an alias (fill, symm, nearest, ...)"

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import numpy as np
 import scipy.signal
 
-from ._correlate import correlate
+from ._api.correlate import correlate
 
 
 def star_field(size: int, rng: np.random.Generator) -> np.ndarray:

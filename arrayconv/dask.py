@@ -32,21 +32,21 @@ import dask.array as da
 import numpy as np
 from dask.array.overlap import ensure_minimum_chunksize
 
-from ._backend import get_backend, is_cupy_array
-from ._boundary import EDGE_RULES, EdgeRule, edge_rule, extended_index, fill_dtype, fill_number, pad_widths, past_one_copy
-from ._config import config
-from ._conv import conv as _conv
-from ._conv import conv_padding
-from ._correlate import MethodName
-from ._correlate import convolve as _convolve
-from ._correlate import correlate as _correlate
-from ._deconvolve import check_deconvolution, check_psf, deconvolution_dtype
-from ._deconvolve import richardson_lucy as _richardson_lucy
-from ._match import centred_template, check_match
-from ._match import match_template as _match_template
-from ._nan import NAN_POLICIES, check_result
-from ._problem import as_array, check_choice, check_numeric, int_tuple, result_dtype
-from ._shapes import mode_padding
+from ._api.conv import conv as _conv
+from ._api.conv import conv_padding
+from ._api.correlate import MethodName
+from ._api.correlate import convolve as _convolve
+from ._api.correlate import correlate as _correlate
+from ._api.deconvolve import check_deconvolution, check_psf, deconvolution_dtype
+from ._api.deconvolve import richardson_lucy as _richardson_lucy
+from ._api.match import centred_template, check_match
+from ._api.match import match_template as _match_template
+from ._runtime.backend import get_backend, is_cupy_array
+from ._runtime.config import config
+from ._spec.boundary import EDGE_RULES, EdgeRule, edge_rule, extended_index, fill_dtype, fill_number, pad_widths, past_one_copy
+from ._spec.nan import NAN_POLICIES, check_result
+from ._spec.problem import as_array, check_choice, check_numeric, int_tuple, result_dtype
+from ._spec.shapes import mode_padding
 
 __all__ = ["conv", "convolve", "correlate", "match_template", "richardson_lucy"]
 

@@ -33,9 +33,9 @@ from typing import Any
 
 import numpy as np
 
-from ._backend import NUMPY, array_module
-from ._correlate import correlate as _typed_correlate
-from ._scratch import REUSED_BYTES, reused
+from ._api.correlate import correlate as _typed_correlate
+from ._runtime.backend import NUMPY, array_module
+from ._runtime.scratch import REUSED_BYTES, reused
 
 _ac_correlate: Callable[..., Any] = _typed_correlate  # validated SciPy arguments: str, not its Literal types
 

@@ -33,9 +33,9 @@ from typing import Any
 import numpy as np
 from scipy import signal as _scipy
 
-from ._backend import array_module
-from ._correlate import convolve as _typed_convolve
-from ._correlate import correlate as _typed_correlate
+from ._api.correlate import convolve as _typed_convolve
+from ._api.correlate import correlate as _typed_correlate
+from ._runtime.backend import array_module
 
 # SciPy's own functions, for the inputs arrayconv leaves to them (taken at import: a test
 # harness may put this module's functions in scipy.signal's place).
@@ -133,7 +133,7 @@ def choose_conv_method(in1: Any, in2: Any, mode: str = "full", measure: bool = F
             return "direct"
     if _swap_needed(mode, a.shape, b.shape):
         a, b = b, a
-    from ._choose_method import choose_method
+    from ._api.choose_method import choose_method
 
     picked = choose_method(a, b[(slice(None, None, -1),) * b.ndim], mode=mode).method
     return "fft" if picked in ("fft", "oa") else "direct"

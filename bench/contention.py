@@ -32,7 +32,7 @@ import arrayconv as ac
 from arrayconv import kernels
 from arrayconv._demo import kernels as demo_kernels
 from arrayconv._demo import star_field
-from arrayconv._machine import usable_cores
+from arrayconv._runtime.machine import usable_cores
 
 from .cases import CASES, unknown_ids_error
 from .peers import interleaved_medians, peer_callables, time_call

@@ -229,10 +229,10 @@ def fit(repeats: int) -> dict[str, float]:
     the loops at a row's ends, per byte moved: ``_MAC_BYTES``, ``_EDGE_TAP_BYTES``,
     ``_BYTE_BYTES``) to its timings on 2-D and 3-D float32 images, in the model's units
     (the other methods' estimates run 1.3x their times)."""
-    from arrayconv import _config
-    from arrayconv._backend import NUMPY
     from arrayconv._methods import _compiled, direct
-    from arrayconv._rates import rates_for
+    from arrayconv._runtime import config as _config
+    from arrayconv._runtime.backend import NUMPY
+    from arrayconv._runtime.rates import rates_for
 
     rates, workers = rates_for(NUMPY), _config.workers()
     real = direct._fastest_form

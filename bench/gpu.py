@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 import arrayconv as ac
-from arrayconv._rates import gpu_ceilings
+from arrayconv._runtime.rates import gpu_ceilings
 
 from .case_timer import cuda_events
 from .cases import CASES, Case
@@ -156,7 +156,7 @@ def _chosen(case: Case, x, w) -> str:  # type: ignore[no-untyped-def]
 
 def ceilings(cp) -> dict[str, float]:  # type: ignore[no-untyped-def]
     """The device's measured FP32 GEMM rate (8192^3, TF32 off) and copy bandwidth (1 GiB):
-    :func:`arrayconv._rates.gpu_ceilings`, the probes of ``calibrate('gpu')``."""
+    :func:`arrayconv._runtime.rates.gpu_ceilings`, the probes of ``calibrate('gpu')``."""
     fp32_flops, copy_bytes = gpu_ceilings(cp)
     return {"fp32_flops": fp32_flops, "copy_bytes": copy_bytes}
 

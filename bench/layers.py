@@ -21,9 +21,9 @@ from pathlib import Path
 import numpy as np
 
 import arrayconv as ac
-from arrayconv import _config
-from arrayconv._backend import NUMPY
-from arrayconv._rates import rates_for
+from arrayconv._runtime import config as _config
+from arrayconv._runtime.backend import NUMPY
+from arrayconv._runtime.rates import rates_for
 
 from .peers import interleaved_medians, time_call
 from .run import command_line, report_head, versions

@@ -34,9 +34,9 @@ import numpy as np
 import scipy
 
 import arrayconv as ac
-from arrayconv._backend import NUMPY
-from arrayconv._machine import blas, cores, cpu_name
-from arrayconv._rates import measure_rates
+from arrayconv._runtime.backend import NUMPY
+from arrayconv._runtime.machine import blas, cores, cpu_name
+from arrayconv._runtime.rates import measure_rates
 
 from .cases import CASES, QUICK, Case, unknown_ids_error
 from .peers import MAX_DIRECT_MACS, QUICK_MAX_DIRECT_MACS, arrayconv_callables, peer_callables, time_call

@@ -53,9 +53,9 @@ from pathlib import Path
 import numpy as np
 
 import arrayconv as ac
-from arrayconv._backend import get_backend
-from arrayconv._rates import DEFAULT_GPU_RATES, DEFAULT_RATES, rates_for
-from arrayconv._shapes import conv_output_shape
+from arrayconv._runtime.backend import get_backend
+from arrayconv._runtime.rates import DEFAULT_GPU_RATES, DEFAULT_RATES, rates_for
+from arrayconv._spec.shapes import conv_output_shape
 
 from .cases import CASES, random_array
 from .devices import Device, device, ms_digits, report_stem

@@ -31,8 +31,8 @@ from typing import Any
 import numpy as np
 
 import arrayconv as ac
-from arrayconv import _tiled
-from arrayconv._slab_copies import InPlace
+from arrayconv._api import tiled as _tiled
+from arrayconv._runtime.slab_copies import InPlace
 
 from .gpu import gpu_versions
 from .run import command_line, report_head

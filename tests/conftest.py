@@ -53,7 +53,7 @@ def plans_made(monkeypatch):
     on), under a fixed memory budget (the default follows free RAM, which other processes
     change: a new budget is a new plan)."""
     import arrayconv as ac
-    from arrayconv._plan import Plan
+    from arrayconv._plan.plan import Plan
 
     made, make = [], Plan.__init__
 

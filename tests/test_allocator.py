@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from arrayconv import _allocator
+from arrayconv._runtime import allocator as _allocator
 
 glibc = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="mallopt is glibc's")
 
@@ -16,7 +16,7 @@ glibc = pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="mallopt is
 # 15x15 kernel, after two warm-up calls.
 _FAULTS_PER_CALL = """
 import json, resource, numpy as np, arrayconv as ac
-from arrayconv._allocator import state
+from arrayconv._runtime.allocator import state
 rng = np.random.default_rng(1)
 x = rng.standard_normal((512, 512), dtype=np.float32)
 w = rng.standard_normal((15, 15), dtype=np.float32)

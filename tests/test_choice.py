@@ -55,10 +55,10 @@ def test_costs_are_functions_of_their_arguments(x_shape, w_shape, kind):
     on the thread's settings (arrayconv.config) at the time it is asked."""
     import numpy as np
 
-    from arrayconv._backend import NUMPY
-    from arrayconv._config import Settings
     from arrayconv._methods import METHODS
-    from arrayconv._rates import rates_for
+    from arrayconv._runtime.backend import NUMPY
+    from arrayconv._runtime.config import Settings
+    from arrayconv._runtime.rates import rates_for
 
     w = np.random.default_rng(1).standard_normal(w_shape)
     plan = ac.plan_conv(w, x_shape) if kind == "conv" else ac.plan_correlate(w, x_shape, "same")

@@ -412,7 +412,7 @@ def test_workers_default_to_the_cores_this_process_may_run_on():
     count, and ``arrayconv info`` says so."""
     code = (
         "import os; os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}); "
-        "from arrayconv import _config; from arrayconv.__main__ import main; "
+        "from arrayconv._runtime import config as _config; from arrayconv.__main__ import main; "
         "assert _config.workers() == 1, _config.workers(); main(['info'])"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)

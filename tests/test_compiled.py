@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import arrayconv as ac
-from arrayconv._backend import NUMPY
 from arrayconv._methods import _compiled, direct
-from arrayconv._shapes import mode_padding
+from arrayconv._runtime.backend import NUMPY
+from arrayconv._spec.shapes import mode_padding
 
 pytestmark = pytest.mark.skipif(not _compiled.available(), reason="numba is not installed (the numba extra)")
 

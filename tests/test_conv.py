@@ -107,10 +107,10 @@ def test_fft_kernel_spectrum_by_axis_equals_the_whole_transform(x_shape, w_shape
     # The CPU transforms the kernel one axis at a time, skipping zero lines (for the GEMM,
     # with its axes moved so that the spectra come out frequency-major); a GPU transforms
     # the whole zero-filled grid at once and transposes. Both must give the same spectrum.
-    from arrayconv import _backend
-    from arrayconv._conv import conv_spec
+    from arrayconv._api.conv import conv_spec
     from arrayconv._methods import fft
-    from arrayconv._problem import ArraySpec
+    from arrayconv._runtime import backend as _backend
+    from arrayconv._spec.problem import ArraySpec
 
     w = random(np.random.default_rng(0), w_shape, dtype)
     settings = {"stride": 1, "dilation": 1, "groups": 1, **options}
@@ -141,10 +141,10 @@ def test_im2col_one_gather_path(x_shape, w_shape, options):
     # through a backend that calls itself 'cupy'.
     import dataclasses
 
-    from arrayconv import _backend
-    from arrayconv._conv import conv_spec
+    from arrayconv._api.conv import conv_spec
     from arrayconv._methods import im2col
-    from arrayconv._problem import ArraySpec
+    from arrayconv._runtime import backend as _backend
+    from arrayconv._spec.problem import ArraySpec
 
     rng = np.random.default_rng(0)
     x, w = random(rng, x_shape, "float64"), random(rng, w_shape, "float64")
@@ -162,7 +162,7 @@ def test_im2col_runs_tiny_images_as_one_gemm_with_the_operator(rng):
     x, w = random(rng, (50, 6, 4, 4), "float64"), random(rng, (8, 3, 3, 3), "float64")
     options = dict(padding=1, groups=2)
     problem = ac.plan_conv(w, x.shape, padding=1, groups=2, method="im2col")._spec.problem
-    assert isinstance(im2col.prepare(w, problem, ac._backend.NUMPY), im2col.Operator)
+    assert isinstance(im2col.prepare(w, problem, ac._runtime.backend.NUMPY), im2col.Operator)
     assert_matches(ac.conv(x, w, method="im2col", **options), reference_conv(x, w, **options), dtype="float64")
 
 
@@ -174,8 +174,8 @@ def test_im2col_operator_matrix_is_the_layer_applied_to_unit_inputs(xp, case, dt
     # 64x64 image and a 63x63 kernel).
     from dataclasses import replace
 
-    from arrayconv._backend import get_backend
     from arrayconv._methods import direct, im2col
+    from arrayconv._runtime.backend import get_backend
 
     rng = np.random.default_rng(seed)
     w = xp.asarray(random(rng, case["w_shape"], dtype))
@@ -202,7 +202,7 @@ def test_im2col_operator_matrix_is_built_within_a_few_times_its_size(rng):
     problem = ac.plan_conv(w, (1, 1, 400), padding=199, method="direct")._spec.problem
     tracemalloc.start()
     try:
-        matrix = im2col._operator(w, problem, ac._backend.NUMPY).matrix
+        matrix = im2col._operator(w, problem, ac._runtime.backend.NUMPY).matrix
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -224,9 +224,9 @@ def test_im2col_gathering_only_the_last_axis(case, dtype, seed, chunks):
         if chunks:  # one batch item and output row per chunk
             patch.setattr(im2col, "_CHUNK_BYTES", 1)
         problem = ac.plan_conv(w, x.shape, dtype=dtype, method="im2col", **options)._spec.problem
-        kernel = im2col.prepare(w, problem, ac._backend.NUMPY)
+        kernel = im2col.prepare(w, problem, ac._runtime.backend.NUMPY)
         got = ac.conv(x, w, method="im2col", **options)
-    assert isinstance(kernel, im2col.LastAxisColumns) == (len(problem.kernel) > 1 and problem.kernel[-1] > 1 and not im2col._operator_fits(problem, ac._config.budget("numpy")))
+    assert isinstance(kernel, im2col.LastAxisColumns) == (len(problem.kernel) > 1 and problem.kernel[-1] > 1 and not im2col._operator_fits(problem, ac._runtime.config.budget("numpy")))
     assert_matches(got, reference_conv(x, w, **options), dtype=dtype)
 
 
@@ -327,8 +327,8 @@ def test_direct_memory_bound_taps_run_in_small_chunks(rng, monkeypatch):
     # are memory-bound: on the CPU their chunks hold 512 KiB (in cache from tap to tap),
     # others' 4 MiB; one output (a matrix-vector product per tap) and one input channel
     # (elementwise taps) keep the large chunks.
-    from arrayconv._backend import NUMPY
     from arrayconv._methods import direct
+    from arrayconv._runtime.backend import NUMPY
 
     def chunk_bytes(w_shape):  # type: ignore[no-untyped-def]
         x_shape = (1, w_shape[1], 64, 64)
@@ -358,8 +358,8 @@ def test_padded_rows_past_the_reuse_limit_are_not_kept(method, rng, monkeypatch)
     # A chunk's padded rows reuse this thread's scratch buffer only up to REUSED_BYTES: a
     # direct chunk of one output channel over many input channels pads far more input than
     # its 4 MiB of sums, which a thread must not hold after the call.
-    from arrayconv import _scratch
     from arrayconv._methods import direct, im2col
+    from arrayconv._runtime import scratch as _scratch
 
     x, w = random(rng, (2, 8, 30, 20), "float64"), random(rng, (1, 8, 3, 3), "float64")
     monkeypatch.setattr(direct, "_CHUNK_BYTES", 1000)
@@ -381,7 +381,7 @@ def test_im2col_last_axis_path_on_deep_kernels(padding_mode, numpy_mode, options
 
     x, w = random(rng, (2, 128, 11, 13), "float64"), random(rng, (5, 128, 3, 4), "float64")
     problem = ac.plan_conv(w, x.shape, method="im2col", padding_mode=padding_mode, **options)._spec.problem
-    assert isinstance(im2col.prepare(w, problem, ac._backend.NUMPY), im2col.LastAxisColumns)
+    assert isinstance(im2col.prepare(w, problem, ac._runtime.backend.NUMPY), im2col.LastAxisColumns)
     if chunk_bytes:  # one batch item and output row per chunk
         monkeypatch.setattr(im2col, "_CHUNK_BYTES", chunk_bytes)
     pad = options["padding"] if isinstance(options["padding"], tuple) else (options["padding"],) * 2
@@ -414,7 +414,7 @@ def test_taps_read_the_input_in_place_without_padding(method, w_shape, options, 
     x = random(rng, (3, 8, 9, 7, 5)[: len(w_shape)], "float32")
     x.flags.writeable = False
     problem = ac.plan_conv(random(rng, w_shape, "float32"), x.shape, dtype="float32", method=method, **options)._spec.problem
-    assert _taps.reads_in_place(problem) and np.shares_memory(_taps.pad_input(x, problem, ac._backend.NUMPY), x)
+    assert _taps.reads_in_place(problem) and np.shares_memory(_taps.pad_input(x, problem, ac._runtime.backend.NUMPY), x)
     w = random(rng, w_shape, "float32")
     with ac.config(memory_limit=1 << 16):  # several chunks
         got = ac.conv(x, w, method=method, **options)
@@ -555,9 +555,9 @@ def test_1d_lines_in_valid_mode_compute_only_the_outputs_they_keep(length, taps,
     # correlation also computed the K - 1 partial overlaps at each end and threw them away
     # (2213 samples with 2213 taps: 255 us for one output sample, not 0.5). Rows of 12-33
     # taps run in pieces of at most 11, each computing the outputs once.
-    from arrayconv._backend import NUMPY
     from arrayconv._methods import _rows, direct
-    from arrayconv._rates import rates_for
+    from arrayconv._runtime.backend import NUMPY
+    from arrayconv._runtime.rates import rates_for
 
     x, k = random(rng, (length,), dtype), random(rng, (taps,), dtype)
     computed, correlate = [], np.correlate
@@ -599,7 +599,7 @@ def test_one_long_line_stays_whole_where_cutting_it_does_not_pay(taps, dtype, wh
     # The pieces' copy into the output costs more than two threads save on numpy.correlate's
     # fastest loops (float64, 1-2 taps): the whole line is one call, its result the output.
     from arrayconv._methods import _rows
-    from arrayconv._rates import DEFAULT_RATES
+    from arrayconv._runtime.rates import DEFAULT_RATES
 
     problem = ac.plan_correlate(np.ones(taps, dtype), (10**6,), "same", method="direct")._spec.problem
     pieces = _rows.line_pieces(problem, 1 << 20, 2, DEFAULT_RATES)
@@ -633,8 +633,8 @@ def test_direct_row_form_pads_wide_where_the_lines_cannot_be_read_in_place():
     ],
 )
 def test_direct_row_form_applies_only_where_numpy_correlate_does_the_rows(w_shape, dtype, options, why):
-    from arrayconv._backend import NUMPY
     from arrayconv._methods import _rows
+    from arrayconv._runtime.backend import NUMPY
 
     plan = ac.plan_conv(np.ones(w_shape, dtype), (1, w_shape[1], 20, 30), method="direct", **options)
     assert not _rows.takes(plan._spec.problem, NUMPY), why
@@ -712,10 +712,10 @@ def test_direct_takes_the_banded_form_for_long_1d_kernels_and_keeps_nans_in_thei
 def test_direct_pointwise_form(x_shape, w_shape, options, dtype, into_out, rng):
     # 1x1 kernels over several channels run as one matmul (of the input's samples, every
     # stride-th along each axis) straight into the result.
-    from arrayconv._backend import NUMPY
-    from arrayconv._config import settings
     from arrayconv._methods import direct
-    from arrayconv._rates import rates_for
+    from arrayconv._runtime.backend import NUMPY
+    from arrayconv._runtime.config import settings
+    from arrayconv._runtime.rates import rates_for
 
     x, w = random(rng, x_shape, dtype), random(rng, w_shape, dtype)
     plan = ac.plan_conv(w, x.shape, method="direct", **options)
@@ -736,10 +736,10 @@ def test_direct_pointwise_form(x_shape, w_shape, options, dtype, into_out, rng):
     ],
 )
 def test_direct_pointwise_form_only_for_unpadded_1x1_kernels_over_channels(x_shape, w_shape, options, rng):
-    from arrayconv._backend import NUMPY
-    from arrayconv._config import settings
     from arrayconv._methods import direct
-    from arrayconv._rates import rates_for
+    from arrayconv._runtime.backend import NUMPY
+    from arrayconv._runtime.config import settings
+    from arrayconv._runtime.rates import rates_for
 
     x, w = random(rng, x_shape, "float64"), random(rng, w_shape, "float64")
     plan = ac.plan_conv(w, x.shape, method="direct", **options)

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from scipy import ndimage
 
 import arrayconv as ac
-from arrayconv._plan import Plan
-from arrayconv._shapes import mode_padding
+from arrayconv._plan.plan import Plan
+from arrayconv._spec.shapes import mode_padding
 
 METHODS = ["auto", *ac.METHODS]
 FUNCS = {"correlate": (ac.correlate, False), "convolve": (ac.convolve, True)}
@@ -415,9 +415,9 @@ def test_1d_rows_past_11_taps_are_split_where_the_pieces_beat_this_machines_dot(
     float64, 2-core CI machine, 'same')."""
     from dataclasses import replace
 
-    from arrayconv import _rates
-    from arrayconv._backend import NUMPY
     from arrayconv._methods import _rows, direct
+    from arrayconv._runtime import rates as _rates
+    from arrayconv._runtime.backend import NUMPY
 
     ac.clear_caches()
     _rates._loaded.put("numpy", replace(_rates.rates_for(NUMPY), dot_extra_ns=extra_ns))
@@ -452,7 +452,7 @@ def test_the_dot_product_probe_runs_at_calibrate_not_while_planning(monkeypatch,
     """numpy.correlate's dot product is timed by `calibrate` (nothing below the reference's
     cost; a slow one counted), never while a plan is built: the same call on the same
     machine prices the same."""
-    from arrayconv import _rates
+    from arrayconv._runtime import rates as _rates
 
     def no_timing(*args, **kwargs):
         raise AssertionError("a timing probe ran while planning")
@@ -476,8 +476,8 @@ def test_the_dot_product_probe_runs_at_calibrate_not_while_planning(monkeypatch,
 def test_batches_of_1d_signals_price_each_lines_transform_by_its_own_bytes():
     """Transforms along one axis take each line whole, in cache whatever the batch (the
     pick on 8 signals of 88008 samples with 1438 taps: tests/test_choice.py)."""
-    from arrayconv._backend import NUMPY
     from arrayconv._methods import fft
+    from arrayconv._runtime.backend import NUMPY
 
     assert fft._slowed(256, 16 << 10, NUMPY, True) == 256 < fft._slowed(256, 16 << 10, NUMPY, False)
     assert fft._slowed(1, 64 << 20, NUMPY, True) == fft._slowed(1, 64 << 20, NUMPY, False) > 1  # one long line
@@ -487,7 +487,7 @@ def test_taps_met_per_output_sample_of_a_1d_line():
     """'same' and 'full' pad zeros at each end, which numpy.correlate's partial overlaps skip:
     the mean number of taps meeting the signal, in closed form, against a count."""
     from arrayconv._methods._rows import _taps_met
-    from arrayconv._problem import Problem
+    from arrayconv._spec.problem import Problem
 
     for n, k, mode in itertools.product([1, 2, 5, 13, 40], [1, 2, 3, 7, 13, 40], ["full", "same", "valid"]):
         if mode == "valid" and k > n:

@@ -10,9 +10,9 @@ import itertools
 import numpy as np
 import pytest
 
-from arrayconv import _cuda, _patch_cuda
-from arrayconv._methods import _direct_cuda
-from arrayconv._problem import Problem
+from arrayconv._methods import _direct_cuda, _patch_cuda
+from arrayconv._runtime import cuda as _cuda
+from arrayconv._spec.problem import Problem
 
 ARCHITECTURES = (75, 80, 86, 89, 90)  # Turing to Hopper; CUDA 13's NVRTC has dropped 7.0
 REAL_DTYPES = ("float32", "float64")

@@ -139,7 +139,7 @@ def test_no_iterations_give_the_start(xp, rng):
 
 @pytest.mark.parametrize("dtype, needed", [("float32", 3 * 40_000), ("uint16", 3 * 80_000 + 80_000)])  # uint16: float64, and its copy
 def test_arrays_past_the_devices_memory_are_refused_before_any_work(monkeypatch, rng, dtype, needed):
-    from arrayconv import _config
+    from arrayconv._runtime import config as _config
 
     image, psf = counts(rng, (100, 100), dtype), np.full((3, 3), 1 / 9)
     monkeypatch.setattr(_config, "capacity", lambda backend_name: needed - 1)

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import arrayconv as ac
-from arrayconv._shapes import mode_padding
+from arrayconv._spec.shapes import mode_padding
 
 METHODS = ["auto", *ac.METHODS]
 SIGNAL_BOUNDARIES = {"constant": "fill", "wrap": "wrap", "symmetric": "symm"}
@@ -191,10 +191,10 @@ def test_conv_circular_matches_periodic_extension(xp, method, spatial, kernel, p
 def test_wrap_is_native_to_the_fft():
     """At a fast length the FFT runs at the input's own length (no padding); at a prime
     length it runs on the periodically extended input, rounded up to a fast length."""
-    from arrayconv._backend import get_backend
-    from arrayconv._correlate import Edges, correlate_spec
+    from arrayconv._api.correlate import Edges, correlate_spec
     from arrayconv._methods.fft import fft_shape
-    from arrayconv._problem import ArraySpec
+    from arrayconv._runtime.backend import get_backend
+    from arrayconv._spec.problem import ArraySpec
 
     k = np.ones((7, 5))
     for shape, expected in [((64, 60), (64, 60)), ((61, 60), (72, 60))]:
@@ -405,7 +405,7 @@ def test_conv_nan_normalize_adds_bias_after(rng):
 def test_extend_is_numpy_pad(xp, pad_mode, rng):
     """The boundary extension (its edges copied from its own middle by slices, or numpy.pad
     for pads longer than the axis) gives numpy.pad's samples, corners included."""
-    from arrayconv._boundary import extend
+    from arrayconv._spec.boundary import extend
 
     for _ in range(150):
         ndim = int(rng.integers(1, 4))

@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 import arrayconv as ac
-from arrayconv import _tiled
 from arrayconv.__main__ import main
-from arrayconv._image_files import partial_path
-from arrayconv._resume import SUFFIX
+from arrayconv._api import tiled as _tiled
+from arrayconv._io.image_files import partial_path
+from arrayconv._io.resume import SUFFIX
 
 FILTER = ["--kernel", "gaussian:3", "--memory-limit", "512K", "--no-progress"]  # a second or more, in hundreds of tiles
 
@@ -140,7 +140,7 @@ def test_a_full_disk_or_a_failed_read_is_one_error_naming_the_file_and_tile(imag
 def _crash_after(monkeypatch, tiles: int) -> None:
     """The next resumable run records every tile at once (not in the background, at most
     once a second), and stops as a crash would once `tiles` are recorded."""
-    from arrayconv._resume import Progress
+    from arrayconv._io.resume import Progress
 
     def tile_done(self, done):
         self._sync_and_record(done)

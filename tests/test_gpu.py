@@ -89,7 +89,7 @@ def test_auto_never_raises_for_any_ndim(cp, ndim):
 
 
 def test_direct_is_one_cuda_kernel_compiled_once(cp):
-    from arrayconv import _cuda
+    from arrayconv._runtime import cuda as _cuda
 
     rng = np.random.default_rng(4)
     x, w = random(rng, (3, 5, 20, 21), "float64"), random(rng, (6, 5, 4, 3), "float64")
@@ -123,7 +123,7 @@ def test_patches_take_a_stride_past_their_size(cp):
 
 
 def test_compile_error_is_a_clear_exception(cp):
-    from arrayconv import _cuda
+    from arrayconv._runtime import cuda as _cuda
 
     with pytest.raises(_cuda.KernelCompileError, match=r"CUDA kernel 'broken' for dtype float32 .* failed to compile"):
         _cuda.kernel('extern "C" __global__ void broken() { this is not C++; }', "broken", np.dtype(np.float32))
@@ -143,7 +143,7 @@ def test_calibrate_gpu_scales_the_gpu_rates_by_the_gpu_reference_probes(cp, tmp_
     GEMM rate and half the bandwidth gets half the GEMM, stream and FFT rates (its FFTs
     are memory-bound) and the shipped call cost (a launch's latency is the host's: the
     call is not probed on a GPU)."""
-    from arrayconv import _rates
+    from arrayconv._runtime import rates as _rates
 
     monkeypatch.setenv("ARRAYCONV_CACHE_DIR", str(tmp_path))
     reference, shipped = _rates.GPU_REFERENCE_PROBES, _rates.DEFAULT_GPU_RATES

@@ -40,7 +40,7 @@ GRAPH = {name: _imports(name) for name in MODULES}
 def test_the_import_graph_is_read():
     assert "arrayconv._methods.direct" in GRAPH["arrayconv._methods"]
     assert "arrayconv._methods._registry" in GRAPH["arrayconv._methods.fft"]
-    assert "arrayconv._methods" in GRAPH["arrayconv._plan"]
+    assert "arrayconv._methods" in GRAPH["arrayconv._plan.plan"]
 
 
 def test_no_import_cycle():
@@ -73,3 +73,18 @@ def test_methods_reached_through_their_package():
         if target.startswith("arrayconv._methods.")
     }
     assert not reaching_in
+
+
+# Each layer imports only layers after it here; the public namespaces sit above them all.
+LAYERS = ["_api", "_io", "_plan", "_choose", "_methods", "_spec", "_runtime"]
+
+
+def _layer(name: str) -> int:
+    parts = name.split(".")
+    return LAYERS.index(parts[1]) if len(parts) > 1 and parts[1] in LAYERS else -1
+
+
+def test_layers_import_downward():
+    upward = sorted((name, target) for name, targets in GRAPH.items() for target in targets if _layer(target) < _layer(name))
+    assert not upward, upward
+    assert {_layer(name) for name in MODULES} == set(range(-1, len(LAYERS)))

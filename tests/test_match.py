@@ -117,7 +117,7 @@ def test_matches_skimage(rng):
 def test_slabs_give_the_whole_image_scores(xp, monkeypatch, rng):
     """Scores made slab by slab (tiny slabs here, a slab per row) equal those of one slab
     (to rounding: with numba, a slab's window sums run on the form direct picks for it)."""
-    from arrayconv import _match
+    from arrayconv._api import match as _match
 
     image, template = xp.asarray(rng.standard_normal((70, 40))), xp.asarray(rng.standard_normal((9, 4)))
     monkeypatch.setattr(_match, "_SLAB_BYTES", 1 << 30)
@@ -152,7 +152,7 @@ def test_bad_input_is_refused_by_name(image, template, options, error, match):
 
 
 def test_arrays_past_the_devices_memory_are_refused_before_any_work(monkeypatch, rng):
-    from arrayconv import _config
+    from arrayconv._runtime import config as _config
 
     monkeypatch.setattr(_config, "capacity", lambda backend_name: 3 * 100 * 100 * 8 - 1)
     with pytest.raises(ValueError, match=r"match_template needs .* GiB .* scores of shape \(100, 100\)"):
@@ -188,7 +188,7 @@ def test_long_float32_windows_are_summed_by_running_sums_within_float32s_roundin
     """Windows of 32 samples or more along an axis, for float32 scores: differences of
     running sums, whose rounding (the slab's along the axis) stays far below float32's,
     even in a region far brighter than the image's mean."""
-    from arrayconv import _match
+    from arrayconv._api import match as _match
 
     calls, running = [], _match._running_sums
     monkeypatch.setattr(_match, "_running_sums", lambda *args: calls.append(args[1]) or running(*args))
@@ -201,7 +201,7 @@ def test_long_float32_windows_are_summed_by_running_sums_within_float32s_roundin
 
 
 def test_long_float32_windows_with_a_nan_sum_their_own_samples(monkeypatch, rng):
-    from arrayconv import _match
+    from arrayconv._api import match as _match
 
     monkeypatch.setattr(_match, "_running_sums", None)  # never called: a running sum would carry the NaN on
     image = rng.standard_normal((80, 70)).astype(np.float32)

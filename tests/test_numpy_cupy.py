@@ -19,7 +19,7 @@ def stand_in(monkeypatch):
     """The stand-in as ``cupy`` for one test, with arrayconv's caches and GPU memory
     readings emptied before and after (on a GPU machine, nothing of the stand-in's may
     reach a real CuPy call: a compiled kernel, a plan, a budget)."""
-    from arrayconv import _config
+    from arrayconv._runtime import config as _config
 
     names = ("cupy", "cupyx", "cupyx.scipy", "cupyx.scipy.fft", "cupyx.scipy.signal", "cupyx.scipy.ndimage")
     for name in names:

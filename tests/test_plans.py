@@ -212,8 +212,8 @@ def test_measure_times_candidates_once_and_remembers(monkeypatch, tmp_path, rng,
     monkeypatch.setenv("ARRAYCONV_CACHE_DIR", str(tmp_path))
     ac.clear_caches()
     timed = []
-    real = ac._plan.Plan._time
-    monkeypatch.setattr(ac._plan.Plan, "_time", lambda self, name, x: timed.append(name) or real(self, name, x))
+    real = ac._plan.plan.Plan._time
+    monkeypatch.setattr(ac._plan.plan.Plan, "_time", lambda self, name, x: timed.append(name) or real(self, name, x))
     x, w = random(rng, (40, 40), "float64"), random(rng, (7, 7), "float64")
     first = ac.correlate(x, w, "same", measure="disk")
     assert_matches(first, reference_correlate(x, w, "same"), dtype="float64")
@@ -248,8 +248,8 @@ def test_calibrate_scales_the_shipped_rates_by_this_machines_probes(monkeypatch,
     of the machine it was fitted on give them back, a machine with half its GEMM rate and
     calls twice as slow gets half the GEMM rate and twice the call cost. A rates file
     written before (its "rates" the probes themselves) is scaled when read."""
-    from arrayconv import _rates
-    from arrayconv._backend import NUMPY
+    from arrayconv._runtime import rates as _rates
+    from arrayconv._runtime.backend import NUMPY
 
     def approx(rates):  # type: ignore[no-untyped-def]
         return pytest.approx(dataclasses.asdict(rates))
@@ -305,7 +305,7 @@ def test_cache_dir_follows_the_environment(monkeypatch, tmp_path):
 
 
 def test_caches_are_bounded_in_count_and_bytes_and_cleared():
-    cache = ac._cache.LRUCache("test_lru", maxsize=3, maxbytes=19_000)
+    cache = ac._runtime.cache.LRUCache("test_lru", maxsize=3, maxbytes=19_000)
     try:
         for i in range(10):
             cache.put(i, i)
@@ -323,7 +323,7 @@ def test_caches_are_bounded_in_count_and_bytes_and_cleared():
         assert cache.get_or_make(("axes", [0, 1]), lambda: "made") == "made"  # unhashable: made, not kept
         assert ac.cache_info()["test_lru"].size == 0
     finally:
-        del ac._cache._REGISTRY["test_lru"]
+        del ac._runtime.cache._REGISTRY["test_lru"]
 
 
 @pytest.mark.parametrize("nan", ["propagate", "normalize", "ignore"])
@@ -380,7 +380,7 @@ def test_plans_choose_for_repeated_calls(rng, plans_made):
     per call without it. A plain call that keeps its plan ranks them by the kept rule, and
     its kept plan keeps that method: every call gives the same bits. (Whether those picks
     are near the fastest: tests/test_choice.py.)"""
-    from arrayconv._choose import per_call
+    from arrayconv._choose.choice import per_call
 
     x, w = random(rng, (1, 4, 256, 256), "float32"), random(rng, (4, 4, 11, 11), "float32")
     plan = ac.plan_conv(w, x.shape, dtype="float32")
@@ -403,9 +403,9 @@ def test_plans_choose_for_repeated_calls(rng, plans_made):
 def estimates(monkeypatch):
     """Make the registry's methods report given estimates: ``estimates({name: (one call,
     later call)})`` returns the Choice of each kind of call for one problem."""
-    from arrayconv import _choose
-    from arrayconv._config import Settings
+    from arrayconv._choose import choice as _choose
     from arrayconv._methods import METHODS, Cost
+    from arrayconv._runtime.config import Settings
 
     def choices(seconds):
         fake = {
@@ -414,7 +414,7 @@ def estimates(monkeypatch):
         }
         monkeypatch.setattr(_choose, "METHODS", fake)
         problem = ac.plan_correlate(np.ones(3), (16,))._spec.problem
-        return {calls: _choose._estimate(problem, ac._backend.NUMPY, Settings(2, 1 << 30), None, None, calls) for calls in ("one", "kept", "plan")}
+        return {calls: _choose._estimate(problem, ac._runtime.backend.NUMPY, Settings(2, 1 << 30), None, None, calls) for calls in ("one", "kept", "plan")}
 
     return choices
 
@@ -423,7 +423,7 @@ def test_the_kept_rule_on_given_estimates(estimates):
     """A plain call that keeps its plan takes the fastest per later call among the methods
     whose one call is within KEPT_WITHIN of the fastest one call, or within KEPT_EXTRA
     seconds and 2x of it; a single call, the fastest call; a plan, the fastest later call."""
-    from arrayconv._choose import KEPT_EXTRA, KEPT_WITHIN
+    from arrayconv._choose.choice import KEPT_EXTRA, KEPT_WITHIN
 
     near = estimates({"direct": (1.0, 1.0), "fft": (KEPT_WITHIN * 0.99, 0.5), "im2col": (KEPT_WITHIN * 1.01, 0.1)})
     assert (near["one"].method, near["kept"].method, near["plan"].method) == ("direct", "fft", "im2col")
@@ -459,7 +459,7 @@ def test_double_precision_gemms_are_charged_at_half_the_float32_rate():
     """On the CPU, float64 and complex128 GEMMs run at 0.3-0.5 of float32's rate, so the
     model charges them half of `gemm_flops`: 10^4 float64 samples with 1023 taps run the
     FFT (132 us per call) rather than direct's banded GEMMs (417-435 us)."""
-    from arrayconv._rates import DEFAULT_RATES, DOUBLE_GEMM_SHARE
+    from arrayconv._runtime.rates import DEFAULT_RATES, DOUBLE_GEMM_SHARE
 
     full = DEFAULT_RATES.gemm_flops
     for dtype, share in [("float32", 1), ("complex64", 1), ("float64", DOUBLE_GEMM_SHARE), ("complex128", DOUBLE_GEMM_SHARE)]:
@@ -476,7 +476,7 @@ def test_gemms_of_many_output_channels_are_charged_faster():
     """A CPU GEMM with many rows (output channels) reuses each column it reads more, and ran
     faster than the rate: past 16 rows it is charged (rows / 16) ** (1/3) times the rate, at
     most twice. The GPU's rate is as measured."""
-    from arrayconv._rates import DEFAULT_RATES
+    from arrayconv._runtime.rates import DEFAULT_RATES
 
     rate = DEFAULT_RATES.gemm_rate
     f32 = np.dtype("float32")
@@ -493,7 +493,7 @@ def test_strided_taps_are_charged_the_copies_of_their_stepped_views(monkeypatch)
     gathered): uncharged, direct was estimated 3-12x under its time. The picks on these
     strided problems: tests/test_choice.py."""
     from arrayconv._methods import direct
-    from arrayconv._rates import DEFAULT_RATES
+    from arrayconv._runtime.rates import DEFAULT_RATES
 
     passes = direct.STRIDED_COPY_PASSES
     x, w = (1, 4, 512, 512), (1, 4, 15, 15)
@@ -520,8 +520,8 @@ def test_one_core_loses_the_reference_machines_second_thread(monkeypatch):
     with one worker: the calibration probes ran at 0.51 and 0.59 of their 2-core rates.
     On one core, 4096x4096 with 63x63 then goes to overlap-save (109 ms against the
     FFT's 212)."""
-    from arrayconv import _config
-    from arrayconv._rates import DEFAULT_RATES, ONE_CORE_GEMM_SHARE, ONE_WORKER_FFT_SHARE
+    from arrayconv._runtime import config as _config
+    from arrayconv._runtime.rates import DEFAULT_RATES, ONE_CORE_GEMM_SHARE, ONE_WORKER_FFT_SHARE
 
     def estimates(shape, kernel):  # type: ignore[no-untyped-def]
         ac.clear_caches()

@@ -11,9 +11,10 @@ import pytest
 from _reference import assert_matches, random, reference_conv, reference_correlate
 
 import arrayconv as ac
-from arrayconv import _config, _threads
 from arrayconv._methods import direct, im2col
-from arrayconv._threads import gemm_lanes, one_blas_thread, run_parallel
+from arrayconv._runtime import config as _config
+from arrayconv._runtime import threads as _threads
+from arrayconv._runtime.threads import gemm_lanes, one_blas_thread, run_parallel
 
 
 @pytest.mark.parametrize("workers", [1, 2, 3, 8])
@@ -171,7 +172,7 @@ def test_direct_runs_gemm_taps_on_every_worker_with_blas_on_one_thread(monkeypat
 )
 def test_a_cgroup_cpu_quota_caps_the_workers(monkeypatch, tmp_path, v2, v1, quota):
     """A container allowed 1.5 CPUs runs 2 workers, not the host's count."""
-    from arrayconv import _machine
+    from arrayconv._runtime import machine as _machine
 
     v2_path, v1_paths = tmp_path / "cpu.max", (tmp_path / "cfs_quota_us", tmp_path / "cfs_period_us")
     if v2 is not None:
@@ -191,7 +192,7 @@ def test_a_call_inside_a_dask_task_runs_one_worker(monkeypatch, rng):
     two never multiply (and its result is the in-memory call's)."""
     da = pytest.importorskip("dask.array")
     import arrayconv.dask as acd
-    from arrayconv import _config
+    from arrayconv._runtime import config as _config
 
     seen, real = [], _config.workers
     monkeypatch.setattr(_config, "workers", lambda: seen.append(real()) or real())
@@ -205,7 +206,7 @@ def test_a_call_inside_a_dask_task_runs_one_worker(monkeypatch, rng):
 def test_loops_inside_a_lane_run_on_that_lanes_thread():
     """A job that runs loops of its own (match_template's slabs filtering their windows)
     runs them on its own thread: a pool thread waiting for the pool would never finish."""
-    from arrayconv._threads import run_parallel
+    from arrayconv._runtime.threads import run_parallel
 
     ran: list[tuple[int, str]] = []
 

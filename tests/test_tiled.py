@@ -71,9 +71,9 @@ def test_fft_copies_no_input_and_no_result_it_need_not(monkeypatch, boundary, rn
 def test_oa_runs_blocks_on_the_workers_within_the_budget(workers, rng):
     """On the CPU, `workers` blocks at a time (each with its own single-threaded FFT) when
     that many fit the memory budget, else one; the caller's budget reaches their threads."""
-    from arrayconv._backend import NUMPY
     from arrayconv._methods import overlap
-    from arrayconv._rates import rates_for
+    from arrayconv._runtime.backend import NUMPY
+    from arrayconv._runtime.rates import rates_for
 
     x, k = random(rng, (2, 3, 600, 256), "float64"), random(rng, (4, 3, 9, 6), "float64")
     expected = ac.conv(x, k, padding=4, method="direct")
@@ -102,9 +102,9 @@ BLOCK_CASES = [  # x, w, conv options: strides, dilations, padding and groups al
 def test_oa_cuts_every_axis_into_blocks_where_they_fit_and_slabs_do_not(xp, x_shape, w_shape, options, rng):
     """Under a budget that holds blocks of 8 outputs along every axis but no slab of whole
     rows, overlap-save cuts every spatial axis, and its blocks match the direct sum."""
-    from arrayconv._backend import get_backend
     from arrayconv._methods import overlap
-    from arrayconv._rates import rates_for
+    from arrayconv._runtime.backend import get_backend
+    from arrayconv._runtime.rates import rates_for
 
     x, w = random(rng, x_shape, "float64"), random(rng, w_shape, "float64")
     problem = ac.plan_conv(w, x.shape, method="oa", **options)._spec.problem
@@ -479,7 +479,7 @@ def test_two_mappings_of_one_file_are_one_array(tmp_path, rng):
     np.save(path, x)
     image, out = np.load(path, mmap_mode="r"), np.load(path, mmap_mode="r+")
     for view in (out, out[10:20], out[:, ::3].T, np.asarray(out[::-1])):
-        assert ac._problem.overlaps(view, image, ac._backend.NUMPY)
+        assert ac._spec.problem.overlaps(view, image, ac._runtime.backend.NUMPY)
     with pytest.raises(ValueError, match="`out` must not overlap the input `in1`"):
         ac.correlate_into(image, k, out, "same", boundary="wrap", memory_limit=20_000, progress=False)
     with pytest.raises(ValueError, match="`out` must not overlap the input `in1`"):
@@ -492,8 +492,8 @@ def test_two_mappings_of_one_file_are_one_array(tmp_path, rng):
     rows = np.memmap(tmp_path / "rows.raw", np.float32, "w+", shape=(20, 40))  # two arrays in one file
     rows[:] = random(rng, (20, 40), "float32")
     first, second = np.memmap(rows.filename, np.float32, "r+", shape=(10, 40)), rows[10:]
-    assert not ac._problem.overlaps(first, second, ac._backend.NUMPY)
-    assert ac._problem.overlaps(first, rows[9:], ac._backend.NUMPY)
+    assert not ac._spec.problem.overlaps(first, second, ac._runtime.backend.NUMPY)
+    assert ac._spec.problem.overlaps(first, rows[9:], ac._runtime.backend.NUMPY)
     ac.correlate_into(first, k[:3], second, "same", progress=False)
     ref = scipy.signal.correlate(np.asarray(first, np.float64), k[:3].astype(np.float64), "same")
     assert_matches(np.asarray(second), ref, dtype="float32")
@@ -545,8 +545,8 @@ def test_a_box_past_a_reflecting_edge_gathers_only_its_halo(pad_mode, halo):
     """A tile at the image's edge with 'symm' (or 'mirror', 'nearest') read every sample of
     its box through index arrays, as its source indices are not in order (106 ms for a
     4090x4102 box, against 8 ms for a copy): the stretch in order is now one slice."""
-    from arrayconv._boundary import source_index
-    from arrayconv._tiled import _placements
+    from arrayconv._api.tiled import _placements
+    from arrayconv._spec.boundary import source_index
 
     index = source_index(np.arange(-3, 10), 10, pad_mode)
     (into, source), (halo_into, halo_from) = _placements(index, 0, 10)
@@ -647,8 +647,8 @@ def test_gpu_slab_copies_wait_for_each_late_copy(monkeypatch, boundary, rng):
     loop in the `xp` tests above."""
     import _fake_cupy
 
-    from arrayconv import _tiled
-    from arrayconv._slab_copies import PinnedCopies
+    from arrayconv._api import tiled as _tiled
+    from arrayconv._runtime.slab_copies import PinnedCopies
 
     monkeypatch.setattr(_tiled, "slab_copies", lambda backend, *shapes: PinnedCopies(_fake_cupy.cupy, *shapes))
     _fake_cupy.calls.update(uploads=0, downloads=0, pinned=0)

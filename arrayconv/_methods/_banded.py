@@ -21,10 +21,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .._backend import NUMPY, Array, Backend
-from .._problem import Problem
-from .._rates import Rates
-from .._scratch import scratch
+from .._runtime.backend import NUMPY, Array, Backend
+from .._runtime.rates import Rates
+from .._runtime.scratch import scratch
+from .._spec.problem import Problem
 from ._taps import layout, pad_input
 
 # Block lengths tried by the estimate (flat output samples per GEMM row).

@@ -35,13 +35,13 @@ from typing import Any
 
 import numpy as np
 
-from .. import _config
-from .._backend import NUMPY, Array, Backend
-from .._boundary import source_index
-from .._problem import Problem
-from .._rates import Rates, cache_dir
-from .._scratch import scratch
-from .._threads import run_parallel
+from .._runtime import config as _config
+from .._runtime.backend import NUMPY, Array, Backend
+from .._runtime.rates import Rates, cache_dir
+from .._runtime.scratch import scratch
+from .._runtime.threads import run_parallel
+from .._spec.boundary import source_index
+from .._spec.problem import Problem
 
 # Kernel rows of at most this many taps (code is generated per row length).
 MAX_ROW_TAPS = 32

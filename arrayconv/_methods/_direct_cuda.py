@@ -15,11 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from .._backend import Array, Backend
-from .._cache import LRUCache
-from .._cuda import blocks, kernel
-from .._problem import Problem
-from .._rates import Rates
+from .._runtime.backend import Array, Backend
+from .._runtime.cache import LRUCache
+from .._runtime.cuda import blocks, kernel
+from .._runtime.rates import Rates
+from .._spec.problem import Problem
 
 _SOURCE = r"""
 extern "C" __global__ void __launch_bounds__(THREADS) direct_correlate(

@@ -6,7 +6,7 @@ same wide padded layout (:mod:`._taps`), the same taps or rows summed in the sam
 so the same bits. It skips what many chunks, filters and threads need (chunk lists, 4-D
 views, a job per chunk, the store of each chunk), with everything the shapes decide
 computed once (:func:`one_map`): on a 64x64 image with a 3x3 kernel that is a third of
-the call. A plain call whose plan runs so skips the plan too (:meth:`arrayconv._plan.Plan.unplanned`).
+the call. A plain call whose plan runs so skips the plan too (:meth:`arrayconv._plan.plan.Plan.unplanned`).
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from .._backend import NUMPY, Array
-from .._boundary import Index, halo_copies, past_one_copy
-from .._cache import LRUCache
-from .._problem import Problem
-from .._scratch import scratch
+from .._runtime.backend import NUMPY, Array
+from .._runtime.cache import LRUCache
+from .._runtime.scratch import scratch
+from .._spec.boundary import Index, halo_copies, past_one_copy
+from .._spec.problem import Problem
 from . import _rows
 from ._taps import assign_rows, flat_length, layout, zeros
 
@@ -41,7 +41,7 @@ class OneMap:
         Where the input sits in the padded grid.
     halo : tuple of (tuple of slice, tuple of slice)
         A circular problem's halo copies, in order: ``grid[edge] = grid[source]``, each
-        edge from the grid one period away (:func:`arrayconv._boundary.extend`'s 'wrap'
+        edge from the grid one period away (:func:`arrayconv._spec.boundary.extend`'s 'wrap'
         slices); none for zero padding.
     flat_length : int
         Samples of the padded buffer: the grid and one zero row after it.

@@ -8,10 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from .._backend import Array, Backend
-from .._config import Settings
-from .._problem import Problem
-from .._rates import Rates
+from .._runtime.backend import Array, Backend
+from .._runtime.config import Settings
+from .._runtime.rates import Rates
+from .._spec.problem import Problem
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,11 +31,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._backend import NUMPY, Array, Backend
-from .._problem import Problem
-from .._rates import Rates
-from .._scratch import scratch
-from .._threads import run_parallel
+from .._runtime.backend import NUMPY, Array, Backend
+from .._runtime.rates import Rates
+from .._runtime.scratch import scratch
+from .._runtime.threads import run_parallel
+from .._spec.problem import Problem
 from ._registry import output
 from ._taps import Chunk, Layout
 

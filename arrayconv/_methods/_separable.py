@@ -25,11 +25,11 @@ from typing import Any
 
 import numpy as np
 
-from .._backend import Array, Backend
-from .._config import Settings
-from .._problem import Problem
-from .._rates import Rates
-from .._scratch import reused
+from .._runtime.backend import Array, Backend
+from .._runtime.config import Settings
+from .._runtime.rates import Rates
+from .._runtime.scratch import reused
+from .._spec.problem import Problem
 from ._registry import Cost, Method
 
 # Output rows per block of the column pass: 16 ran 1.1-1.5x slower than 32 on 256x256 to

@@ -21,11 +21,11 @@ from typing import Any
 
 import numpy as np
 
-from .._backend import Array, Backend
-from .._boundary import extend, halo_copies, past_one_copy
-from .._cache import LRUCache
-from .._problem import Problem
-from .._scratch import reused
+from .._runtime.backend import Array, Backend
+from .._runtime.cache import LRUCache
+from .._runtime.scratch import reused
+from .._spec.boundary import extend, halo_copies, past_one_copy
+from .._spec.problem import Problem
 
 _layouts = LRUCache("tap_layouts", maxsize=64)
 

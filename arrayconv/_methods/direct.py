@@ -16,16 +16,16 @@ import math
 from collections.abc import Callable
 from dataclasses import replace
 
-from .. import _config
-from .._backend import NUMPY, Array, Backend
-from .._boundary import Extension
-from .._cache import LRUCache
-from .._config import Settings
-from .._cuda import C_TYPES
-from .._problem import Problem
-from .._rates import Rates, rates_for
-from .._scratch import scratch
-from .._threads import gemm_lanes, one_blas_thread, run_parallel
+from .._runtime import config as _config
+from .._runtime.backend import NUMPY, Array, Backend
+from .._runtime.cache import LRUCache
+from .._runtime.config import Settings
+from .._runtime.cuda import C_TYPES
+from .._runtime.rates import Rates, rates_for
+from .._runtime.scratch import scratch
+from .._runtime.threads import gemm_lanes, one_blas_thread, run_parallel
+from .._spec.boundary import Extension
+from .._spec.problem import Problem
 from . import _banded, _compiled, _direct_cuda, _one_map, _rows, _separable
 from ._registry import Cost, Method, Shortcuts, exact_dtype, output, register
 from ._taps import Chunk, Layout, chunk_input, layout, pad_input, padded_bytes, pads_periodically, reads_in_place

@@ -24,13 +24,13 @@ from typing import Any
 
 import numpy as np
 
-from .. import _config
-from .._backend import Array, Backend
-from .._boundary import extend
-from .._cache import LRUCache
-from .._config import Settings
-from .._problem import Problem
-from .._rates import ONE_WORKER_FFT_SHARE, Rates
+from .._runtime import config as _config
+from .._runtime.backend import Array, Backend
+from .._runtime.cache import LRUCache
+from .._runtime.config import Settings
+from .._runtime.rates import ONE_WORKER_FFT_SHARE, Rates
+from .._spec.boundary import extend
+from .._spec.problem import Problem
 from ._registry import Cost, Method, output, register
 
 # Below this many input channels per group, multiply-accumulate beats a batched GEMM.

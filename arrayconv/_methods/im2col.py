@@ -19,13 +19,13 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .. import _config
-from .._backend import NUMPY, Array, Backend
-from .._config import Settings
-from .._problem import Problem
-from .._rates import Rates
-from .._scratch import scratch
-from .._threads import gemm_lanes, one_blas_thread, run_parallel
+from .._runtime import config as _config
+from .._runtime.backend import NUMPY, Array, Backend
+from .._runtime.config import Settings
+from .._runtime.rates import Rates
+from .._runtime.scratch import scratch
+from .._runtime.threads import gemm_lanes, one_blas_thread, run_parallel
+from .._spec.problem import Problem
 from . import direct
 from ._registry import Cost, Method, exact_dtype, output, register
 from ._taps import Chunk, assign_rows, chunk_input, flat_length, layout, pad_input, padded_bytes, padded_grid, padded_rows_shape, pads_periodically, row_elements

@@ -27,15 +27,15 @@ import math
 from dataclasses import replace
 from typing import Any
 
-from .. import _config
-from .._backend import Array, Backend
-from .._cache import LRUCache
-from .._config import Settings
-from .._problem import Problem
-from .._rates import Rates, rates_for
-from .._shapes import Shape
-from .._threads import run_parallel
-from .._window import periodic_window, window
+from .._runtime import config as _config
+from .._runtime.backend import Array, Backend
+from .._runtime.cache import LRUCache
+from .._runtime.config import Settings
+from .._runtime.rates import Rates, rates_for
+from .._runtime.threads import run_parallel
+from .._spec.problem import Problem
+from .._spec.shapes import Shape
+from .._spec.window import periodic_window, window
 from . import fft
 from ._registry import Cost, Method, output, register
 

@@ -8,7 +8,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ._machine import usable_cores
+from .machine import usable_cores
 
 _DEFAULT_FRACTION = 0.25
 _QUANTUM = 64 << 20

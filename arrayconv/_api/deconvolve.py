@@ -19,12 +19,12 @@ from typing import Any
 
 import numpy as np
 
-from ._backend import Array, Backend, get_backend, on_arrays_device
-from ._boundary import EdgeRule, edge_rule
-from ._correlate import MethodName, plan_convolve, plan_correlate
-from ._plan import check_memory
-from ._problem import as_array, check_broadcast, check_real, check_same_ndim, is_int, normalize_axes
-from ._progress import progress_bar
+from .._plan.plan import check_memory
+from .._runtime.backend import Array, Backend, get_backend, on_arrays_device
+from .._runtime.progress import progress_bar
+from .._spec.boundary import EdgeRule, edge_rule
+from .._spec.problem import as_array, check_broadcast, check_real, check_same_ndim, is_int, normalize_axes
+from .correlate import MethodName, plan_convolve, plan_correlate
 
 # Added to every blurred sample before the division, as skimage does (no division by zero
 # where the blur is 0; far below any sample of a float32 image of counts).

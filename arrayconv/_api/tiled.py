@@ -10,7 +10,7 @@ thread reads the next tile's input box (with its halo) and writes the previous r
 while the current one is filtered, so the disk (or a zarr codec) and the filter work at
 once; writes go in order, one at a time (tiles may share a zarr chunk). At most two
 input boxes and two results are in memory at a time. How they reach the GPU and come
-back (pinned buffers, a copy stream) is :mod:`arrayconv._slab_copies`.
+back (pinned buffers, a copy stream) is :mod:`arrayconv._runtime.slab_copies`.
 """
 
 from __future__ import annotations
@@ -26,20 +26,20 @@ from typing import Any
 
 import numpy as np
 
-from . import _config
-from ._backend import NUMPY, Array, get_backend, on_arrays_device
-from ._boundary import EDGE_RULES, EdgeRule, edge_rule, extend, fill_dtype, fill_number, source_index
-from ._choose import Choice
-from ._choose_method import choose_method
-from ._correlate import MethodName, Mode, convolve, correlate
-from ._docstrings import fill
-from ._methods import METHODS
-from ._nan import NAN_POLICIES, NanPolicy, check_kernel, check_result, refuse_nan
-from ._problem import as_array, check_choice, check_no_overlap, check_numeric, check_valid_sizes, check_writeable, result_dtype
-from ._progress import progress_bar
-from ._resume import Progress, file_of, fingerprint
-from ._shapes import mode_padding
-from ._slab_copies import SLOTS, slab_copies
+from .._choose.choice import Choice
+from .._io.resume import Progress, file_of, fingerprint
+from .._methods import METHODS
+from .._runtime import config as _config
+from .._runtime.backend import NUMPY, Array, get_backend, on_arrays_device
+from .._runtime.progress import progress_bar
+from .._runtime.slab_copies import SLOTS, slab_copies
+from .._spec.boundary import EDGE_RULES, EdgeRule, edge_rule, extend, fill_dtype, fill_number, source_index
+from .._spec.nan import NAN_POLICIES, NanPolicy, check_kernel, check_result, refuse_nan
+from .._spec.problem import as_array, check_choice, check_no_overlap, check_numeric, check_valid_sizes, check_writeable, result_dtype
+from .._spec.shapes import mode_padding
+from .choose_method import choose_method
+from .correlate import MethodName, Mode, convolve, correlate
+from .docstrings import fill
 
 # Bytes of temporaries per byte of a tile's input box: the boxes in flight, the FFT's
 # spectra, with room to spare. In flight while a tile is filtered: the next box being read,

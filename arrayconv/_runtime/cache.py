@@ -167,7 +167,7 @@ def clear_caches() -> None:
 
     Plans keep what they own (their kernel spectra) until they are dropped.
     """
-    from . import _scratch
+    from . import scratch as _scratch
 
     for cache in _REGISTRY.values():
         cache.clear()

@@ -14,7 +14,7 @@ when it writes the result out. Events order the work:
   is done (``uploaded``), and writes a result out only once its download is done
   (``downloaded``).
 
-Both run in the slab loop of :mod:`arrayconv._tiled`, slot ``i % 2`` for slab ``i``, as
+Both run in the slab loop of :mod:`arrayconv._api.tiled`, slot ``i % 2`` for slab ``i``, as
 context managers: on leaving, no copy is left running.
 """
 
@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ._backend import Array, Backend
+from .backend import Array, Backend
 
 SLOTS = 2  # slabs in flight each way: one being copied while the other is filtered
 

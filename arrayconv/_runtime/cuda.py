@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ._cache import LRUCache
+from .cache import LRUCache
 
 _compiled = LRUCache("cuda_kernels", maxsize=64)
 _multiprocessors = LRUCache("cuda_devices", maxsize=16)

@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from ._backend import Array, get_backend, on_arrays_device
-from ._conv import Padding, conv, conv_padding, conv_spec
-from ._correlate import MethodName, Mode, convolve, correlate, correlate_spec
-from ._docstrings import fill
-from ._problem import ArraySpec, as_array, input_spec, int_tuple, normalize_axes
-from ._shapes import mode_padding
-from ._window import scatter_strided, window
+from .._runtime.backend import Array, get_backend, on_arrays_device
+from .._spec.problem import ArraySpec, as_array, input_spec, int_tuple, normalize_axes
+from .._spec.shapes import mode_padding
+from .._spec.window import scatter_strided, window
+from .conv import Padding, conv, conv_padding, conv_spec
+from .correlate import MethodName, Mode, convolve, correlate, correlate_spec
+from .docstrings import fill
 
 ConvMethod = Literal["auto", "direct", "im2col", "fft", "oa"]
 

@@ -8,14 +8,14 @@ from typing import Any, Literal
 
 import numpy as np
 
-from . import _config
-from ._backend import Array, get_backend, on_arrays_device
-from ._choose import Calls, Choice, choose
-from ._conv import conv_spec
-from ._correlate import Edges, correlate_spec
-from ._kept import keeps_plan
-from ._plan import Plan, Spec, abs_bound, check_result_addressable
-from ._problem import ArraySpec, as_array, check_choice, input_spec
+from .._choose.choice import Calls, Choice, choose
+from .._plan.kept import keeps_plan
+from .._plan.plan import Plan, Spec, abs_bound, check_result_addressable
+from .._runtime import config as _config
+from .._runtime.backend import Array, get_backend, on_arrays_device
+from .._spec.problem import ArraySpec, as_array, check_choice, input_spec
+from .conv import conv_spec
+from .correlate import Edges, correlate_spec
 
 # Every option of each function that changes what it computes, with its default.
 _CORRELATE_OPTIONS = {"mode": "full", "axes": None, "boundary": "constant", "fillvalue": 0, "nan": "propagate"}

@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from ._backend import Array, Backend, is_cupy_array
-from ._cache import LRUCache
-from ._shapes import Shape, conv_output_shape
+from .._runtime.backend import Array, Backend, is_cupy_array
+from .._runtime.cache import LRUCache
+from .shapes import Shape, conv_output_shape
 
 _NUMERIC_KINDS = frozenset("iufc")
 _FLOAT16, _FLOAT32 = np.dtype(np.float16), np.dtype(np.float32)

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ._backend import Array, Backend
+from .backend import Array, Backend
 
 _local = threading.local()
 # Arrays up to this size reuse a scratch buffer (:func:`reused`).

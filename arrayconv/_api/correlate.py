@@ -9,16 +9,15 @@ from typing import Literal
 
 import numpy as np
 
-from . import _kept
-from ._backend import Array, Backend, get_backend, on_arrays_device
-from ._boundary import EDGE_RULES, EdgeRule, Extension, edge_rule, fill_dtype, fill_number
-from ._cache import LRUCache
-from ._choose import Calls
-from ._docstrings import fill
-from ._methods import METHODS, rank_one
-from ._nan import IGNORE, NAN_POLICIES, NanPolicy, NanRule, check_kernel, check_result
-from ._plan import Plan, Spec, abs_bound, int_guard, terms
-from ._problem import (
+from .._choose.choice import Calls
+from .._methods import METHODS, rank_one
+from .._plan import kept as _kept
+from .._plan.plan import Plan, Spec, abs_bound, int_guard, terms
+from .._runtime.backend import Array, Backend, get_backend, on_arrays_device
+from .._runtime.cache import LRUCache
+from .._spec.boundary import EDGE_RULES, EdgeRule, Extension, edge_rule, fill_dtype, fill_number
+from .._spec.nan import IGNORE, NAN_POLICIES, NanPolicy, NanRule, check_kernel, check_result
+from .._spec.problem import (
     ArraySpec,
     Problem,
     as_array,
@@ -32,7 +31,8 @@ from ._problem import (
     normalize_axes,
     result_dtype,
 )
-from ._shapes import Shape, mode_padding
+from .._spec.shapes import Shape, mode_padding
+from .docstrings import fill
 
 Mode = Literal["full", "valid", "same"]
 MethodName = Literal["auto", "direct", "im2col", "fft", "oa"]

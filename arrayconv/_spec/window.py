@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from types import ModuleType
 
-from ._backend import Array
+from .._runtime.backend import Array
 
 
 def window(xp: ModuleType, a: Array, axes: Sequence[int], starts: Sequence[int], lengths: Sequence[int]) -> Array:

@@ -135,7 +135,7 @@ def whole_or_nothing(path: Path, keep_partial: bool = False) -> Iterator[Path]:
     the block without an error renames it onto `path` (atomic: `path` is the old file or
     the whole new one, never part of it), leaving it by an error or an interrupt removes it,
     with its progress record, unless `keep_partial` (a resumable run)."""
-    from ._resume import SUFFIX
+    from .resume import SUFFIX
 
     partial = partial_path(path)
     try:

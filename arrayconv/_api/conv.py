@@ -9,16 +9,15 @@ from typing import Any, Literal
 
 import numpy as np
 
-from . import _kept
-from ._backend import Array, Backend, get_backend, on_arrays_device
-from ._boundary import EDGE_RULES, EdgeRule, Extension, edge_rule
-from ._cache import LRUCache
-from ._choose import Calls
-from ._docstrings import fill
-from ._methods import METHODS
-from ._nan import IGNORE, NAN_POLICIES, NanPolicy, NanRule, check_kernel, check_result
-from ._plan import Plan, Spec, abs_bound, int_guard, terms
-from ._problem import (
+from .._choose.choice import Calls
+from .._methods import METHODS
+from .._plan import kept as _kept
+from .._plan.plan import Plan, Spec, abs_bound, int_guard, terms
+from .._runtime.backend import Array, Backend, get_backend, on_arrays_device
+from .._runtime.cache import LRUCache
+from .._spec.boundary import EDGE_RULES, EdgeRule, Extension, edge_rule
+from .._spec.nan import IGNORE, NAN_POLICIES, NanPolicy, NanRule, check_kernel, check_result
+from .._spec.problem import (
     ArraySpec,
     Problem,
     as_array,
@@ -31,7 +30,8 @@ from ._problem import (
     interned,
     result_dtype,
 )
-from ._shapes import same_padding
+from .._spec.shapes import same_padding
+from .docstrings import fill
 
 Padding = int | Sequence[int] | Literal["same", "valid"]
 

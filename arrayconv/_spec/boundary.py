@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ._backend import Array
+from .._runtime.backend import Array
 
 # One vocabulary of edge rules for every function (`boundary`, `padding_mode`, the CLI):
 # each name -> its ``numpy.pad`` mode. The names are numpy.pad's, but for 'mirror'.

@@ -20,17 +20,17 @@ from typing import Any
 
 import numpy as np
 
-from . import _config
-from ._allocator import keep_if_asked
-from ._backend import Array, Backend, is_cupy_array, on_arrays_device
-from ._boundary import Extension
-from ._cache import approximate_size
-from ._choose import Calls, Choice, MemoryLimitWarning, choose, measured_choice
-from ._methods import METHODS
-from ._nan import IGNORE, NanRule
-from ._nan import apply as apply_nan_rule
-from ._problem import ArraySpec, Problem, check_writeable, overlaps
-from ._rates import rates_for
+from .._choose.choice import Calls, Choice, MemoryLimitWarning, choose, measured_choice
+from .._methods import METHODS
+from .._runtime import config as _config
+from .._runtime.allocator import keep_if_asked
+from .._runtime.backend import Array, Backend, is_cupy_array, on_arrays_device
+from .._runtime.cache import approximate_size
+from .._runtime.rates import rates_for
+from .._spec.boundary import Extension
+from .._spec.nan import IGNORE, NanRule
+from .._spec.nan import apply as apply_nan_rule
+from .._spec.problem import ArraySpec, Problem, check_writeable, overlaps
 
 # Integer results up to this bound are exact in float64 arithmetic, so FFT may compute them.
 _EXACT_FLOAT64 = 2 ** np.finfo(np.float64).nmant - 1
@@ -422,7 +422,7 @@ def _caller_level() -> int:
     """The `stacklevel` of the first frame outside arrayconv, seen from the caller of this
     function: a warning points at the user's call (and the default filter shows it once
     per call site, not once for all of arrayconv)."""
-    package = os.path.dirname(os.path.abspath(__file__))
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # arrayconv/, above _plan/
     frame: FrameType | None = sys._getframe(1)
     level = 1
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package + os.sep):

@@ -7,12 +7,11 @@ from typing import Any, Literal
 
 import numpy as np
 
-from . import _patch_cuda
-from ._backend import Array, Backend, get_backend, on_arrays_device
-from ._conv import conv
-from ._cuda import shared_memory_limit
-from ._methods import METHODS
-from ._problem import as_array, check_choice, int_tuple, result_dtype
+from .._methods import METHODS, patch_kernel
+from .._runtime.backend import Array, Backend, get_backend, on_arrays_device
+from .._runtime.cuda import shared_memory_limit
+from .._spec.problem import as_array, check_choice, int_tuple, result_dtype
+from .conv import conv
 
 
 @on_arrays_device
@@ -89,12 +88,12 @@ def patch_conv(
         lay = _kernel_layout(patches.shape, w.shape, pad, step, backend, dtype if dtype == result else None)
         if lay is not None:
             xp = backend.xp
-            y = _patch_cuda.run(xp.ascontiguousarray(patches, dtype=dtype), xp.ascontiguousarray(w, dtype=dtype), lay, backend)
+            y = patch_kernel.run(xp.ascontiguousarray(patches, dtype=dtype), xp.ascontiguousarray(w, dtype=dtype), lay, backend)
             return y.reshape(*stack, *y.shape[1:])
         if method == "patch":
             msg = (
                 "method 'patch' needs CuPy arrays of float32 or float64 with padded patches at most "
-                f"{_patch_cuda.MAX_PADDED_WIDTH} wide, got {backend.name} arrays of {x.dtype} "
+                f"{patch_kernel.MAX_PADDED_WIDTH} wide, got {backend.name} arrays of {x.dtype} "
                 f"and x.shape={x.shape}, padding={pad}; use method='auto'"
             )
             raise ValueError(msg)
@@ -114,4 +113,4 @@ def _kernel_layout(
     if any(n + 2 * p < k for n, p, k in zip(x_shape[2:], pad, w_shape[2:])):
         return None  # conv raises its own error for a kernel larger than the padded patch
     limit = shared_memory_limit(backend.device or 0)
-    return _patch_cuda.layout(tuple(x_shape), tuple(w_shape), pad, step, dtype, limit)  # type: ignore[arg-type]
+    return patch_kernel.layout(tuple(x_shape), tuple(w_shape), pad, step, dtype, limit)  # type: ignore[arg-type]

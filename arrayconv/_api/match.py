@@ -29,15 +29,15 @@ from typing import Any
 
 import numpy as np
 
-from . import _config
-from ._backend import Array, Backend, get_backend, on_arrays_device
-from ._boundary import EDGE_RULES, EdgeRule, edge_rule, extend, fill_number
-from ._correlate import MODES, MethodName, Mode, correlate
-from ._methods import compiled_loops
-from ._plan import check_memory
-from ._problem import as_array, check_broadcast, check_choice, check_real, check_same_ndim, normalize_axes
-from ._shapes import mode_padding
-from ._threads import run_parallel
+from .._methods import compiled_loops
+from .._plan.plan import check_memory
+from .._runtime import config as _config
+from .._runtime.backend import Array, Backend, get_backend, on_arrays_device
+from .._runtime.threads import run_parallel
+from .._spec.boundary import EDGE_RULES, EdgeRule, edge_rule, extend, fill_number
+from .._spec.problem import as_array, check_broadcast, check_choice, check_real, check_same_ndim, normalize_axes
+from .._spec.shapes import mode_padding
+from .correlate import MODES, MethodName, Mode, correlate
 
 # A window whose spread is at most this many float64 roundings of its squared sum over n,
 # per sample, is flat: its score is 0 (no variance to correlate with).

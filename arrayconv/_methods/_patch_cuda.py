@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from ._backend import Array, Backend
-from ._cache import LRUCache
-from ._cuda import blocks, kernel, multiprocessors
+from .._runtime.backend import Array, Backend
+from .._runtime.cache import LRUCache
+from .._runtime.cuda import blocks, kernel, multiprocessors
 
 _SOURCE = r"""
 struct __align__(WALIGN) Filters { T v[RD]; };  // the RD weights a thread reads together

@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from . import _config
-from ._backend import NUMPY, Backend
-from ._cache import LRUCache
+from . import config as _config
+from .backend import NUMPY, Backend
+from .cache import LRUCache
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,7 +204,7 @@ def scaled_rates(probes: Rates, backend: Backend) -> Rates:
 def _cupy() -> Backend:
     import cupy
 
-    from ._backend import get_backend
+    from .backend import get_backend
 
     return get_backend(probe=cupy.empty(1))
 

@@ -7,17 +7,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from . import _config
-from ._backend import Backend
-from ._cache import LRUCache
-from ._config import Settings
-from ._methods import METHODS, Cost
-from ._problem import Problem
-from ._rates import Rates, cache_dir, rates_for
+from .._methods import METHODS, Cost
+from .._runtime import config as _config
+from .._runtime.backend import Backend
+from .._runtime.cache import LRUCache
+from .._runtime.config import Settings
+from .._runtime.rates import Rates, cache_dir, rates_for
+from .._spec.problem import Problem
 
 # With measure=True, candidates estimated slower than this many times the best are not run.
 MEASURE_WITHIN = 10.0
-# A plain call that keeps its plan (arrayconv._kept) takes the fastest method per later call among
+# A plain call that keeps its plan (arrayconv._plan.kept) takes the fastest method per later call among
 # those whose one call is estimated within this factor of the fastest (bench.sweep judges it).
 KEPT_WITHIN = 1.25
 # ... or within this many seconds of it and at most twice it: on small problems a first call
@@ -164,7 +164,7 @@ def measured_choice(
     Viable: within the memory budget and estimated at most :data:`MEASURE_WITHIN` times
     the best estimate (per call, for a plan's choice). The winner is cached by backend,
     device, problem and whether it is a plan's, in memory and, with `disk`, in
-    ``measured.json`` of :func:`~arrayconv._rates.cache_dir`.
+    ``measured.json`` of :func:`~arrayconv._runtime.rates.cache_dir`.
     """
     key = f"{backend.name}:{backend.device}:{problem!r}:{sorted(estimated.rejected)}{':plan' if estimated.calls == 'plan' else ''}"
     known = _measured.get(key) or (_read_disk().get(key) if disk else None)

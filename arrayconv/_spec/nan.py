@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ._backend import Array, Backend
+from .._runtime.backend import Array, Backend
 
 NAN_POLICIES = ("propagate", "raise", "fill", "normalize", "ignore")
 NanPolicy = Literal["propagate", "raise", "fill", "normalize", "ignore"]
@@ -47,7 +47,7 @@ class NanRule:
         What a NaN becomes under 'fill'.
     fill_dtype : numpy.dtype or None
         The dtype that holds `fillvalue` under 'fill' (the result's where the input's does
-        not: :func:`~arrayconv._boundary.fill_dtype`); None: the input's.
+        not: :func:`~arrayconv._spec.boundary.fill_dtype`); None: the input's.
     """
 
     policy: str

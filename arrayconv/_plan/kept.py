@@ -7,7 +7,7 @@ kernel takes at most :data:`KERNEL_BYTES` keeps its plan, keyed by the kernel's 
 bytes, the shapes, dtypes and options, the memory budget, workers and rates: a later call
 with the same kernel values calls that plan. The plan is made from a copy of the kernel, so that a kernel changed in place is a new kernel
 and the kept plan keeps the old values. Such a call chooses its method for the calls to come
-(:data:`~arrayconv._choose.KEPT_WITHIN`, :data:`~arrayconv._choose.KEPT_EXTRA`): the
+(:data:`~arrayconv._choose.choice.KEPT_WITHIN`, :data:`~arrayconv._choose.choice.KEPT_EXTRA`): the
 fastest per later call among the methods whose one call is estimated near the fastest; the
 choice depends on the problem alone, so every call gives the same bits. Integer inputs (the plan's overflow guard reads the
 input's values), measured calls, larger kernels and CuPy arrays make their plan every time.
@@ -20,11 +20,11 @@ from typing import Any
 
 import numpy as np
 
-from . import _config
-from ._backend import NUMPY
-from ._cache import LRUCache
-from ._plan import Plan
-from ._rates import rates_for
+from .._runtime import config as _config
+from .._runtime.backend import NUMPY
+from .._runtime.cache import LRUCache
+from .._runtime.rates import rates_for
+from .plan import Plan
 
 KERNEL_BYTES = 16 << 10
 _plans = LRUCache("plain_call_plans", maxsize=64, maxbytes=64 << 20)
