@@ -20,13 +20,12 @@ TIMINGS = json.loads((Path(__file__).parent / "data" / "pick-timings.json").read
 INSTALLED = {"threadpoolctl": importlib.util.find_spec("threadpoolctl") is not None, "numba": _compiled.available()}
 # Known mis-picks, each with its cause; strict, so a fix shows.
 KNOWN = {
-    "stack-256x128-11": (
-        "with numba, direct's compiled form is estimated at 1.2x its time, but the FFT methods' estimates for 128x128 "
-        "blocks run at about 2x theirs on this machine, so a bank of four 11x11 filters over 256 small images picks direct "
-        "(1.65x overlap-save's time): the FFT rates need a refit from a fresh sweep with the compiled form timed"
+    "bank-4x256-11": (
+        "a plain call with four 11x11 filters over a 256x256 image keeps its plan, and the FFT's one call is estimated "
+        "at 1.44x overlap-save's (its kernel spectra at 3.0 of its 6.9 ms), so the later calls run "
+        "overlap-save, 1.2x the FFT's: the FFT rates need a refit from a fresh sweep"
     ),
 }
-
 
 def _known(point: dict) -> list:
     reason = KNOWN.get(point["id"]) if TIMINGS["numba"] == INSTALLED["numba"] else None

@@ -19,9 +19,10 @@ pytestmark = pytest.mark.skipif(not _compiled.available(), reason="numba is not 
 
 
 @contextlib.contextmanager
-def _forced():
+def _forced(halo: bool = True):
     """Direct takes its compiled form wherever that runs (fused passes for an outer
-    product), whatever the estimates say."""
+    product), whatever the estimates say; its taps run from a copy of each block's rows
+    extended past the column edges at any width (`halo`) or at none."""
     real = direct._fastest_form
 
     def form(problem, backend, rates, settings):
@@ -31,14 +32,17 @@ def _forced():
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(direct, "_fastest_form", form)
+        patch.setattr(_compiled, "_HALO_WIDTH", 1 << 30 if halo else 0)
         ac.clear_caches()
+        _compiled._geometry.cache_clear()
         yield
     ac.clear_caches()
+    _compiled._geometry.cache_clear()
 
 
-@pytest.fixture
-def compiled():
-    with _forced():
+@pytest.fixture(params=[True, False], ids=["halo", "in-place"])
+def compiled(request):
+    with _forced(request.param):
         yield
 
 
@@ -55,9 +59,10 @@ def _plan_is_compiled(plan) -> bool:
     dtype=st.sampled_from(["float32", "float64"]),
     flip=st.booleans(),
     outer=st.booleans(),
+    halo=st.booleans(),
     seed=st.integers(0, 2**16),
 )
-def test_matches_the_reference(ndim, sizes, kernel, mode, dtype, flip, outer, seed):
+def test_matches_the_reference(ndim, sizes, kernel, mode, dtype, flip, outer, halo, seed):
     """2-D and 3-D, odd and even kernels, kernels larger than the image, every mode; an
     outer-product kernel through the fused passes."""
     rng = np.random.default_rng(seed)
@@ -71,12 +76,12 @@ def test_matches_the_reference(ndim, sizes, kernel, mode, dtype, flip, outer, se
             w = np.multiply.outer(w, random(rng, (n,), dtype))
     else:
         w = random(rng, k, dtype)
-    with _forced():
+    with _forced(halo):
         plan = (ac.plan_convolve if flip else ac.plan_correlate)(w, x.shape, mode, "direct", dtype=dtype)
-    problem = plan._spec.problem  # leading axes where the kernel is 1 long are batch axes: 1-D problems take the rows
-    assert _plan_is_compiled(plan) == _compiled.takes(problem, NUMPY)
-    assert not _plan_is_compiled(plan) or (plan._kernel.factors is not None) == problem.rank_one
-    assert_matches(plan(x), reference_correlate(x, w, mode, flip=flip), dtype=dtype)
+        problem = plan._spec.problem  # leading axes where the kernel is 1 long are batch axes: 1-D problems take the rows
+        assert _plan_is_compiled(plan) == _compiled.takes(problem, NUMPY)
+        assert not _plan_is_compiled(plan) or (plan._kernel.factors is not None) == problem.rank_one
+        assert_matches(plan(x), reference_correlate(x, w, mode, flip=flip), dtype=dtype)
 
 
 @pytest.mark.parametrize("options", [dict(padding=2), dict(padding="same"), dict(padding=(0, 3))])
@@ -167,9 +172,10 @@ def _extended_reference(x, w, mode, boundary, fillvalue=0.0):
     boundary=st.sampled_from(EDGE_RULES),
     fillvalue=st.sampled_from([0.0, -1.5]),
     outer=st.booleans(),
+    halo=st.booleans(),
     seed=st.integers(0, 2**16),
 )
-def test_every_boundary_rule_read_in_place(ndim, sizes, kernel, mode, boundary, fillvalue, outer, seed):
+def test_every_boundary_rule_read_in_place(ndim, sizes, kernel, mode, boundary, fillvalue, outer, halo, seed):
     """Every edge rule (a fill value other than zero too) read through the index maps, with
     no extended copy; pads past one copy of the image (a kernel larger than it) included."""
     rng = np.random.default_rng(seed)
@@ -181,11 +187,23 @@ def test_every_boundary_rule_read_in_place(ndim, sizes, kernel, mode, boundary, 
         for n in k:
             w = np.multiply.outer(w, random(rng, (n,), "float64"))
     fill = fillvalue if boundary == "constant" else 0.0
-    with _forced():
+    with _forced(halo):
         plan = ac.plan_correlate(w, x.shape, mode, "direct", boundary=boundary, fillvalue=fill)
-    if _plan_is_compiled(plan):
-        assert plan._as_given  # no extended copy
-    assert_matches(plan(x), _extended_reference(x, w, mode, boundary, fill), dtype="float64")
+        if _plan_is_compiled(plan):
+            assert plan._as_given  # no extended copy
+        assert_matches(plan(x), _extended_reference(x, w, mode, boundary, fill), dtype="float64")
+
+
+@pytest.mark.parametrize("boundary", EDGE_RULES)
+def test_every_boundary_rule_on_each_path(compiled, rng, boundary):
+    """Each edge rule (a fill value other than zero for 'constant') on images and volumes,
+    odd and even kernels, one wider than the image: from a copy with its edges and in place."""
+    fill = -1.5 if boundary == "constant" else 0.0
+    for shape, k in (((13, 11), (3, 4)), ((6, 5), (5, 7)), ((5, 9, 8), (3, 3, 3)), ((4, 7, 6), (2, 3, 4))):
+        x, w = random(rng, shape, "float64"), random(rng, k, "float64")
+        for mode in ("same", "full"):
+            got = ac.correlate(x, w, mode, "direct", boundary=boundary, fillvalue=fill)
+            assert_matches(got, _extended_reference(x, w, mode, boundary, fill), dtype="float64")
 
 
 @pytest.mark.parametrize(("dtype", "kernel_dtype"), [("uint8", "float32"), ("int8", "float32"), ("uint16", "float32"), ("int16", "float32"), ("float32", "float64")])

@@ -10,16 +10,18 @@ the column pass (and for volumes, the plane pass over a block of planes).
 
 The loops read the input as it is, through index maps (one per axis: the input sample at
 each position of the padded axis, or the fill value): zeros past the edges, a periodic
-problem and every boundary rule make no padded copy. They also read integer images of up
-to 16 bits, and float32 images summed in float64, without a converted copy
-(:func:`reads_dtype`).
+problem and every boundary rule make no padded copy of the input. Narrow images (rows of
+up to :data:`_HALO_WIDTH` outputs) copy each block's input rows, extended past their
+edges, into a buffer in cache, so that no column runs in the scalar loop at a row's ends.
+They also read integer images of up to 16 bits, and float32 images summed in float64,
+without a converted copy of the input (:func:`reads_dtype`).
 
 The code is generated per kernel row length and dtype and compiled once per process, or
 read from numba's cache on disk (:func:`arrayconv.cache_dir`): a new one costs about a
 second the first time. Work is cut into blocks of output rows (or planes) that do not
 depend on the number of threads, so the result is the same bits on one worker or many.
-Each block runs on :func:`arrayconv.config`'s workers, in loops that release the GIL and
-call no BLAS: no thread but arrayconv's own runs a call.
+The blocks run on :func:`arrayconv.config`'s workers, a few calls each, in loops that
+release the GIL and call no BLAS: no thread but arrayconv's own runs a call.
 """
 
 from __future__ import annotations
@@ -53,8 +55,9 @@ _BLOCK_SAMPLES = 1 << 16
 # per byte read or written, as multiples of a byte at the stream rate; calls per block and call.
 _MAC_BYTES, _EDGE_TAP_BYTES, _BYTE_BYTES = 0.54, 11.06, 1.05
 _BLOCK_CALLS, _FIXED_CALLS = 3, 4
-# Calls of fewer multiply-adds run on the calling thread: waking another costs more.
-_THREADED_MACS = 1 << 20
+# Calls of fewer multiply-adds run on the calling thread: waking another costs more (a
+# second thread took 0.1-0.15 ms more than it saved on 1-2M multiply-adds, 2 cores).
+_THREADED_MACS = 1 << 22
 # Kernel rows summed in one pass over an output row: all of a kernel up to 5 taps wide,
 # three of a wider one (more leaves the loop short of registers); buffer rows summed in one
 # pass of the separable form's column and plane passes.
@@ -66,6 +69,15 @@ _DEEP_TAPS = 27
 # one): each width compiles loops of its own, and their compile time grows with the width.
 _PIECE_TAPS = 8
 _BUFFER_PASSES = (1, 4)
+# Output rows at most this wide, with columns past the input's edges, run from a copy of
+# their input rows extended past the edges (``halo_taps``): the scalar loop at each row's
+# ends costs more there than the copy (a 7x7 kernel on 56x56: 28 -> 13 us; at 1024
+# columns the copy costs 10-40% more than it saves).
+_HALO_WIDTH = 256
+# Blocks are handed to the threads in calls of at least this many multiply-adds, and at
+# least this many calls a thread: each call's hand-over of the GIL costs tens of
+# microseconds, and more calls let a thread on an idle core take a busy one's share.
+_CALL_MACS, _CALLS_PER_LANE = 1 << 22, 2
 # Inputs read as they are, converted sample by sample in the loop, where the sums run in
 # another dtype: 8- and 16-bit integers, and float32 (float64 sums: scipy.ndimage's).
 _READ_AS_IS = frozenset("bBhHf")
@@ -196,18 +208,19 @@ def run(x: Array, kernel: CompiledTaps, problem: Problem, out: Array) -> None:
     taps = kernel.taps
     assert taps is not None
     fill_rows = fill * taps.sum(axis=-1)
+    # How the blocks run: from a copy with its edges, all rows of a volume's kernel a pass
+    # (its planes stacked as the rows of one view), or kernel rows a few at a time.
+    stacked = hasattr(code, "deep_taps") and all(x3.strides[i] == x3.shape[i + 1] * x3.strides[i + 1] for i in range(3))
+    how = 1 if at.halo_rows else 2 if stacked else 0
+    flat = x3.reshape(-1, x3.shape[-1]) if stacked else x3[0, 0, 0]
+    lanes = _lanes(p, False, _config.workers())
 
-    volume_rows = hasattr(code, "deep_taps") and x3.strides[2] == x3.shape[3] * x3.strides[3]  # planes stacked as rows: a view
+    def direct(jobs: np.ndarray) -> None:
+        buf = scratch("compiled.halo", (at.halo_rows, maps[2].size) if at.halo_rows else (1, 1), p.dtype, NUMPY)
+        code.run_jobs(x3, flat, taps, fill_rows, o3, *maps, jobs, *columns, fill, buf, how)
 
-    def direct(unit: Unit) -> None:
-        b, g, o, z, z_end, r, r_end = unit
-        if volume_rows:
-            flat = x3[b, g].reshape(-1, x3.shape[-1])
-            code.deep_taps(x3[b, g], flat, x3.shape[3], taps[g, o], fill_rows[g, o], o3[b, g, o], *maps, z, z_end, r, r_end, *columns, fill)
-        else:
-            code.taps(x3[b, g], taps[g, o], fill_rows[g, o], o3[b, g, o], *maps, z, z_end, r, r_end, *columns, fill)
-
-    run_parallel(at.units, direct, _lanes(p, False, _config.workers()))
+    calls = 1 if lanes == 1 else min(len(at.jobs), max(_CALLS_PER_LANE * lanes, _macs(p, False) // _CALL_MACS))
+    run_parallel(np.array_split(at.jobs, calls), direct, lanes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,13 +228,16 @@ class _Geometry:
     """What the shapes decide for :func:`run`: the compiled loops, the index maps (planes,
     rows, columns), the columns ``(c_lo, c_hi, shift)`` (output column c of the interior
     ``[c_lo, c_hi)`` reads input column ``c + j - shift``), the fill value, the blocks
-    of work."""
+    of work (as a list, and as the rows of an array for ``run_jobs``), and the rows of
+    ``halo_taps``'s copy (0 where the loops read the input)."""
 
     code: ModuleType
     maps: tuple[np.ndarray, np.ndarray, np.ndarray]
     columns: tuple[int, int, int]
     fill: float
     units: list[Unit]
+    jobs: np.ndarray
+    halo_rows: int
 
 
 @functools.lru_cache(maxsize=64)
@@ -239,7 +255,18 @@ def _geometry(problem: Problem, edges: Edges | None, source: tuple[int, int, int
     code = _module(*_pieces(kw), 1 if separable else _fused_rows(p.kernel), p.dtype.char, 0 if separable else _deep_rows(p.kernel))
     deep = separable and len(p.kernel) == 3 and p.kernel[0] > 1  # each input plane's pass made once per output plane
     units = _units(p, out, whole_planes=deep)  # type: ignore[arg-type]
-    return _Geometry(code, maps, (c_lo, c_hi, shift), pads.fill, units)  # type: ignore[arg-type]
+    halo_rows = 0
+    if not separable and _halo(p, pads):
+        halo_rows = (max(r1 - r0 for *_, r0, r1 in units) + p.kernel[-2] - 1) * (p.kernel[0] if len(p.kernel) == 3 else 1)
+    jobs = np.array(units, np.int64).reshape(-1, 7)
+    jobs.flags.writeable = False
+    return _Geometry(code, maps, (c_lo, c_hi, shift), pads.fill, units, jobs, halo_rows)  # type: ignore[arg-type]
+
+
+def _halo(problem: Problem, pads: Edges) -> bool:
+    """Whether `problem`'s taps run from a copy of each block's input rows extended past
+    the column edges `pads` (see :data:`_HALO_WIDTH`)."""
+    return any(pads.pads[-1]) and problem.out_spatial[-1] <= _HALO_WIDTH
 
 
 Unit = tuple[int, int, int, int, int, int, int]
@@ -307,7 +334,7 @@ def seconds(problem: Problem, rates: Rates, separable: bool, workers: int) -> fl
     rows = outputs // p.out_spatial[-1]  # output rows, each of which takes a call per kernel row
     kw = p.kernel[-1]
     row_calls = rows if separable else rows * math.prod(p.kernel[:-1])  # an outer product's row pass once per row
-    edge_taps = row_calls * (kw - 1) * kw
+    edge_taps = 0 if not separable and _halo(p, _pads(p, None)) else row_calls * (kw - 1) * kw
     moved = (p.batch * p.groups * math.prod(p.spatial) + outputs) * p.dtype.itemsize
     blocks = -(-outputs // _BLOCK_SAMPLES)
     work = (_MAC_BYTES * _macs(p, separable) + _EDGE_TAP_BYTES * edge_taps + _BYTE_BYTES * moved) / rates.stream_bytes
@@ -350,7 +377,7 @@ def _module(piece: int, last: int, fused: int, dtype: str, deep: int = 0) -> Mod
     return module
 
 
-_VERSION = 6  # bump when the generated code changes: numba keys its cache by file
+_VERSION = 7  # bump when the generated code changes: numba keys its cache by file
 
 
 def _fused_rows(kernel: tuple[int, ...]) -> int:
@@ -576,7 +603,87 @@ def plane_rows(plane, fy, fx, out, rows, cols, r0, r1, c_lo, c_hi, shift, fill, 
         weigh_mapped(fy, plane, rows, r, line[0], fill)
         span1(line, zero, w, out[r], c_lo, c_hi, shift, True)
         edges(line, zero, w, cols, out[r], c_lo, c_hi, fill_cols, True)
-''' + (_deep_function(deep) if deep else "")
+''' + _halo_function(fused, deep) + (_deep_function(deep) if deep else "") + _jobs_function(deep)
+
+
+def _jobs_function(deep: int) -> str:
+    """``run_jobs``: the blocks ``(b, g, o, z0, z1, r0, r1)`` of `jobs`, each by ``halo_taps``
+    (`how` 1), ``deep_taps`` (2: `flat`, the input's planes as rows) or ``taps`` (0), in one
+    call: no Python between blocks."""
+    deep_call = '''
+        elif how == 2:
+            planes_at = (b * x.shape[1] + g) * x.shape[2]
+            rows_of = flat[planes_at * x.shape[3] : (planes_at + x.shape[2]) * x.shape[3]]
+            deep_taps(x[b, g], rows_of, x.shape[3], w[g, o], fill_rows[g, o], out[b, g, o], planes, rows, cols, z0, z1, r0, r1, c_lo, c_hi, shift, fill)''' if deep else ""
+    return f'''
+
+@njit(nogil=True, cache=True, fastmath=CONTRACT)
+def run_jobs(x, flat, w, fill_rows, out, planes, rows, cols, jobs, c_lo, c_hi, shift, fill, buf, how):
+    for u in range(jobs.shape[0]):
+        b, g, o, z0, z1, r0, r1 = jobs[u, 0], jobs[u, 1], jobs[u, 2], jobs[u, 3], jobs[u, 4], jobs[u, 5], jobs[u, 6]
+        if how == 1:
+            halo_taps(x[b, g], w[g, o], out[b, g, o], planes, rows, cols, z0, z1, r0, r1, shift, fill, buf){deep_call}
+        else:
+            taps(x[b, g], w[g, o], fill_rows[g, o], out[b, g, o], planes, rows, cols, z0, z1, r0, r1, c_lo, c_hi, shift, fill)
+'''
+
+
+def _halo_function(fused: int, deep: int) -> str:
+    """``halo_taps``: as ``taps``, from a copy of the block's input rows in `buf`, each
+    extended past the column edges (`cols`, the fill where -1): every output column runs
+    in the vectorized loop, and every kernel row in passes of `fused` (or of all `deep`
+    rows of a volume's kernel)."""
+    deep_pass = f'''
+            if kd * kh == {deep}:
+                for d in range(kd):
+                    for i in range(kh):
+                        deep_idx[d * kh + i] = d * n + r - r0 + i
+                span{deep}(buf, deep_idx, stacked, o, 0, width, 0, True)
+                continue''' if deep else ""
+    return f'''
+
+@njit(nogil=True, cache=True, fastmath=CONTRACT)
+def halo_taps(x, w, out, planes, rows, cols, z0, z1, r0, r1, shift, fill, buf):
+    kd, kh = w.shape[0], w.shape[1]
+    stacked = w.reshape(kd * kh, w.shape[2])
+    n, width = r1 - r0 + kh - 1, out.shape[-1]
+    idx, one, deep_idx = np.empty({fused}, np.int64), np.empty(1, np.int64), np.empty(kd * kh, np.int64)
+    for z in range(z0, z1):
+        for d in range(kd):
+            p = planes[z + d]
+            for i in range(n):
+                line, s = buf[d * n + i], rows[r0 + i]
+                if p < 0 or s < 0:
+                    put(line, F(fill), True)
+                    continue
+                src = x[p, s]
+                lo, hi = min(shift, line.shape[0]), min(line.shape[0], shift + src.shape[0])
+                inner, given = line[lo:hi], src[lo - shift : hi - shift]
+                for q in range(inner.shape[0]):  # the input row as it is: a vectorized copy
+                    inner[q] = F(given[q])
+                for q in range(lo):  # past its ends, by the boundary rule
+                    k = cols[q]
+                    line[q] = F(src[k]) if k >= 0 else F(fill)
+                for q in range(hi, line.shape[0]):
+                    k = cols[q]
+                    line[q] = F(src[k]) if k >= 0 else F(fill)
+        for r in range(r0, r1):
+            o = out[z, r]{deep_pass}
+            assign = True
+            for d in range(kd):
+                i = 0
+                while i + {fused} <= kh:
+                    for q in range({fused}):
+                        idx[q] = d * n + r - r0 + i + q
+                    span{fused}(buf, idx, w[d, i : i + {fused}], o, 0, width, 0, assign)
+                    assign = False
+                    i += {fused}
+                while i < kh:
+                    one[0] = d * n + r - r0 + i
+                    span1(buf, one, w[d, i : i + 1], o, 0, width, 0, assign)
+                    assign = False
+                    i += 1
+'''
 
 
 def _deep_function(deep: int) -> str:
