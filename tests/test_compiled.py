@@ -2,6 +2,7 @@
 footprint, the same bits on one worker or many, and the NumPy forms where numba is absent."""
 
 import contextlib
+import itertools
 
 import numpy as np
 import pytest
@@ -197,11 +198,15 @@ def test_every_boundary_rule_read_in_place(ndim, sizes, kernel, mode, boundary, 
 @pytest.mark.parametrize("boundary", EDGE_RULES)
 def test_every_boundary_rule_on_each_path(compiled, rng, boundary):
     """Each edge rule (a fill value other than zero for 'constant') on images and volumes,
-    odd and even kernels, one wider than the image: from a copy with its edges and in place."""
+    odd and even kernels, one wider than the image, outer products too: the taps from a copy
+    with its edges and in place, an outer product's rows extended past their ends."""
     fill = -1.5 if boundary == "constant" else 0.0
     for shape, k in (((13, 11), (3, 4)), ((6, 5), (5, 7)), ((5, 9, 8), (3, 3, 3)), ((4, 7, 6), (2, 3, 4))):
-        x, w = random(rng, shape, "float64"), random(rng, k, "float64")
-        for mode in ("same", "full"):
+        x = random(rng, shape, "float64")
+        outer = np.ones(())
+        for n in k:
+            outer = np.multiply.outer(outer, random(rng, (n,), "float64"))
+        for w, mode in itertools.product((random(rng, k, "float64"), outer), ("same", "full")):
             got = ac.correlate(x, w, mode, "direct", boundary=boundary, fillvalue=fill)
             assert_matches(got, _extended_reference(x, w, mode, boundary, fill), dtype="float64")
 

@@ -196,11 +196,11 @@ def run(x: Array, kernel: CompiledTaps, problem: Problem, out: Array) -> None:
         def separable(unit: Unit) -> None:
             b, g, o, z, z_end, r, r_end = unit
             plane = scratch("compiled.plane", (1, source[1] * source[2]) if deep else (1, 1), p.dtype, NUMPY)
-            line = scratch("compiled.line", (1, source[2]), p.dtype, NUMPY)
+            line = scratch("compiled.line", (1, maps[2].size), p.dtype, NUMPY)
             fill_z = fill * sums[0][g, o] if deep else fill  # past the edges of the plane pass's result
             fills = np.array([fill, fill_z, fill_z * sums[1][g, o]], p.dtype)
             volume = x3[b, g].reshape(source[0], -1)
-            code.separable(x3[b, g], volume, fz[g, o], fy[g, o], fx[g, o], o3[b, g, o], *maps, z, z_end, r, r_end, *columns,
+            code.separable(x3[b, g], volume, fz[g, o], fy[g, o], fx[g, o], o3[b, g, o], *maps, z, z_end, r, r_end, columns[2],
                            fills, plane, _read_only(plane), line)
 
         run_parallel(at.units, separable, _lanes(p, True, _config.workers()))
@@ -334,7 +334,7 @@ def seconds(problem: Problem, rates: Rates, separable: bool, workers: int) -> fl
     rows = outputs // p.out_spatial[-1]  # output rows, each of which takes a call per kernel row
     kw = p.kernel[-1]
     row_calls = rows if separable else rows * math.prod(p.kernel[:-1])  # an outer product's row pass once per row
-    edge_taps = 0 if not separable and _halo(p, _pads(p, None)) else row_calls * (kw - 1) * kw
+    edge_taps = 0 if separable or _halo(p, _pads(p, None)) else row_calls * (kw - 1) * kw  # an outer product's rows run extended
     moved = (p.batch * p.groups * math.prod(p.spatial) + outputs) * p.dtype.itemsize
     blocks = -(-outputs // _BLOCK_SAMPLES)
     work = (_MAC_BYTES * _macs(p, separable) + _EDGE_TAP_BYTES * edge_taps + _BYTE_BYTES * moved) / rates.stream_bytes
@@ -578,7 +578,7 @@ def taps(x, w, fill_rows, out, planes, rows, cols, z0, z1, r0, r1, c_lo, c_hi, s
 
 
 @njit(nogil=True, cache=True, fastmath=CONTRACT)
-def separable(x, volume, fz, fy, fx, out, planes, rows, cols, z0, z1, r0, r1, c_lo, c_hi, shift, fills, plane, plane_read, line):
+def separable(x, volume, fz, fy, fx, out, planes, rows, cols, z0, z1, r0, r1, shift, fills, plane, plane_read, line):
     """out[z0:z1, r0:r1] of an outer product's correlation, the passes in cache: for each
     output plane of a volume, the plane pass into `plane` (one input plane, its samples
     in a row; `plane_read` the same, read-only, so that the passes that follow read one
@@ -588,21 +588,29 @@ def separable(x, volume, fz, fy, fx, out, planes, rows, cols, z0, z1, r0, r1, c_
     for z in range(z0, z1):
         if fz.shape[0] > 1:
             weigh_mapped(fz, volume, planes, z, plane[0], fills[0])
-            plane_rows(plane_read.reshape(x.shape[1], x.shape[2]), fy, fx, out[z], rows, cols, r0, r1, c_lo, c_hi, shift, fills[1], fills[2], line)
+            plane_rows(plane_read.reshape(x.shape[1], x.shape[2]), fy, fx, out[z], rows, cols, r0, r1, shift, fills[1], fills[2], line)
         else:
-            plane_rows(x[planes[z]], fy, fx, out[z], rows, cols, r0, r1, c_lo, c_hi, shift, fills[0], fills[2], line)
+            plane_rows(x[planes[z]], fy, fx, out[z], rows, cols, r0, r1, shift, fills[0], fills[2], line)
 
 
 @njit(nogil=True, cache=True, fastmath=CONTRACT)
-def plane_rows(plane, fy, fx, out, rows, cols, r0, r1, c_lo, c_hi, shift, fill, fill_cols, line):
+def plane_rows(plane, fy, fx, out, rows, cols, r0, r1, shift, fill, fill_cols, line):
     """out[r0:r1] of one plane's column and row passes (`fill` past its edges, `fill_cols`
-    past those of the column pass's result)."""
+    past those of the column pass's result): each row's column pass into `line` at
+    `shift`, extended past its ends by `cols`, then the row pass over every column."""
     zero = np.zeros(1, np.int64)
     w = fx.reshape(1, fx.shape[0])
+    padded = line[0]
+    inner = padded[shift : shift + plane.shape[1]]
     for r in range(r0, r1):
-        weigh_mapped(fy, plane, rows, r, line[0], fill)
-        span1(line, zero, w, out[r], c_lo, c_hi, shift, True)
-        edges(line, zero, w, cols, out[r], c_lo, c_hi, fill_cols, True)
+        weigh_mapped(fy, plane, rows, r, inner, fill)
+        for q in range(shift):
+            k = cols[q]
+            padded[q] = inner[k] if k >= 0 else F(fill_cols)
+        for q in range(shift + plane.shape[1], padded.shape[0]):
+            k = cols[q]
+            padded[q] = inner[k] if k >= 0 else F(fill_cols)
+        span1(line, zero, w, out[r], 0, out.shape[1], 0, True)
 ''' + _halo_function(fused, deep) + (_deep_function(deep) if deep else "") + _jobs_function(deep)
 
 
