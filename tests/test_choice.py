@@ -10,6 +10,7 @@ import importlib.util
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import arrayconv as ac
@@ -69,3 +70,16 @@ def test_costs_are_functions_of_their_arguments(x_shape, w_shape, kind):
             with ac.config(workers=workers, memory_limit=limit):
                 assert {name: m.cost(problem, NUMPY, rates, settings) for name, m in METHODS.items()} == first
     ac.clear_caches()
+
+
+@pytest.mark.parametrize(("x_shape", "w_shape"), [((1, 1, 256, 256), (1, 1, 5, 5)), ((1, 1, 300, 200), (1, 1, 9, 1))])
+def test_choice_lists_the_forms_of_direct(x_shape, w_shape):
+    """Direct's forms are listed under it, fastest first, the one it runs the fastest."""
+    rng = np.random.default_rng(0)
+    x, w = rng.standard_normal(x_shape).astype(np.float32), rng.standard_normal(w_shape).astype(np.float32)
+    choice = ac.choose_method(x, w, op="conv", padding="same")
+    cost = choice.estimates["direct"]
+    names, seconds = zip(*cost.forms)
+    assert {"taps", "rows"} <= set(names) and ("compiled" in names) == _compiled.available()
+    assert list(seconds) == sorted(seconds) and seconds[0] == cost.seconds
+    assert all(f"      {name} " in repr(choice) for name in names)

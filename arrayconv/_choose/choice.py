@@ -82,6 +82,7 @@ class Choice:
             each = f" {per_call(cost, True) * 1e3:10.2f} ms" if kept else ""
             row = f"{mark} {name:<8} {per_call(cost, plan) * 1e3:9.2f} ms{each} {cost.temp_bytes / 2**20:10.1f} MiB {seen}"
             lines.append(row.rstrip())
+            lines += [f"      {form:<22} {seconds * 1e3:9.2f} ms" for form, seconds in cost.forms if len(cost.forms) > 1]
         lines += [f"  {name:<8} cannot run: {why}" for name, why in self.rejected.items()]
         return "\n".join(lines)
 

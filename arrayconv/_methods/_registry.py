@@ -27,11 +27,16 @@ class Cost:
     prepare_seconds : float
         Of `seconds`, the time of ``prepare`` (the kernel's form: spectra, an operator
         matrix), which a plan pays once.
+    forms : tuple of (str, float)
+        Estimated seconds of each form the method could run the problem in, fastest first,
+        where it has several (direct on the CPU: taps, rows, banded, separable, compiled);
+        `seconds` is the one it runs.
     """
 
     seconds: float
     temp_bytes: int
     prepare_seconds: float = 0.0
+    forms: tuple[tuple[str, float], ...] = ()
 
 
 def _none(*args: Any) -> None:

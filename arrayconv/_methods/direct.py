@@ -60,6 +60,7 @@ _MATVEC_SPEEDUP = 5
 ONE_MAP_CALL_SHARE = 0.5
 
 _forms = LRUCache("direct_forms", maxsize=256)
+_form_estimates = LRUCache("direct_form_estimates", maxsize=256)
 # Whether the CUDA kernel takes each problem (asked by the cost, the kernel's form and the run).
 _gpu_problems = LRUCache("direct_cuda_problems", maxsize=256)
 
@@ -96,9 +97,14 @@ def _form(problem: Problem, backend: Backend, rates: Rates, settings: Settings) 
     temporaries fit the memory budget). Cached: every call of a plain function asks."""
     if backend.name != "numpy":
         return ("taps", 0)
-    if not problem.rank_one:  # the budget matters only to the separable form
-        settings = Settings(settings.workers, 0)
+    settings = _form_settings(problem, settings)
     return _forms.get_or_make((problem, rates, settings), lambda: _fastest_form(problem, backend, rates, settings))
+
+
+def _form_settings(problem: Problem, settings: Settings) -> Settings:
+    """`settings` as the forms' estimates depend on them: the budget matters only to the
+    separable form."""
+    return settings if problem.rank_one else Settings(settings.workers, 0)
 
 
 def _fastest_form(problem: Problem, backend: Backend, rates: Rates, settings: Settings) -> tuple[str, int]:
@@ -109,7 +115,12 @@ def _fastest_form(problem: Problem, backend: Backend, rates: Rates, settings: Se
 
 
 def _form_seconds(problem: Problem, backend: Backend, rates: Rates, settings: Settings) -> dict[tuple[str, int], float]:
-    """Estimated seconds of every form that runs `problem` (not pointwise)."""
+    """Estimated seconds of every form that runs `problem` (not pointwise). Cached."""
+    settings = _form_settings(problem, settings)
+    return _form_estimates.get_or_make((problem, rates, settings), lambda: _estimate_forms(problem, backend, rates, settings))
+
+
+def _estimate_forms(problem: Problem, backend: Backend, rates: Rates, settings: Settings) -> dict[tuple[str, int], float]:
     p = problem
     estimates = {("taps", 0): _taps_cost(p, backend, rates).seconds}
     if _banded.takes(p):
@@ -378,6 +389,24 @@ def cost(problem: Problem, backend: Backend, rates: Rates, settings: Settings) -
     p = problem
     if _on_gpu(p, backend):
         return Cost(*_direct_cuda.cost(p, rates))
+    chosen = _form_cost(p, backend, rates, settings)
+    if pointwise(p):
+        return chosen
+    estimates = _form_seconds(p, backend, rates, settings)
+    forms = sorted(((_form_name(*form), seconds) for form, seconds in estimates.items()), key=lambda named: named[1])
+    return replace(chosen, forms=tuple(forms))
+
+
+def _form_name(form: str, block: int) -> str:
+    """How :class:`~arrayconv.Choice` names a form of direct on the CPU."""
+    if form == "banded":
+        return f"banded ({block} rows)"
+    return "compiled, fused passes" if form == "compiled" and block else form
+
+
+def _form_cost(problem: Problem, backend: Backend, rates: Rates, settings: Settings) -> Cost:
+    """:func:`cost` of the form direct runs `problem` in on the CPU."""
+    p = problem
     form, block = _form(p, backend, rates, settings)
     if form == "compiled":
         return Cost(_compiled.seconds(p, rates, bool(block), settings.workers), 0)
