@@ -16,6 +16,13 @@ from arrayconv import ndimage, signal
 NDIMAGE_MODES = ["reflect", "grid-mirror", "mirror", "nearest", "wrap", "grid-wrap", "constant", "grid-constant"]
 
 
+@pytest.fixture(autouse=True)
+def _arrayconvs_own_sums(monkeypatch):
+    """These tests judge arrayconv's sums: no small input handed to scipy.ndimage (but in
+    the test of that hand-over)."""
+    monkeypatch.setattr(ndimage, "_SCIPY_MACS", 0)
+
+
 def _assert_like_scipy(got, expected):
     """The same dtype and shape; integers within one (both truncate float64 sums that may
     differ in the last bit), floats within their precision."""
@@ -109,6 +116,22 @@ def test_ndimage_output_in_place_and_complex(rng):
     _assert_like_scipy(y, expected)
     z, w = random(rng, (10, 9), "complex128"), random(rng, (3, 2), "complex128")
     _assert_like_scipy(ndimage.correlate(z, w, mode="constant"), scipy.ndimage.correlate(z, w, mode="constant"))
+
+
+@pytest.mark.parametrize("mode", NDIMAGE_MODES)
+def test_ndimage_small_inputs_run_in_scipy(mode, rng, monkeypatch):
+    """Inputs too small to repay arrayconv's setup run in SciPy's own loops: SciPy's bits,
+    origins, integer outputs and filters in place included."""
+    monkeypatch.setattr(ndimage, "_SCIPY_MACS", 100_000)
+    w = random(rng, (3, 4), "float64")
+    for x in (random(rng, (40, 30), "float32"), rng.integers(0, 1000, (40, 30)).astype(np.uint16)):
+        np.testing.assert_array_equal(ndimage.correlate(x, w, mode=mode, origin=(1, -1)), scipy.ndimage.correlate(x, w, mode=mode, origin=(1, -1)))
+        np.testing.assert_array_equal(ndimage.convolve1d(x, w[0], axis=0, mode=mode, origin=1), scipy.ndimage.convolve1d(x, w[0], axis=0, mode=mode, origin=1))
+        mine, theirs = x.copy(), x.copy()
+        ndimage.uniform_filter(mine, 3, output=mine, mode=mode)
+        scipy.ndimage.uniform_filter(theirs, 3, output=theirs, mode=mode)
+        _assert_like_scipy(mine, theirs)
+        _assert_like_scipy(ndimage.gaussian_filter(x, 1.5, mode=mode), scipy.ndimage.gaussian_filter(x, 1.5, mode=mode))
 
 
 @pytest.mark.parametrize(
