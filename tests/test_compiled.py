@@ -33,7 +33,7 @@ def _forced(halo: bool = True):
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(direct, "_fastest_form", form)
-        patch.setattr(_compiled, "_HALO_WIDTH", 1 << 30 if halo else 0)
+        patch.setattr(_compiled, "_HALO_WIDTH", (1 << 30,) * 2 if halo else (0, 0))
         ac.clear_caches()
         _compiled._geometry.cache_clear()
         yield

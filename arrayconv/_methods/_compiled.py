@@ -10,9 +10,10 @@ the column pass (and for volumes, the plane pass over a block of planes).
 
 The loops read the input as it is, through index maps (one per axis: the input sample at
 each position of the padded axis, or the fill value): zeros past the edges, a periodic
-problem and every boundary rule make no padded copy of the input. Narrow images (rows of
-up to :data:`_HALO_WIDTH` outputs) copy each block's input rows, extended past their
-edges, into a buffer in cache, so that no column runs in the scalar loop at a row's ends.
+problem and every boundary rule make no padded copy of the input. Images of rows up to
+512 outputs wide (4096 for kernel rows of 7 taps or more, :data:`_HALO_WIDTH`) copy each
+block's input rows, extended past their edges, into a buffer in cache, so that no column
+runs in the scalar loop at a row's ends.
 They also read integer images of up to 16 bits, and float32 images summed in float64,
 without a converted copy of the input (:func:`reads_dtype`).
 
@@ -73,10 +74,11 @@ _DEEP_TAPS = 27
 _PIECE_TAPS = 8
 _BUFFER_PASSES = (1, 4)
 # Output rows at most this wide, with columns past the input's edges, run from a copy of
-# their input rows extended past the edges (``halo_taps``): the scalar loop at each row's
-# ends costs more there than the copy (a 7x7 kernel on 56x56: 28 -> 13 us; at 1024
-# columns the copy costs 10-40% more than it saves).
-_HALO_WIDTH = 256
+# their input rows extended past the edges (``halo_taps``), for kernel rows of under 7 taps
+# and of 7 or more: the scalar loop at each row's ends and the rows summed one at a time
+# there cost more than the copy (7x7 on 56x56: 28 -> 9 us; on 1024^2 1.42 -> 1.19 ms, on
+# 4096^2 18.5 -> 16.6 ms); 3x3 and 5x5 on 4096^2 cost 8-22% more from the copy.
+_HALO_WIDTH = (512, 4096)
 # Blocks are handed to the threads in calls of at least this many multiply-adds, and at
 # least this many calls a thread: each call's hand-over of the GIL costs tens of
 # microseconds, and more calls let a thread on an idle core take a busy one's share.
@@ -270,7 +272,7 @@ def _geometry(problem: Problem, edges: Edges | None, source: tuple[int, int, int
 def _halo(problem: Problem, pads: Edges) -> bool:
     """Whether `problem`'s taps run from a copy of each block's input rows extended past
     the column edges `pads` (see :data:`_HALO_WIDTH`)."""
-    return any(pads.pads[-1]) and problem.out_spatial[-1] <= _HALO_WIDTH
+    return any(pads.pads[-1]) and problem.out_spatial[-1] <= _HALO_WIDTH[problem.kernel[-1] >= 7]
 
 
 Unit = tuple[int, int, int, int, int, int, int]
