@@ -198,7 +198,7 @@ def run(x: Array, kernel: CompiledTaps, problem: Problem, out: Array) -> None:
         deep = fz.shape[-1] > 1
         sums = [f.sum(axis=-1) for f in (fz, fy)]
 
-        def separable(unit: Unit) -> None:
+        def separable(unit: np.ndarray) -> None:
             b, g, o, z, z_end, r, r_end = unit
             plane = scratch("compiled.plane", (1, source[1] * source[2]) if deep else (1, 1), p.dtype, NUMPY)
             line = scratch("compiled.line", (1, maps[2].size), p.dtype, NUMPY)
@@ -208,7 +208,7 @@ def run(x: Array, kernel: CompiledTaps, problem: Problem, out: Array) -> None:
             code.separable(x3[b, g], volume, fz[g, o], fy[g, o], fx[g, o], o3[b, g, o], *maps, z, z_end, r, r_end, columns[2],
                            fills, plane, _read_only(plane), line)
 
-        run_parallel(at.units, separable, _lanes(p, True, _config.workers()))
+        run_parallel(at.jobs, separable, _lanes(p, True, _config.workers()))
         return
     taps = kernel.taps
     assert taps is not None
@@ -233,14 +233,13 @@ class _Geometry:
     """What the shapes decide for :func:`run`: the compiled loops, the index maps (planes,
     rows, columns), the columns ``(c_lo, c_hi, shift)`` (output column c of the interior
     ``[c_lo, c_hi)`` reads input column ``c + j - shift``), the fill value, the blocks
-    of work (as a list, and as the rows of an array for ``run_jobs``), and the rows of
-    ``halo_taps``'s copy (0 where the loops read the input)."""
+    of work (a row ``(b, g, o, z0, z1, r0, r1)`` each), and the rows of ``halo_taps``'s
+    copy (0 where the loops read the input)."""
 
     code: ModuleType
     maps: tuple[np.ndarray, np.ndarray, np.ndarray]
     columns: tuple[int, int, int]
     fill: float
-    units: list[Unit]
     jobs: np.ndarray
     halo_rows: int
 
@@ -260,13 +259,12 @@ def _geometry(problem: Problem, edges: Edges | None, source: tuple[int, int, int
     halo = not separable and _halo(p, pads)
     code = _module(*_pieces(kw), 1 if separable else _fused_rows(p.kernel, halo), p.dtype.char, 0 if separable else _deep_rows(p.kernel))
     deep = separable and len(p.kernel) == 3 and p.kernel[0] > 1  # each input plane's pass made once per output plane
-    units = _units(p, out, whole_planes=deep)  # type: ignore[arg-type]
+    jobs = np.array(_units(p, out, whole_planes=deep), np.int64).reshape(-1, 7)  # type: ignore[arg-type]
+    jobs.flags.writeable = False
     halo_rows = 0
     if halo:
-        halo_rows = (max(r1 - r0 for *_, r0, r1 in units) + p.kernel[-2] - 1) * (p.kernel[0] if len(p.kernel) == 3 else 1)
-    jobs = np.array(units, np.int64).reshape(-1, 7)
-    jobs.flags.writeable = False
-    return _Geometry(code, maps, (c_lo, c_hi, shift), pads.fill, units, jobs, halo_rows)  # type: ignore[arg-type]
+        halo_rows = (int(np.max(jobs[:, 6] - jobs[:, 5])) + p.kernel[-2] - 1) * (p.kernel[0] if len(p.kernel) == 3 else 1)
+    return _Geometry(code, maps, (c_lo, c_hi, shift), pads.fill, jobs, halo_rows)  # type: ignore[arg-type]
 
 
 def _halo(problem: Problem, pads: Edges) -> bool:
@@ -383,7 +381,7 @@ def _module(piece: int, last: int, fused: int, dtype: str, deep: int = 0) -> Mod
     return module
 
 
-_VERSION = 7  # bump when the generated code changes: numba keys its cache by file
+_VERSION = 8  # bump when the generated code changes: numba keys its cache by file
 
 
 def _fused_rows(kernel: tuple[int, ...], halo: bool = False) -> int:
@@ -484,6 +482,17 @@ F = {cast}
 FUSED = {fused}
 CONTRACT = set(["contract"])  # a * b + c as one fused multiply-add
 {"".join(functions)}
+
+@njit(inline="always", nogil=True, cache=True, fastmath=CONTRACT)
+def extend(line, src, cols, lo, hi, fill):
+    """line[q] for q outside [lo, hi): src[cols[q]], the fill where cols is -1."""
+    for q in range(lo):
+        k = cols[q]
+        line[q] = F(src[k]) if k >= 0 else F(fill)
+    for q in range(hi, line.shape[0]):
+        k = cols[q]
+        line[q] = F(src[k]) if k >= 0 else F(fill)
+
 
 @njit(nogil=True, cache=True, fastmath=CONTRACT)
 def weigh(a, b, first, d):
@@ -612,12 +621,7 @@ def plane_rows(plane, fy, fx, out, rows, cols, r0, r1, shift, fill, fill_cols, l
     inner = padded[shift : shift + plane.shape[1]]
     for r in range(r0, r1):
         weigh_mapped(fy, plane, rows, r, inner, fill)
-        for q in range(shift):
-            k = cols[q]
-            padded[q] = inner[k] if k >= 0 else F(fill_cols)
-        for q in range(shift + plane.shape[1], padded.shape[0]):
-            k = cols[q]
-            padded[q] = inner[k] if k >= 0 else F(fill_cols)
+        extend(padded, inner, cols, shift, shift + plane.shape[1], fill_cols)
         span1(line, zero, w, out[r], 0, out.shape[1], 0, True)
 ''' + _halo_function(fused, deep) + (_deep_function(deep) if deep else "") + _jobs_function(deep)
 
@@ -649,6 +653,8 @@ def _halo_function(fused: int, deep: int) -> str:
     extended past the column edges (`cols`, the fill where -1): every output column runs
     in the vectorized loop, and every kernel row in passes of `fused` (or of all `deep`
     rows of a volume's kernel)."""
+    deep_arrays = '''
+    stacked, deep_idx = w.reshape(kd * kh, w.shape[2]), np.empty(kd * kh, np.int64)''' if deep else ""
     deep_pass = f'''
             if kd * kh == {deep}:
                 for d in range(kd):
@@ -660,10 +666,9 @@ def _halo_function(fused: int, deep: int) -> str:
 
 @njit(nogil=True, cache=True, fastmath=CONTRACT)
 def halo_taps(x, w, out, planes, rows, cols, z0, z1, r0, r1, shift, fill, buf):
-    kd, kh = w.shape[0], w.shape[1]
-    stacked = w.reshape(kd * kh, w.shape[2])
+    kd, kh = w.shape[0], w.shape[1]{deep_arrays}
     n, width = r1 - r0 + kh - 1, out.shape[-1]
-    idx, one, deep_idx = np.empty({fused}, np.int64), np.empty(1, np.int64), np.empty(kd * kh, np.int64)
+    idx, one = np.empty({fused}, np.int64), np.empty(1, np.int64)
     for z in range(z0, z1):
         for d in range(kd):
             p = planes[z + d]
@@ -677,12 +682,7 @@ def halo_taps(x, w, out, planes, rows, cols, z0, z1, r0, r1, shift, fill, buf):
                 inner, given = line[lo:hi], src[lo - shift : hi - shift]
                 for q in range(inner.shape[0]):  # the input row as it is: a vectorized copy
                     inner[q] = F(given[q])
-                for q in range(lo):  # past its ends, by the boundary rule
-                    k = cols[q]
-                    line[q] = F(src[k]) if k >= 0 else F(fill)
-                for q in range(hi, line.shape[0]):
-                    k = cols[q]
-                    line[q] = F(src[k]) if k >= 0 else F(fill)
+                extend(line, src, cols, lo, hi, fill)  # past its ends, by the boundary rule
         for r in range(r0, r1):
             o = out[z, r]{deep_pass}
             assign = True
