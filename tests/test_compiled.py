@@ -211,6 +211,24 @@ def test_every_boundary_rule_on_each_path(compiled, rng, boundary):
             assert_matches(got, _extended_reference(x, w, mode, boundary, fill), dtype="float64")
 
 
+@pytest.mark.parametrize("paired", [True, False])
+@pytest.mark.parametrize("boundary", ["constant", "wrap"])
+def test_an_outer_products_passes_one_or_two_rows_and_planes_a_pass(compiled, rng, monkeypatch, paired, boundary):
+    """Column passes make two rows a pass (one for the last of an odd count), and a volume's
+    plane pass two planes where they are small enough (one where not): odd and even counts
+    of rows and planes, rows and planes past the edges, as the reference."""
+    monkeypatch.setattr(_compiled, "_PAIRED_PLANE_BYTES", 1 << 20 if paired else 0)
+    fill = -0.5 if boundary == "constant" else 0.0
+    for shape, k in (((7, 12, 9), (3, 5, 2)), ((6, 11, 10), (4, 2, 3)), ((15, 14), (5, 4))):
+        x = random(rng, shape, "float64")
+        w = np.ones(())
+        for n in k:
+            w = np.multiply.outer(w, random(rng, (n,), "float64"))
+        for mode in ("same", "full", "valid"):
+            got = ac.correlate(x, w, mode, "direct", boundary=boundary, fillvalue=fill)
+            assert_matches(got, _extended_reference(x, w, mode, boundary, fill), dtype="float64")
+
+
 @pytest.mark.parametrize(("dtype", "kernel_dtype"), [("uint8", "float32"), ("int8", "float32"), ("uint16", "float32"), ("int16", "float32"), ("float32", "float64")])
 @pytest.mark.parametrize("boundary", ["constant", "mirror"])
 def test_small_integers_and_float32_read_as_they_are(compiled, rng, dtype, kernel_dtype, boundary):

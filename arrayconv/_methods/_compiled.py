@@ -5,8 +5,9 @@ input channel per group (single images, stacks, depthwise layers) through loops 
 for the CPU. Each output row takes its kernel's rows a few at a time, in one loop over the
 row that the compiler vectorizes (one load and one multiply-add per tap and sample, the
 input rows in cache). A kernel that is an outer product of 1-D kernels (a Gaussian, a
-box) runs its passes fused: the row pass of a block of rows into a buffer in cache, then
-the column pass (and for volumes, the plane pass over a block of planes).
+box) runs its passes fused: the column pass of two output rows at a time into lines in
+cache (the input rows the two share read once), then each one's row pass from its line;
+a volume's plane pass first, two output planes a pass.
 
 The loops read the input as it is, through index maps (one per axis: the input sample at
 each position of the padded axis, or the fill value): zeros past the edges, a periodic
@@ -70,9 +71,17 @@ _HALO_FUSED_ROWS = (3, 2)
 # 3x3x3 kernel on 256^3 float32, 'valid': 20 -> 13 ms with its 9 rows a pass, not 3 of 3).
 _DEEP_TAPS = 27
 # Kernel rows wider than this are summed in pieces of this many taps (and a narrower last
-# one): each width compiles loops of its own, and their compile time grows with the width.
-_PIECE_TAPS = 8
-_BUFFER_PASSES = (1, 4)
+# one): each width compiles loops of its own, and their compile time grows with the width;
+# rows summed one a pass (an outer product's row pass, lines) in pieces of up to 16 (9
+# taps on 1024 samples: 0.34 -> 0.29 ms for 1024 rows, as one piece and not 8 + 1).
+_PIECE_TAPS, _ONE_ROW_PIECE_TAPS = 8, 16
+# Rows of the separable form's column and plane passes summed a pass (9 rows of 1024
+# samples: 0.53 -> 0.46 ms for 1024 rows, as 8 + 1 and not 4 + 4 + 1), for one result or
+# two from the rows they share (a Gaussian, sigma 1, on 1024^2: 0.92 -> 0.76 ms).
+_BUFFER_PASSES = (1, 4, 8)
+# A volume's plane pass makes two output planes a pass (the input planes they share read
+# once) where two planes take at most this many bytes each; one above.
+_PAIRED_PLANE_BYTES = 4 << 20
 # Output rows at most this wide, with columns past the input's edges, run from a copy of
 # their input rows extended past the edges (``halo_taps``), for kernel rows of under 7 taps
 # and of 7 or more: the scalar loop at each row's ends and the rows summed one at a time
@@ -192,23 +201,21 @@ def run(x: Array, kernel: CompiledTaps, problem: Problem, out: Array) -> None:
     o3 = out.reshape(p.batch, p.groups, p.out_per_group, *(() if volume else (1,)), *p.out_spatial)
     at = _geometry(p, kernel.edges, x3.shape[2:], kernel.factors is not None)
     code, fill, maps, columns = at.code, at.fill, at.maps, at.columns
+    lanes = _lanes(p, kernel.factors is not None, _config.workers())
+    calls = 1 if lanes == 1 else min(len(at.jobs), max(_CALLS_PER_LANE * lanes, _macs(p, kernel.factors is not None) // _CALL_MACS))
     if kernel.factors is not None:
         fz, fy, fx = kernel.factors
         source = x3.shape[2:]
-        deep = fz.shape[-1] > 1
-        sums = [f.sum(axis=-1) for f in (fz, fy)]
+        deep = fz.shape[-1] > 1  # the input's planes as rows, for the plane pass
+        as_rows = x3.reshape(*x3.shape[:2], source[0], -1) if deep else x3[:, :, :1, 0]
+        planes = 2 if source[1] * source[2] * p.dtype.itemsize <= _PAIRED_PLANE_BYTES else 1
 
-        def separable(unit: np.ndarray) -> None:
-            b, g, o, z, z_end, r, r_end = unit
-            plane = scratch("compiled.plane", (1, source[1] * source[2]) if deep else (1, 1), p.dtype, NUMPY)
-            line = scratch("compiled.line", (1, maps[2].size), p.dtype, NUMPY)
-            fill_z = fill * sums[0][g, o] if deep else fill  # past the edges of the plane pass's result
-            fills = np.array([fill, fill_z, fill_z * sums[1][g, o]], p.dtype)
-            volume = x3[b, g].reshape(source[0], -1)
-            code.separable(x3[b, g], volume, fz[g, o], fy[g, o], fx[g, o], o3[b, g, o], *maps, z, z_end, r, r_end, columns[2],
-                           fills, plane, _read_only(plane), line)
+        def separable(jobs: np.ndarray) -> None:
+            plane = scratch("compiled.plane", (planes, source[1] * source[2]) if deep else (1, 1), p.dtype, NUMPY)
+            line = scratch("compiled.line", (2, maps[2].size), p.dtype, NUMPY)
+            code.separable_jobs(x3, as_rows, fz, fy, fx, o3, *maps, jobs, columns[2], fill, plane, _read_only(plane), line)
 
-        run_parallel(at.jobs, separable, _lanes(p, True, _config.workers()))
+        run_parallel(np.array_split(at.jobs, calls), separable, lanes)
         return
     taps = kernel.taps
     assert taps is not None
@@ -216,15 +223,13 @@ def run(x: Array, kernel: CompiledTaps, problem: Problem, out: Array) -> None:
     # How the blocks run: from a copy with its edges, all rows of a volume's kernel a pass
     # (its planes stacked as the rows of one view), or kernel rows a few at a time.
     stacked = hasattr(code, "deep_taps") and all(x3.strides[i] == x3.shape[i + 1] * x3.strides[i + 1] for i in range(3))
-    how = 1 if at.halo_rows else 2 if stacked else 0
+    how = 1 if at.buffer else 2 if stacked else 0
     flat = x3.reshape(-1, x3.shape[-1]) if stacked else x3[0, 0, 0]
-    lanes = _lanes(p, False, _config.workers())
 
     def direct(jobs: np.ndarray) -> None:
-        buf = scratch("compiled.halo", (at.halo_rows, maps[2].size) if at.halo_rows else (1, 1), p.dtype, NUMPY)
+        buf = scratch("compiled.halo", at.buffer or (1, 1), p.dtype, NUMPY)
         code.run_jobs(x3, flat, taps, fill_rows, o3, *maps, jobs, *columns, fill, buf, how)
 
-    calls = 1 if lanes == 1 else min(len(at.jobs), max(_CALLS_PER_LANE * lanes, _macs(p, False) // _CALL_MACS))
     run_parallel(np.array_split(at.jobs, calls), direct, lanes)
 
 
@@ -233,15 +238,15 @@ class _Geometry:
     """What the shapes decide for :func:`run`: the compiled loops, the index maps (planes,
     rows, columns), the columns ``(c_lo, c_hi, shift)`` (output column c of the interior
     ``[c_lo, c_hi)`` reads input column ``c + j - shift``), the fill value, the blocks
-    of work (a row ``(b, g, o, z0, z1, r0, r1)`` each), and the rows of ``halo_taps``'s
-    copy (0 where the loops read the input)."""
+    of work (a row ``(b, g, o, z0, z1, r0, r1)`` each), and the shape of ``halo_taps``'s
+    copy on each thread (None where the loops read the input)."""
 
     code: ModuleType
     maps: tuple[np.ndarray, np.ndarray, np.ndarray]
     columns: tuple[int, int, int]
     fill: float
     jobs: np.ndarray
-    halo_rows: int
+    buffer: tuple[int, int] | None
 
 
 @functools.lru_cache(maxsize=64)
@@ -257,14 +262,16 @@ def _geometry(problem: Problem, edges: Edges | None, source: tuple[int, int, int
     c_lo = min(shift, width)
     c_hi = max(c_lo, min(width, source[2] + shift - kw + 1))
     halo = not separable and _halo(p, pads)
-    code = _module(*_pieces(kw), 1 if separable else _fused_rows(p.kernel, halo), p.dtype.char, 0 if separable else _deep_rows(p.kernel))
+    fused = 1 if separable else _fused_rows(p.kernel, halo)
+    code = _module(*_pieces(kw, fused), fused, p.dtype.char, 0 if separable else _deep_rows(p.kernel))
     deep = separable and len(p.kernel) == 3 and p.kernel[0] > 1  # each input plane's pass made once per output plane
-    jobs = np.array(_units(p, out, whole_planes=deep), np.int64).reshape(-1, 7)  # type: ignore[arg-type]
+    kh = p.kernel[-2]
+    jobs = np.array(_units(p, out, deep), np.int64).reshape(-1, 7)  # type: ignore[arg-type]
     jobs.flags.writeable = False
-    halo_rows = 0
-    if halo:
-        halo_rows = (int(np.max(jobs[:, 6] - jobs[:, 5])) + p.kernel[-2] - 1) * (p.kernel[0] if len(p.kernel) == 3 else 1)
-    return _Geometry(code, maps, (c_lo, c_hi, shift), pads.fill, jobs, halo_rows)  # type: ignore[arg-type]
+    buffer = None
+    if halo:  # the input rows of a block, of each of the kernel's planes
+        buffer = ((int(np.max(jobs[:, 6] - jobs[:, 5])) + kh - 1) * (p.kernel[0] if len(p.kernel) == 3 else 1), maps[2].size)
+    return _Geometry(code, maps, (c_lo, c_hi, shift), pads.fill, jobs, buffer)  # type: ignore[arg-type]
 
 
 def _halo(problem: Problem, pads: Edges) -> bool:
@@ -346,12 +353,14 @@ def seconds(problem: Problem, rates: Rates, separable: bool, workers: int) -> fl
     return (work + _BLOCK_CALLS * blocks * rates.call_seconds) / lanes + _FIXED_CALLS * rates.call_seconds
 
 
-def _pieces(row_taps: int) -> tuple[int, int]:
-    """Widths of the pieces a kernel row of `row_taps` taps is summed in: all but the last
-    (:data:`_PIECE_TAPS`, or the whole row), and the last where it is narrower (else 0)."""
-    if row_taps <= _PIECE_TAPS:
+def _pieces(row_taps: int, fused: int) -> tuple[int, int]:
+    """Widths of the pieces a kernel row of `row_taps` taps, summed `fused` rows a pass, is
+    summed in: all but the last (:data:`_PIECE_TAPS`, or the whole row), and the last where
+    it is narrower (else 0)."""
+    most = _ONE_ROW_PIECE_TAPS if fused == 1 else _PIECE_TAPS
+    if row_taps <= most:
         return row_taps, 0
-    return _PIECE_TAPS, row_taps % _PIECE_TAPS
+    return most, row_taps % most
 
 
 @functools.cache
@@ -381,7 +390,7 @@ def _module(piece: int, last: int, fused: int, dtype: str, deep: int = 0) -> Mod
     return module
 
 
-_VERSION = 8  # bump when the generated code changes: numba keys its cache by file
+_VERSION = 10  # bump when the generated code changes: numba keys its cache by file
 
 
 def _fused_rows(kernel: tuple[int, ...], halo: bool = False) -> int:
@@ -454,12 +463,34 @@ def buffer{g}(a, b, first, d, assign):
 """
 
 
+def _pair_function(g: int) -> str:
+    """``pair{g}``: as ``buffer{g}``, for `d` from row `first` of `b` and `e` from the row
+    after (the rows they share read once)."""
+    named = "".join(f"    a{i} = a[{i}]\n" for i in range(g)) + "".join(f"    r{i} = b[first + {i}]\n" for i in range(g + 1))
+    loads = "".join(f"            v{i} = F(r{i}[c])\n" for i in range(g + 1))
+    first = " + ".join(f"a{i} * v{i}" for i in range(g))
+    second = " + ".join(f"a{i} * v{i + 1}" for i in range(g))
+    return f"""
+@njit(nogil=True, cache=True, fastmath=CONTRACT)
+def pair{g}(a, b, first, d, e, assign):
+{named}    if assign:
+        for c in range(d.shape[0]):
+{loads}            d[c] = {first}
+            e[c] = {second}
+    else:
+        for c in range(d.shape[0]):
+{loads}            d[c] += {first}
+            e[c] += {second}
+"""
+
+
 def _source(piece: int, last: int, fused: int, dtype: str, deep: int = 0) -> str:
     """Python source of the compiled loops for kernel rows in pieces of `piece` and `last`
     taps (:func:`_pieces`) in `dtype` (see the module's docstring): ``span1`` and
     ``span{fused}`` sum kernel rows, piece by piece, over an output row's
     interior columns (where the column map is the identity), ``edges`` the columns near its
-    ends, ``buffer{g}`` sums weighted rows (an outer product's plane and column passes);
+    ends, ``buffer{g}`` and ``pair{g}`` sum weighted rows (an outer product's plane and
+    column passes, one result or two);
     ``taps`` and ``separable`` run a block, and with `deep` rows, ``deep_taps`` (a volume's
     kernel, all its planes' rows a pass). Few sizes of each are made: numba's compile
     time grows with the unrolled code."""
@@ -467,13 +498,13 @@ def _source(piece: int, last: int, fused: int, dtype: str, deep: int = 0) -> str
     widths = [w for w in (piece, last) if w]
     groups = sorted({1, fused, *([deep] if deep else [])})
     functions = [_rows_function(g, w) for g in groups for w in widths] + [_span_function(g, piece, last) for g in groups]
-    functions += [_buffer_function(g) for g in _BUFFER_PASSES]
-    passes = "".join(
+    functions += [_buffer_function(g) + _pair_function(g) for g in _BUFFER_PASSES]
+    passes, pair_passes = ("".join(
         f"        {'if' if n == 0 else 'elif'} left >= {g}:\n"
-        f"            buffer{g}(a[i:], b, first + i, d, i == 0)\n"
+        f"            {name}{g}(a[i:], b, first + i, {results}, i == 0)\n"
         f"            i += {g}\n"
         for n, g in enumerate(sorted(_BUFFER_PASSES, reverse=True))
-    )
+    ) for name, results in (("buffer", "d"), ("pair", "d, e")))
     return f'''"""Generated by arrayconv._methods._compiled: kernel rows in pieces of {piece} (last {last}) taps in {cast}."""
 import numpy as np
 from numba import njit
@@ -503,6 +534,14 @@ def weigh(a, b, first, d):
 {passes}
 
 @njit(nogil=True, cache=True, fastmath=CONTRACT)
+def weigh_pair(a, b, first, d, e):
+    """d as ``weigh``'s, e the same from the row after."""
+    i = 0
+    while i < a.shape[0]:
+        left = a.shape[0] - i
+{pair_passes}
+
+@njit(nogil=True, cache=True, fastmath=CONTRACT)
 def put(d, v, assign):
     """d[:] = v, or += v (loops: numba's array expressions take long to compile)."""
     if assign:
@@ -527,6 +566,17 @@ def weigh_mapped(a, b, index, first, d, fill):
             buffer1(a[i:], b, s, d, False)
         elif fill != 0:
             put(d, a[i] * F(fill), False)
+
+
+@njit(nogil=True, cache=True, fastmath=CONTRACT)
+def weigh_mapped_pair(a, b, index, first, d, e, fill):
+    """d as ``weigh_mapped``'s, e the same from index[first + 1] on."""
+    k = a.shape[0]
+    if index[first] >= 0 and index[first + k] == index[first] + k:  # rows in order, all in b
+        weigh_pair(a, b, index[first], d, e)
+    else:
+        weigh_mapped(a, b, index, first, d, fill)
+        weigh_mapped(a, b, index, first + 1, e, fill)
 
 
 @njit(inline="always", nogil=True, cache=True, fastmath=CONTRACT)
@@ -595,34 +645,50 @@ def taps(x, w, fill_rows, out, planes, rows, cols, z0, z1, r0, r1, c_lo, c_hi, s
 
 
 @njit(nogil=True, cache=True, fastmath=CONTRACT)
-def separable(x, volume, fz, fy, fx, out, planes, rows, cols, z0, z1, r0, r1, shift, fills, plane, plane_read, line):
-    """out[z0:z1, r0:r1] of an outer product's correlation, the passes in cache: for each
-    output plane of a volume, the plane pass into `plane` (one input plane, its samples
-    in a row; `plane_read` the same, read-only, so that the passes that follow read one
-    type; `volume` the input planes as rows); for each output row, the column pass into
-    `line` (one input row) and the row pass from it. `fills`: the fill value past the
-    edges of the input, of the plane pass's result and of the column pass's."""
-    for z in range(z0, z1):
-        if fz.shape[0] > 1:
-            weigh_mapped(fz, volume, planes, z, plane[0], fills[0])
-            plane_rows(plane_read.reshape(x.shape[1], x.shape[2]), fy, fx, out[z], rows, cols, r0, r1, shift, fills[1], fills[2], line)
-        else:
-            plane_rows(x[planes[z]], fy, fx, out[z], rows, cols, r0, r1, shift, fills[0], fills[2], line)
+def separable_jobs(x, volume, fz, fy, fx, out, planes, rows, cols, jobs, shift, fill, plane, plane_read, line):
+    """The blocks ``(b, g, o, z0, z1, r0, r1)`` of `jobs` of an outer product's correlation,
+    the passes in cache: for each output plane of a volume, the plane pass into a row of
+    `plane` (an input plane's samples in a row; two planes a pass where it has two rows;
+    `plane_read` the same, read-only, so that the passes that follow read one type;
+    `volume` the input's planes as rows), then ``plane_rows``."""
+    for u in range(jobs.shape[0]):
+        b, g, o, z0, z1, r0, r1 = jobs[u, 0], jobs[u, 1], jobs[u, 2], jobs[u, 3], jobs[u, 4], jobs[u, 5], jobs[u, 6]
+        wz, wy, wx, dst = fz[g, o], fy[g, o], fx[g, o], out[b, g, o]
+        if wz.shape[0] == 1:
+            for z in range(z0, z1):
+                plane_rows(x[b, g, planes[z]], wy, wx, dst[z], rows, cols, r0, r1, shift, F(fill), line)
+            continue
+        fill_z = F(fill) * wz.sum()  # past the edges of the plane pass's result
+        step = plane.shape[0]
+        for z in range(z0, z1, step):
+            made = min(step, z1 - z)
+            if made == 2:
+                weigh_mapped_pair(wz, volume[b, g], planes, z, plane[0], plane[1], fill)
+            else:
+                weigh_mapped(wz, volume[b, g], planes, z, plane[0], fill)
+            for t in range(made):
+                plane_rows(plane_read[t].reshape(x.shape[3], x.shape[4]), wy, wx, dst[z + t], rows, cols, r0, r1, shift, fill_z, line)
 
 
 @njit(nogil=True, cache=True, fastmath=CONTRACT)
-def plane_rows(plane, fy, fx, out, rows, cols, r0, r1, shift, fill, fill_cols, line):
-    """out[r0:r1] of one plane's column and row passes (`fill` past its edges, `fill_cols`
-    past those of the column pass's result): each row's column pass into `line` at
-    `shift`, extended past its ends by `cols`, then the row pass over every column."""
-    zero = np.zeros(1, np.int64)
+def plane_rows(plane, fy, fx, out, rows, cols, r0, r1, shift, fill, line):
+    """out[r0:r1] of one plane's column and row passes (`fill` past its edges): two rows'
+    column passes into the rows of `line` at `shift`, each extended past its ends by
+    `cols`, then their row passes over every column."""
+    at = np.arange(2)
     w = fx.reshape(1, fx.shape[0])
-    padded = line[0]
-    inner = padded[shift : shift + plane.shape[1]]
-    for r in range(r0, r1):
-        weigh_mapped(fy, plane, rows, r, inner, fill)
-        extend(padded, inner, cols, shift, shift + plane.shape[1], fill_cols)
-        span1(line, zero, w, out[r], 0, out.shape[1], 0, True)
+    fill_cols = fill * fy.sum()  # past the edges of the column pass's result
+    n = plane.shape[1]
+    first, second = line[0, shift : shift + n], line[1, shift : shift + n]
+    for r in range(r0, r1, 2):
+        made = min(2, r1 - r)
+        if made == 2:
+            weigh_mapped_pair(fy, plane, rows, r, first, second, fill)
+        else:
+            weigh_mapped(fy, plane, rows, r, first, fill)
+        for t in range(made):
+            extend(line[t], line[t, shift : shift + n], cols, shift, shift + n, fill_cols)
+            span1(line, at[t:], w, out[r + t], 0, out.shape[1], 0, True)
 ''' + _halo_function(fused, deep) + (_deep_function(deep) if deep else "") + _jobs_function(deep)
 
 
