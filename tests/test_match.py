@@ -184,20 +184,28 @@ def test_scores_dtype_follows_the_inputs_promotion(image_dtype, template_dtype, 
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("bright", [0.0, 1000.0])
-def test_long_float32_windows_are_summed_by_running_sums_within_float32s_rounding(monkeypatch, rng, mode, bright):
-    """Windows of 32 samples or more along an axis, for float32 scores: differences of
-    running sums, whose rounding (the slab's along the axis) stays far below float32's,
-    even in a region far brighter than the image's mean."""
+@pytest.mark.parametrize("compiled", [True, False], ids=["numba", "numpy"])
+def test_float32_windows_are_summed_by_running_sums_within_float32s_rounding(monkeypatch, rng, mode, bright, compiled):
+    """For float32 scores, windows of 32 samples or more along an axis (with numba's loops,
+    windows of any size on 2-D images): differences of running sums, whose rounding (the
+    slab's along the axis) stays far below float32's, even in a region far brighter than
+    the image's mean; flat windows still score zero."""
     from arrayconv._api import match as _match
 
+    if compiled and not _match.compiled_loops():
+        pytest.skip("numba is not installed (the numba extra)")
     calls, running = [], _match._running_sums
     monkeypatch.setattr(_match, "_running_sums", lambda *args: calls.append(args[1]) or running(*args))
+    monkeypatch.setattr(_match, "compiled_loops", lambda: compiled)
     image = rng.standard_normal((150, 130)).astype(np.float32)
     image[40:90, 30:80] += np.float32(bright)
-    template = image[20:40, 5:41].copy()  # 20 rows: summed by doubling; 36 columns: running sums
-    ref, spreads = reference_match_template(image, template, mode, boundary="symm", spread=True)
-    assert_scores_match(ac.match_template(image, template, mode, boundary="symm"), ref, spreads, dtype="float32", backend="numpy")
-    assert set(calls) == {36}
+    image[100:140, 60:120] = np.float32(bright + 2.5)
+    for template in (image[20:40, 5:41].copy(), image[3:10, 7:12].copy()):  # 36 columns: running sums; 7x5: by doubling in NumPy
+        ref, spreads = reference_match_template(image, template, mode, boundary="symm", spread=True)
+        got = ac.match_template(image, template, mode, boundary="symm")
+        assert_scores_match(got, ref, spreads, dtype="float32", backend="numpy")
+        np.testing.assert_array_equal(got == 0, ref == 0)
+    assert set(calls) == (set() if compiled else {36})
 
 
 def test_long_float32_windows_with_a_nan_sum_their_own_samples(monkeypatch, rng):

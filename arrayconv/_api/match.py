@@ -18,7 +18,9 @@ rounding (the whole row's) nor an FFT's (the whole image's) reaches a window's s
 which would swamp dark, flat regions; a NaN or inf reaches only the windows over it.
 For float32 scores on the CPU, axes of :data:`_RUNNING_TAPS` samples or more take
 differences of running sums over a slab instead (3 passes), whose rounding stays far
-below float32's. On the CPU this runs in slabs of about a MiB, on all cores.
+below float32's; with numba's loops, every window of a 2-D image does, its sums, spread
+and score made in one pass (:func:`window_scores`). On the CPU this runs in slabs of
+about a MiB, on all cores.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from .._methods import compiled_loops
+from .._methods import compiled_loops, window_scores
 from .._plan.plan import check_memory
 from .._runtime import config as _config
 from .._runtime.backend import Array, Backend, get_backend, on_arrays_device
@@ -146,12 +148,17 @@ def match_template(
 
     window = tuple(template.shape[ax] for ax in axes)
     scores = xp.empty(numerator.shape, dtype)
-    running = backend.name == "numpy" and dtype == np.float32 and max(window) >= _RUNNING_TAPS and finite
-    offset = _mean_square(x, xp) if running else None
+    running = backend.name == "numpy" and dtype == np.float32 and finite
+    compiled = running and x.ndim == len(window) == 2 and compiled_loops()  # scored in numba's loops
+    offset = _mean_square(x, xp) if running and (compiled or max(window) >= _RUNNING_TAPS) else None
 
     def score_slab(rows: tuple[int, int]) -> None:
         lo, hi = rows
         reach = hi + (window[0] - 1 if axes[0] == 0 else 0)  # the samples the slab's windows read
+        if compiled:
+            flat = _FLAT_ROUNDINGS * np.finfo(np.float64).eps * math.prod(window)
+            window_scores(x[lo:reach], window, offset, numerator[lo:hi], scores[lo:hi], flat)  # type: ignore[arg-type]
+            return
         with np.errstate(invalid="ignore"):  # inf - inf where a window holds an inf: NaN
             sums, squares = _window_sums(_slab(x, lo, reach), window, axes, offset, xp)
             scores[lo:hi] = _scores(_slab(numerator, lo, hi), sums, squares, math.prod(window), xp)

@@ -4,7 +4,8 @@ method module registers itself in :data:`METHODS` (:mod:`._registry`) when impor
 from . import _patch_cuda as patch_kernel
 from . import direct, fft, im2col, overlap  # noqa: F401  (registration order = tie-break order)
 from ._compiled import available as compiled_loops
+from ._compiled import window_scores
 from ._registry import METHODS, Cost, Method, Shortcuts, exact_dtype, output, register
 from ._separable import rank_one
 
-__all__ = ["METHODS", "Cost", "Method", "Shortcuts", "compiled_loops", "exact_dtype", "output", "patch_kernel", "rank_one", "register"]
+__all__ = ["METHODS", "Cost", "Method", "Shortcuts", "compiled_loops", "exact_dtype", "output", "patch_kernel", "rank_one", "register", "window_scores"]
