@@ -414,7 +414,7 @@ import numpy as np
 from numba import njit
 
 
-@njit(nogil=True, cache=True)
+@njit(nogil=True, cache=True, error_model="numpy")  # a float division with no check for zero: vectorized
 def window_scores(x, kh, kw, offset, numerator, scores, flat):
     n, samples = x.shape[1], kh * kw
     col, col2 = np.zeros(n), np.zeros(n)
@@ -440,11 +440,10 @@ def window_scores(x, kh, kw, offset, numerator, scores, flat):
             s = run[c + kw] - run[c]
             shared = s * s / samples  # the squared sum's share of the sum of squares
             spread = run2[c + kw] - run2[c] + samples * offset - shared
-            if spread <= shared * flat:
-                out[c] = 0.0
-                continue
-            v = top[c] / np.sqrt(spread)
-            out[c] = 1.0 if v > 1.0 else -1.0 if v < -1.0 else v
+            spread_kept = spread > shared * flat  # else a flat window: score 0
+            v = top[c] / np.sqrt(spread if spread_kept else 1.0)
+            v = 1.0 if v > 1.0 else -1.0 if v < -1.0 else v
+            out[c] = v if spread_kept else 0.0
 '''
 
 
