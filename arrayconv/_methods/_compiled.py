@@ -209,13 +209,16 @@ def run(x: Array, kernel: CompiledTaps, problem: Problem, out: Array) -> None:
         fz, fy, fx = kernel.factors
         source = x3.shape[2:]
         deep = fz.shape[-1] > 1  # the input's planes as rows, for the plane pass
-        as_rows = x3.reshape(*x3.shape[:2], source[0], -1) if deep else x3[:, :, :1, 0]
+        as_rows = x3.reshape(*x3.shape[:2], source[0], -1) if deep else None
         planes = 2 if source[1] * source[2] * p.dtype.itemsize <= _PAIRED_PLANE_BYTES else 1
 
         def separable(jobs: np.ndarray) -> None:
-            plane = scratch("compiled.plane", (planes, source[1] * source[2]) if deep else (1, 1), p.dtype, NUMPY)
             line = scratch("compiled.line", (2, maps[2].size), p.dtype, NUMPY)
-            code.separable_jobs(x3, as_rows, fz, fy, fx, o3, *maps, jobs, columns[2], fill, plane, _read_only(plane), line)
+            if not deep:
+                code.image_jobs(x3, fy, fx, o3, *maps, jobs, columns[2], fill, line)
+                return
+            plane = scratch("compiled.plane", (planes, source[1] * source[2]), p.dtype, NUMPY)
+            code.volume_jobs(x3, as_rows, fz, fy, fx, o3, *maps, jobs, columns[2], fill, plane, _read_only(plane), line)
 
         run_parallel(np.array_split(at.jobs, calls), separable, lanes)
         return
@@ -449,7 +452,7 @@ def window_scores(x, kh, kw, offset, numerator, scores, flat):
 '''
 
 
-_VERSION = 11  # bump when the generated code changes: numba keys its cache by file
+_VERSION = 12  # bump when the generated code changes: numba keys its cache by file
 
 
 def _fused_rows(kernel: tuple[int, ...], halo: bool = False) -> int:
@@ -704,19 +707,24 @@ def taps(x, w, fill_rows, out, planes, rows, cols, z0, z1, r0, r1, c_lo, c_hi, s
 
 
 @njit(nogil=True, cache=True, fastmath=CONTRACT)
-def separable_jobs(x, volume, fz, fy, fx, out, planes, rows, cols, jobs, shift, fill, plane, plane_read, line):
-    """The blocks ``(b, g, o, z0, z1, r0, r1)`` of `jobs` of an outer product's correlation,
-    the passes in cache: for each output plane of a volume, the plane pass into a row of
-    `plane` (an input plane's samples in a row; two planes a pass where it has two rows;
+def image_jobs(x, fy, fx, out, planes, rows, cols, jobs, shift, fill, line):
+    """The blocks ``(b, g, o, z0, z1, r0, r1)`` of `jobs` of an outer product's correlation
+    with a kernel one plane deep (images, as volumes one plane deep): ``plane_rows``."""
+    for u in range(jobs.shape[0]):
+        b, g, o, z0, z1, r0, r1 = jobs[u, 0], jobs[u, 1], jobs[u, 2], jobs[u, 3], jobs[u, 4], jobs[u, 5], jobs[u, 6]
+        for z in range(z0, z1):
+            plane_rows(x[b, g, planes[z]], fy[g, o], fx[g, o], out[b, g, o, z], rows, cols, r0, r1, shift, F(fill), line)
+
+
+@njit(nogil=True, cache=True, fastmath=CONTRACT)
+def volume_jobs(x, volume, fz, fy, fx, out, planes, rows, cols, jobs, shift, fill, plane, plane_read, line):
+    """The same on volumes: for each output plane, the plane pass into a row of `plane`
+    (an input plane's samples in a row; two planes a pass where it has two rows;
     `plane_read` the same, read-only, so that the passes that follow read one type;
     `volume` the input's planes as rows), then ``plane_rows``."""
     for u in range(jobs.shape[0]):
         b, g, o, z0, z1, r0, r1 = jobs[u, 0], jobs[u, 1], jobs[u, 2], jobs[u, 3], jobs[u, 4], jobs[u, 5], jobs[u, 6]
         wz, wy, wx, dst = fz[g, o], fy[g, o], fx[g, o], out[b, g, o]
-        if wz.shape[0] == 1:
-            for z in range(z0, z1):
-                plane_rows(x[b, g, planes[z]], wy, wx, dst[z], rows, cols, r0, r1, shift, F(fill), line)
-            continue
         fill_z = F(fill) * wz.sum()  # past the edges of the plane pass's result
         step = plane.shape[0]
         for z in range(z0, z1, step):
