@@ -22,8 +22,8 @@ The code is generated per kernel row length and dtype and compiled once per proc
 read from numba's cache on disk (:func:`arrayconv.cache_dir`): a new one costs a few
 seconds the first time (each way of running blocks its own entry point, compiled only
 where it runs: 3x3 on a 300x300 image 5.9 -> 2.6 s, 3x3x3 on a volume 12.8 -> 5.0 s).
-Work is cut into blocks of output rows (or planes) that do not
-depend on the number of threads, so the result is the same bits on one worker or many.
+Work is cut into blocks of output rows (or planes) that do not depend on the number of
+threads, so the result is the same bits on one worker or many.
 The blocks run on :func:`arrayconv.config`'s workers, a few calls each, in loops that
 release the GIL and call no BLAS: no thread but arrayconv's own runs a call.
 """
@@ -453,7 +453,7 @@ def window_scores(x, kh, kw, offset, numerator, scores, flat):
 '''
 
 
-_VERSION = 13  # bump when the generated code changes: numba keys its cache by file
+_VERSION = 14  # bump when the generated code changes: numba keys its cache by file
 
 
 def _fused_rows(kernel: tuple[int, ...], halo: bool = False) -> int:
@@ -510,41 +510,23 @@ def span{g}(x, rows, w, dst, c_lo, c_hi, shift, assign):
 {tail}"""
 
 
-def _buffer_function(g: int) -> str:
-    """``buffer{g}``: `d` (= or +=) the sum of `g` rows of `b` from `first`, weighted by `a`."""
-    named = "".join(f"    a{i}, r{i} = a[{i}], b[first + {i}]\n" for i in range(g))
-    terms = " + ".join(f"a{i} * F(r{i}[c])" for i in range(g))
+def _weights_function(g: int, pair: bool) -> str:
+    """``buffer{g}``: `d` (= or +=) the sum of `g` rows of `b` from `first`, weighted by `a`;
+    with `pair`, ``pair{g}``: the same, and `e` from the row after (the rows they share
+    read once)."""
+    named = "".join(f"    a{i} = a[{i}]\n" for i in range(g)) + "".join(f"    r{i} = b[first + {i}]\n" for i in range(g + pair))
+    loads = "".join(f"            v{i} = F(r{i}[c])\n" for i in range(g + pair))
+    results = ("d", "e") if pair else ("d",)
+    sums = {op: "".join(f"            {o}[c] {op} " + " + ".join(f"a{i} * v{i + k}" for i in range(g)) + "\n" for k, o in enumerate(results))
+            for op in ("=", "+=")}
     return f"""
 @njit(nogil=True, cache=True, fastmath=CONTRACT)
-def buffer{g}(a, b, first, d, assign):
+def {'pair' if pair else 'buffer'}{g}(a, b, first, {', '.join(results)}, assign):
 {named}    if assign:
         for c in range(d.shape[0]):
-            d[c] = {terms}
-    else:
+{loads}{sums['=']}    else:
         for c in range(d.shape[0]):
-            d[c] += {terms}
-"""
-
-
-def _pair_function(g: int) -> str:
-    """``pair{g}``: as ``buffer{g}``, for `d` from row `first` of `b` and `e` from the row
-    after (the rows they share read once)."""
-    named = "".join(f"    a{i} = a[{i}]\n" for i in range(g)) + "".join(f"    r{i} = b[first + {i}]\n" for i in range(g + 1))
-    loads = "".join(f"            v{i} = F(r{i}[c])\n" for i in range(g + 1))
-    first = " + ".join(f"a{i} * v{i}" for i in range(g))
-    second = " + ".join(f"a{i} * v{i + 1}" for i in range(g))
-    return f"""
-@njit(nogil=True, cache=True, fastmath=CONTRACT)
-def pair{g}(a, b, first, d, e, assign):
-{named}    if assign:
-        for c in range(d.shape[0]):
-{loads}            d[c] = {first}
-            e[c] = {second}
-    else:
-        for c in range(d.shape[0]):
-{loads}            d[c] += {first}
-            e[c] += {second}
-"""
+{loads}{sums['+=']}"""
 
 
 def _source(piece: int, last: int, fused: int, dtype: str, deep: int = 0) -> str:
@@ -553,15 +535,15 @@ def _source(piece: int, last: int, fused: int, dtype: str, deep: int = 0) -> str
     ``span{fused}`` sum kernel rows, piece by piece, over an output row's
     interior columns (where the column map is the identity), ``edges`` the columns near its
     ends, ``buffer{g}`` and ``pair{g}`` sum weighted rows (an outer product's plane and
-    column passes, one result or two);
-    ``taps`` and ``separable`` run a block, and with `deep` rows, ``deep_taps`` (a volume's
-    kernel, all its planes' rows a pass). Few sizes of each are made: numba's compile
-    time grows with the unrolled code."""
+    column passes, one result or two); ``taps`` and ``halo_taps`` run a block, and with
+    `deep` rows, ``deep_taps`` (a volume's kernel, all its planes' rows a pass);
+    ``*_jobs`` run a call's blocks, ``image_jobs`` and ``volume_jobs`` an outer product's.
+    Few sizes of each are made: numba's compile time grows with the unrolled code."""
     cast = {"f": "np.float32", "d": "np.float64"}[dtype]
     widths = [w for w in (piece, last) if w]
     groups = sorted({1, fused, *([deep] if deep else [])})
     functions = [_rows_function(g, w) for g in groups for w in widths] + [_span_function(g, piece, last) for g in groups]
-    functions += [_buffer_function(g) + _pair_function(g) for g in (*_BUFFER_PASSES, max(_BUFFER_PASSES) + 1)]
+    functions += [_weights_function(g, pair) for g in (*_BUFFER_PASSES, max(_BUFFER_PASSES) + 1) for pair in (False, True)]
     most = max(_BUFFER_PASSES)
     passes, pair_passes = (f"        if left % {most} == 1 and left > 1:  # one pass of {most + 1}, not a last one of 1\n"
         f"            {name}{most + 1}(a[i:], b, first + i, {results}, i == 0)\n"
