@@ -148,9 +148,9 @@ def match_template(
 
     window = tuple(template.shape[ax] for ax in axes)
     scores = xp.empty(numerator.shape, dtype)
-    running = backend.name == "numpy" and dtype == np.float32 and finite
-    compiled = running and x.ndim == len(window) == 2 and compiled_loops()  # scored in numba's loops
-    offset = _mean_square(x, xp) if running and (compiled or max(window) >= _RUNNING_TAPS) else None
+    float32_cpu = backend.name == "numpy" and dtype == np.float32 and finite  # may sum by running sums
+    compiled = float32_cpu and x.ndim == len(window) == 2 and compiled_loops()  # scored in numba's loops
+    offset = _mean_square(x, xp) if float32_cpu and (compiled or max(window) >= _RUNNING_TAPS) else None
 
     def score_slab(rows: tuple[int, int]) -> None:
         lo, hi = rows
