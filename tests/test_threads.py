@@ -11,7 +11,7 @@ import pytest
 from _reference import assert_matches, random, reference_conv, reference_correlate
 
 import arrayconv as ac
-from arrayconv._methods import direct, im2col
+from arrayconv._methods import direct
 from arrayconv._runtime import config as _config
 from arrayconv._runtime import threads as _threads
 from arrayconv._runtime.threads import gemm_lanes, one_blas_thread, run_parallel
@@ -105,7 +105,7 @@ def test_im2col_runs_its_chunks_on_every_worker_with_blas_on_one_thread(threadpo
         limits.append(_blas_threads() if threadpoolctl else None)
         return run_parallel(items, job, workers)
 
-    monkeypatch.setattr(im2col, "run_parallel", recording)
+    monkeypatch.setattr(_threads, "run_parallel", recording)
     with ac.config(workers=2):
         got = ac.conv(x, w, padding=1, method="im2col")
     assert_matches(got, reference_conv(x, w, padding=1), dtype="float32")

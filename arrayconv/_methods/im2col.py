@@ -24,9 +24,9 @@ from .._runtime.backend import NUMPY, Array, Backend
 from .._runtime.config import Settings
 from .._runtime.rates import Rates
 from .._runtime.scratch import scratch
-from .._runtime.threads import gemm_lanes, one_blas_thread, run_parallel
+from .._runtime.threads import gemm_lanes, run_gemm_jobs
 from .._spec.problem import Problem
-from . import direct
+from . import _winograd, direct
 from ._registry import Cost, Method, exact_dtype, output, register
 from ._taps import Chunk, assign_rows, chunk_input, flat_length, layout, pad_input, padded_bytes, padded_grid, padded_rows_shape, pads_periodically, row_elements
 
@@ -183,12 +183,14 @@ def _bytes_per_sample(problem: Problem) -> int:
     return problem.groups * math.prod(problem.kernel) * problem.in_per_group * problem.dtype.itemsize
 
 
-def prepare(w: Array, problem: Problem, backend: Backend) -> Array | Operator:
+def prepare(w: Array, problem: Problem, backend: Backend) -> Array | Operator | LastAxisColumns | _winograd.WinogradKernel:
     """The kernel as ``(G, Og, taps * Cg)``, matching the order of the columns (or the
     operator matrix, for tiny images)."""
     p, xp = problem, backend.xp
     if _operator_fits(p, _config.budget(backend.name)):
         return _operator(w, p, backend)
+    if _winograd.fits(p, backend):
+        return _winograd.prepare(w, p)
     if _gathers_last_axis(p, backend):
         split = w.reshape(p.groups * p.out_per_group * p.in_per_group, -1, p.kernel[-1])
         depth = p.in_per_group * p.kernel[-1]
@@ -220,6 +222,9 @@ def run(x: Array, w_cols: Array, problem: Problem, backend: Backend, out: Array 
     out = output(out, p, backend, x.dtype)
     if isinstance(w_cols, Operator):
         xp.matmul(x.reshape(p.batch, -1), w_cols.matrix, out=out.reshape(p.batch, -1))
+        return out.reshape(p.y_shape)
+    if isinstance(w_cols, _winograd.WinogradKernel):
+        _winograd.run(x, w_cols, p, backend, out, _config.settings(NUMPY.name))
         return out.reshape(p.y_shape)
     if isinstance(w_cols, LastAxisColumns):
         _run_last_axis(x, w_cols.taps, p, backend, out)
@@ -278,12 +283,7 @@ def _run_exact(x: Array, w_cols: Array, problem: Problem, backend: Backend, out:
         else:  # one item: its rows r0:r1 of every output channel
             backend.xp.matmul(w_cols, cols[0], out=out[chunk.b0, :, :, chunk.r0 : chunk.r1].reshape(p.groups, p.out_per_group, -1))
 
-    if lanes > 1 and len(chunks) > 1:
-        with one_blas_thread():
-            run_parallel(chunks, fill, lanes)
-    else:
-        for chunk in chunks:
-            fill(chunk)
+    run_gemm_jobs(chunks, fill, lanes)
 
 
 def _whole_grid(x: Array, problem: Problem, backend: Backend) -> Array | None:
@@ -422,6 +422,9 @@ def cost(problem: Problem, backend: Backend, rates: Rates, settings: Settings) -
             product = max(flops / (rates.gemm_rate(p.dtype, backend.name) * max(efficiency, _OPERATOR_GEMM_FLOOR)), data / (_OPERATOR_CACHE_SPEEDUP * rates.stream_bytes))
         building = _operator_seconds(p, rates, backend)
         return Cost(building + product + rates.call_seconds, _operator_bytes(p), building)
+    if _winograd.fits(p, backend):
+        efficiency = _gemm_efficiency(p.out_per_group, p.in_per_group, _winograd.columns_per_chunk(p, settings), NUMPY)
+        return Cost(_winograd.cost_seconds(p, rates, settings, efficiency) + rates.call_seconds, _winograd.temp_bytes(p, settings))
     if _gathers_last_axis(p, backend):
         return _last_axis_cost(p, rates)
     if backend.name == "numpy":
@@ -560,10 +563,11 @@ def _last_axis_cost(problem: Problem, rates: Rates) -> Cost:
     return Cost(seconds, padded_bytes(p) + min(slab_bytes, _CHUNK_BYTES) + min(out_bytes, _CHUNK_BYTES))
 
 
-def sums_products(kernel: Array | Operator | LastAxisColumns) -> bool:
+def sums_products(kernel: Array | Operator | LastAxisColumns | _winograd.WinogradKernel) -> bool:
     """Columns sum the footprint's products; the operator matrix also multiplies every
-    other sample of the image by zero (a NaN there would reach every output)."""
-    return not isinstance(kernel, Operator)
+    other sample of the image by zero (a NaN there would reach every output), and
+    Winograd's transforms mix a tile's 4x4 inputs into all four of its outputs."""
+    return not isinstance(kernel, (Operator, _winograd.WinogradKernel))
 
 
 METHOD = register(Method("im2col", prepare, run, exact_dtype, unsupported, cost, sums_products))

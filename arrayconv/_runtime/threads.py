@@ -90,6 +90,19 @@ def gemm_lanes(workers: int) -> int:
     return workers if on_main and _controller() is not None else 1
 
 
+def run_gemm_jobs(items: Iterable[Item], job: Callable[[Item], None], lanes: int) -> None:
+    """Run ``job(item)`` for every item, whose GEMMs run on `lanes` threads (from
+    :func:`gemm_lanes`) with BLAS on one thread each, or in order on this thread with
+    BLAS's own threads where there is one lane or one item."""
+    pending = list(items)
+    if lanes > 1 and len(pending) > 1:
+        with one_blas_thread():
+            run_parallel(pending, job, lanes)
+    else:
+        for item in pending:
+            job(item)
+
+
 @contextlib.contextmanager
 def one_blas_thread() -> Iterator[None]:
     """BLAS held to one thread inside, then given back its threads (about 55 us in all);

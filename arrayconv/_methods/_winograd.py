@@ -1,0 +1,167 @@
+"""Winograd's F(2x2, 3x3): im2col's form for 3x3 multichannel layers on the CPU.
+
+Each 2x2 block of outputs (a tile) reads a 4x4 block of input. Transformed by fixed
+matrices, the 4x4 block's 16 values each meet one transformed tap, so a layer becomes 16
+GEMMs ``(Og, Cg) @ (Cg, tiles)`` with 16 multiplies per tile where the direct sum has 36
+(Lavin and Gray, "Fast Algorithms for Convolutional Neural Networks", 2016). The
+transforms add and subtract only, so float32 results stay within a few float32 roundings
+of the direct sum. Chunks of tile rows keep the transformed input and products in cache
+and run on every thread that may run its own GEMMs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._runtime.backend import Array, Backend
+from .._runtime.config import Settings
+from .._runtime.rates import Rates
+from .._runtime.scratch import scratch
+from .._runtime.threads import gemm_lanes, run_gemm_jobs
+from .._spec.problem import Problem
+from ._taps import pads_periodically, zeros
+
+# Channels in and out per group from which the 16 GEMMs run near the GEMM rate: fewer
+# channels leave the transforms' passes over memory to dominate, which im2col's columns
+# do not pay.
+_MIN_CHANNELS = 64
+# Transformed input and products of one chunk, per thread: in cache between the passes.
+_CHUNK_BYTES = 4 << 20
+# Passes over the input's and the output's bytes in the transforms, at stream speed.
+_INPUT_PASSES, _OUTPUT_PASSES = 12, 12
+# The kernel's transform: ``U = G g G^T`` for each 3x3 kernel ``g``.
+_KERNEL_TRANSFORM = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]])
+
+
+@dataclass(frozen=True, slots=True)
+class WinogradKernel:
+    """The kernel's 16 transformed taps, ``(16, G, Og, Cg)``."""
+
+    taps: Array
+
+
+def fits(problem: Problem, backend: Backend) -> bool:
+    """Whether `problem` runs by F(2x2, 3x3): a 2-D 3x3 kernel at unit stride and
+    dilation, zero padding, real floating point, on NumPy, with enough channels per group
+    for its GEMMs (:data:`_MIN_CHANNELS`)."""
+    p = problem
+    channels = min(p.in_per_group, p.out_per_group) >= _MIN_CHANNELS
+    plain = p.unit_stride and all(d == 1 for d in p.dilation) and not pads_periodically(p)
+    return backend.name == "numpy" and p.kernel == (3, 3) and plain and channels and p.dtype.kind == "f"
+
+
+def prepare(w: Array, problem: Problem) -> WinogradKernel:
+    """``w`` ``(G * Og, Cg, 3, 3)`` transformed in float64, then kept in the problem's dtype."""
+    p = problem
+    g = np.asarray(w, dtype=np.float64).reshape(p.groups, p.out_per_group, p.in_per_group, 3, 3)
+    right = (g.reshape(-1, 3) @ _KERNEL_TRANSFORM.T).reshape(-1, 3, 4)  # g G^T, one GEMM for all kernels
+    u = np.tensordot(_KERNEL_TRANSFORM, right, axes=(1, 1))  # G g G^T as (4, kernels, 4)
+    return WinogradKernel(np.ascontiguousarray(u.transpose(0, 2, 1).reshape(16, p.groups, p.out_per_group, p.in_per_group), dtype=p.dtype))
+
+
+def run(x: Array, kernel: WinogradKernel, problem: Problem, backend: Backend, out: Array, settings: Settings) -> None:
+    """Fill `out` ``(B, G, Og, Ho, Wo)`` from `x`, a chunk of one item's tile rows at a time."""
+    p = problem
+    x = x.reshape(p.batch, p.groups, p.in_per_group, *p.spatial)
+    rows, _ = _tiles(p)
+    chunk_rows = _chunk_rows(p, settings)
+    chunks = [(item, t0, min(t0 + chunk_rows, rows)) for item in range(p.batch) for t0 in range(0, rows, chunk_rows)]
+
+    def fill(chunk: tuple[int, int, int]) -> None:
+        _run_chunk(x, kernel.taps, p, backend, out, *chunk)
+
+    run_gemm_jobs(chunks, fill, gemm_lanes(settings.workers))
+
+
+def _tiles(problem: Problem) -> tuple[int, int]:
+    """Rows and columns of 2x2 output tiles (the last ones cropped where the output is odd)."""
+    return -(-problem.out_spatial[0] // 2), -(-problem.out_spatial[1] // 2)
+
+
+def _chunk_rows(problem: Problem, settings: Settings) -> int:
+    """Tile rows per chunk: the transformed input and products within :data:`_CHUNK_BYTES`
+    and a quarter of the memory budget."""
+    p = problem
+    per_row = 16 * p.groups * (p.in_per_group + p.out_per_group) * _tiles(p)[1] * p.dtype.itemsize
+    return max(1, min(_CHUNK_BYTES, settings.budget // 4) // per_row)
+
+
+def _run_chunk(x: Array, taps: Array, problem: Problem, backend: Backend, out: Array, item: int, t0: int, t1: int) -> None:
+    """Tile rows ``t0:t1`` of batch item `item`: their input rows, zero-padded; the input's
+    transform ``B^T d B``; the 16 GEMMs; the output's transform ``A^T m A`` into `out`."""
+    p = problem
+    rows, cols = t1 - t0, _tiles(p)[1]
+    lead = (p.groups, p.in_per_group)
+    grid = zeros((*lead, 2 * rows + 2, 2 * cols + 2), x.dtype, backend, "winograd.grid")
+    first = 2 * t0 - p.pad_lo[0]  # input row under the grid's first row
+    lo, hi = max(first, 0), min(first + 2 * rows + 2, p.spatial[0])
+    if hi > lo:
+        grid[..., lo - first : hi - first, p.pad_lo[1] : p.pad_lo[1] + p.spatial[1]] = x[item, :, :, lo:hi]
+    d = [grid[..., k : k + 2 * rows : 2, :] for k in range(4)]  # B^T's rows: d0-d2, d1+d2, d2-d1, d1-d3
+    v = scratch("winograd.v", (4, 4, *lead, rows, cols), x.dtype, backend)
+    across = scratch("winograd.across", (*lead, rows, 2 * cols + 2), x.dtype, backend)
+    for a, (first_row, second_row, sign) in enumerate(((0, 2, -1), (1, 2, 1), (2, 1, -1), (1, 3, -1))):
+        combine(d[first_row], d[second_row], sign, across)
+        e = [across[..., k : k + 2 * cols : 2] for k in range(4)]
+        for b, (i, j, s) in enumerate(((0, 2, -1), (1, 2, 1), (2, 1, -1), (1, 3, -1))):
+            combine(e[i], e[j], s, v[a, b])
+    m = scratch("winograd.m", (4, 4, p.groups, p.out_per_group, rows * cols), x.dtype, backend)
+    backend.xp.matmul(taps, v.reshape(16, *lead, rows * cols), out=m.reshape(16, p.groups, p.out_per_group, rows * cols))
+    m = m.reshape(4, 4, p.groups, p.out_per_group, rows, cols)
+    target = out[item, :, :, 2 * t0 : min(2 * t1, p.out_spatial[0])]
+    half = scratch("winograd.half", (4, p.groups, p.out_per_group, rows, cols), x.dtype, backend)
+    for i, (first_row, sign) in enumerate(((0, 1), (3, -1))):  # A^T's rows: m0+m1+m2, m1-m2-m3
+        sum_three(m[first_row], m[1], m[2], sign, half)
+        for j, (first_col, s) in enumerate(((0, 1), (3, -1))):
+            dst = target[..., i::2, j::2]
+            n, k = dst.shape[-2:]
+            sum_three(half[first_col, ..., :n, :k], half[1, ..., :n, :k], half[2, ..., :n, :k], s, dst)
+
+
+def combine(a: Array, b: Array, sign: int, out: Array) -> None:
+    """``out = a + sign * b``."""
+    (np.add if sign > 0 else np.subtract)(a, b, out=out)
+
+
+def sum_three(edge: Array, one: Array, two: Array, sign: int, out: Array) -> None:
+    """``A^T``'s row: ``edge + one + two`` (first row) or ``one - two - edge`` (second)."""
+    if sign > 0:
+        np.add(edge, one, out=out)
+        np.add(out, two, out=out)
+    else:
+        np.subtract(one, two, out=out)
+        np.subtract(out, edge, out=out)
+
+
+def cost_seconds(problem: Problem, rates: Rates, settings: Settings, efficiency: float) -> float:
+    """The 16 GEMMs at the GEMM rate times `efficiency` (their share of it, for their
+    channels and tiles per chunk), and the transforms' passes over the input and output
+    (:data:`_INPUT_PASSES`, :data:`_OUTPUT_PASSES`) shared by the threads, with a call per
+    chunk for each of the transforms' few dozen array operations."""
+    p = problem
+    rows, cols = _tiles(p)
+    tiles = p.batch * rows * cols
+    flops = p.mac_flops * 16 * p.groups * p.out_per_group * p.in_per_group * tiles
+    gemm = flops / (rates.gemm_rate(p.dtype, "numpy", p.out_per_group) * efficiency)
+    size = p.dtype.itemsize * p.groups * 4 * tiles
+    chunks = p.batch * -(-rows // _chunk_rows(p, settings))
+    lanes = max(1, min(gemm_lanes(settings.workers), chunks))
+    passes = (_INPUT_PASSES * p.in_per_group + _OUTPUT_PASSES * p.out_per_group) * size / (lanes * rates.stream_bytes)
+    return gemm + passes + chunks * 40 * rates.call_seconds
+
+
+def columns_per_chunk(problem: Problem, settings: Settings) -> int:
+    """Columns of one chunk's 16 GEMMs together (tiles in each, 16 times): one call runs
+    them all, so few tiles each run near the rate of one GEMM as wide as all of them."""
+    return 16 * min(_tiles(problem)[0], _chunk_rows(problem, settings)) * _tiles(problem)[1]
+
+
+def temp_bytes(problem: Problem, settings: Settings) -> int:
+    """The chunks' buffers held at once, one set per thread."""
+    p = problem
+    rows, cols = min(_tiles(p)[0], _chunk_rows(p, settings)), _tiles(p)[1]
+    per_lane = (p.groups * (p.in_per_group * (2 * rows + 2) * (2 * cols + 2 + 1) + 16 * (p.in_per_group + p.out_per_group) * rows * cols + 4 * p.out_per_group * rows * cols)) * p.dtype.itemsize
+    return gemm_lanes(settings.workers) * per_lane
+
