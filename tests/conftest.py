@@ -23,7 +23,10 @@ if CUPY_STAND_IN:  # CuPy played by NumPy, for machines with no GPU
 
 
 def pytest_collection_modifyitems(config, items):
-    """On the stand-in for CuPy, skip the tests that need a real CUDA device."""
+    """Slow tests first (each test process takes the next test as it finishes one: long ones
+    left to the end keep one process busy while the others wait); on the stand-in for
+    CuPy, skip the tests that need a real CUDA device."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
     if CUPY_STAND_IN:
         for item in items:
             if item.get_closest_marker("cuda"):

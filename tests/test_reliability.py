@@ -6,6 +6,7 @@ import tracemalloc
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+import pytest
 from _reference import random, to_numpy
 
 import arrayconv as ac
@@ -42,6 +43,7 @@ def test_eight_threads_give_bit_identical_results(xp, rng):
         np.testing.assert_array_equal(result, serial[name], err_msg=name)
 
 
+@pytest.mark.slow
 def test_memory_stays_bounded_over_3000_calls_of_varying_shapes():
     # Past the largest cache's 1024 entries by call 2000; then no growth.
     rng = np.random.default_rng(0)

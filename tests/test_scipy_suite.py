@@ -20,6 +20,7 @@ SUITES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("suite", list(SUITES))
 def test_scipys_own_tests_pass_against_the_drop_in(suite, tmp_path):
     path, selection = SUITES[suite]
