@@ -830,7 +830,7 @@ def test_plan_calls_of_one_direct_call_give_the_bits_of_every_step(x_shape, w_sh
 @settings(max_examples=examples(25), deadline=None)
 @given(
     batch=st.integers(1, 2),
-    channels=st.sampled_from([(64, 64), (64, 72), (80, 64)]),
+    channels=st.sampled_from([(64, 64), (64, 72), (72, 80)]),
     groups=st.sampled_from([1, 2]),
     size=st.tuples(st.integers(3, 13), st.integers(3, 13)),  # past the operator matrix's tiny images
     padding=st.tuples(st.integers(0, 2), st.integers(0, 2)),

@@ -23,9 +23,10 @@ from .._runtime.threads import gemm_lanes, run_gemm_jobs
 from .._spec.problem import Problem
 from ._taps import pads_periodically, zeros
 
-# Channels in and out per group from which the 16 GEMMs run near the GEMM rate: fewer
-# channels leave the transforms' passes over memory to dominate, which im2col's columns
-# do not pay.
+# Channels in per group from which the 16 GEMMs run near the GEMM rate: fewer channels
+# leave the transforms' passes over memory to dominate, which im2col's columns do not pay.
+# With more channels in than out, the input's transform outweighs the GEMMs saved (256 -> 64
+# ran 1.2x slower than im2col's columns): Winograd needs at least as many out.
 _MIN_CHANNELS = 64
 # Transformed input and products of one chunk, per thread: in cache between the passes.
 _CHUNK_BYTES = 4 << 20
@@ -44,10 +45,10 @@ class WinogradKernel:
 
 def fits(problem: Problem, backend: Backend) -> bool:
     """Whether `problem` runs by F(2x2, 3x3): a 2-D 3x3 kernel at unit stride and
-    dilation, zero padding, real floating point, on NumPy, with enough channels per group
-    for its GEMMs (:data:`_MIN_CHANNELS`)."""
+    dilation, zero padding, real floating point, on NumPy, with enough channels in per
+    group for its GEMMs (:data:`_MIN_CHANNELS`) and at least as many out."""
     p = problem
-    channels = min(p.in_per_group, p.out_per_group) >= _MIN_CHANNELS
+    channels = _MIN_CHANNELS <= p.in_per_group <= p.out_per_group
     plain = p.unit_stride and all(d == 1 for d in p.dilation) and not pads_periodically(p)
     return backend.name == "numpy" and p.kernel == (3, 3) and plain and channels and p.dtype.kind == "f"
 
