@@ -1,4 +1,8 @@
+import atexit
 import os
+import shutil
+import tempfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,6 +18,19 @@ settings.register_profile(
 )
 settings.register_profile("dev", deadline=None, max_examples=DEV_EXAMPLES)
 settings.load_profile(PROFILE)
+
+if "ARRAYCONV_CACHE_DIR" not in os.environ:
+    # The suite prices with the shipped rates and remembers no choices, whatever calibrate()
+    # or measure='disk' stored on this machine: a cache folder of its own (the test processes
+    # inherit it), sharing the machine's compiled loops.
+    from arrayconv._runtime.rates import cache_dir
+
+    compiled = cache_dir() / "numba"
+    compiled.mkdir(parents=True, exist_ok=True)
+    session = Path(tempfile.mkdtemp(prefix="arrayconv-tests-"))
+    (session / "numba").symlink_to(compiled, target_is_directory=True)
+    os.environ["ARRAYCONV_CACHE_DIR"] = str(session)
+    atexit.register(shutil.rmtree, session, ignore_errors=True)
 
 CUPY_STAND_IN = os.environ.get("ARRAYCONV_CUPY_STAND_IN") == "1"
 if CUPY_STAND_IN:  # CuPy played by NumPy, for machines with no GPU
