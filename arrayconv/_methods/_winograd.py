@@ -32,6 +32,8 @@ _MIN_CHANNELS = 64
 _CHUNK_BYTES = 4 << 20
 # Passes over the input's and the output's bytes in the transforms, at stream speed.
 _INPUT_PASSES, _OUTPUT_PASSES = 12, 12
+# NumPy calls of one chunk's transforms and GEMMs.
+_CALLS_PER_CHUNK = 40
 # The kernel's transform: ``U = G g G^T`` for each 3x3 kernel ``g``.
 _KERNEL_TRANSFORM = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]])
 
@@ -150,7 +152,7 @@ def cost_seconds(problem: Problem, rates: Rates, settings: Settings, efficiency:
     chunks = p.batch * -(-rows // _chunk_rows(p, settings))
     lanes = max(1, min(gemm_lanes(settings.workers), chunks))
     passes = (_INPUT_PASSES * p.in_per_group + _OUTPUT_PASSES * p.out_per_group) * size / (lanes * rates.stream_bytes)
-    return gemm + passes + chunks * 40 * rates.call_seconds
+    return gemm + passes + chunks * _CALLS_PER_CHUNK * rates.call_seconds
 
 
 def columns_per_chunk(problem: Problem, settings: Settings) -> int:
@@ -163,6 +165,8 @@ def temp_bytes(problem: Problem, settings: Settings) -> int:
     """The chunks' buffers held at once, one set per thread."""
     p = problem
     rows, cols = min(_tiles(p)[0], _chunk_rows(p, settings)), _tiles(p)[1]
-    per_lane = (p.groups * (p.in_per_group * (2 * rows + 2) * (2 * cols + 2 + 1) + 16 * (p.in_per_group + p.out_per_group) * rows * cols + 4 * p.out_per_group * rows * cols)) * p.dtype.itemsize
+    grid_and_across = p.in_per_group * (3 * rows + 2) * (2 * cols + 2)  # (2 rows + 2) + rows rows
+    transformed = (16 * (p.in_per_group + p.out_per_group) + 4 * p.out_per_group) * rows * cols  # v, m, half
+    per_lane = p.groups * (grid_and_across + transformed) * p.dtype.itemsize
     return gemm_lanes(settings.workers) * per_lane
 

@@ -185,7 +185,8 @@ def _bytes_per_sample(problem: Problem) -> int:
 
 def prepare(w: Array, problem: Problem, backend: Backend) -> Array | Operator | LastAxisColumns | _winograd.WinogradKernel:
     """The kernel as ``(G, Og, taps * Cg)``, matching the order of the columns (or the
-    operator matrix, for tiny images)."""
+    operator matrix, for tiny images; Winograd's transformed taps, for 3x3 layers of many
+    channels on the CPU; the last axis's taps, for deep columns on the CPU)."""
     p, xp = problem, backend.xp
     if _operator_fits(p, _config.budget(backend.name)):
         return _operator(w, p, backend)
