@@ -86,17 +86,20 @@ def test_one_blas_thread_holds_blas_to_one_thread_on_the_main_thread_only(monkey
 
 
 @pytest.mark.parametrize("threadpoolctl", [True, False])
-def test_im2col_runs_its_chunks_on_every_worker_with_blas_on_one_thread(threadpoolctl, monkeypatch, rng):
+@pytest.mark.parametrize("x_shape, w_shape", [((8, 16, 64, 64), (8, 16, 3, 3)), ((1, 128, 20, 24), (4, 128, 3, 4))])
+def test_im2col_runs_its_chunks_on_every_worker_with_blas_on_one_thread(threadpoolctl, x_shape, w_shape, monkeypatch, rng):
     # Each lane gathers its chunk's columns and runs its GEMMs on one BLAS thread; BLAS
     # gets its threads back after. Without threadpoolctl the chunks run in the calling
-    # thread, BLAS untouched. 8 images of 16 channels: columns of 2.4 MB each, 4 chunks.
+    # thread, BLAS untouched. 8 images of 16 channels: columns of 2.4 MB each, 4 chunks;
+    # one image of 128 channels and 4 taps a row gathers only the last axis's taps (deep
+    # columns), its rows split between the lanes.
     if threadpoolctl:
         pytest.importorskip("threadpoolctl")
     else:
         monkeypatch.setitem(sys.modules, "threadpoolctl", None)
     monkeypatch.setattr(_threads, "_blas_controller", None)
     before = _blas_threads() if threadpoolctl else None
-    x, w = random(rng, (8, 16, 64, 64), "float32"), random(rng, (8, 16, 3, 3), "float32")
+    x, w = random(rng, x_shape, "float32"), random(rng, w_shape, "float32")
     runs, limits = [], []
 
     def recording(items, job, workers):  # type: ignore[no-untyped-def]

@@ -321,18 +321,31 @@ def _cpu_chunk_bytes(problem: Problem) -> int:
 
 def _run_last_axis(x: Array, w_taps: Array, problem: Problem, backend: Backend, out: Array) -> None:
     """Fill `out` ``(B, G, Og, *out_spatial)`` chunk by chunk: gather the last axis's taps
-    of the chunk's rows into a slab, then sum the other taps over it (:func:`direct.accumulate`)."""
+    of the chunk's rows into a slab, then sum the other taps over it (:func:`direct.accumulate`).
+
+    The chunks are shared out over the GEMM lanes (:func:`.._threads.gemm_lanes`), at
+    least one each, with BLAS on one thread per lane: BLAS's own threads, one call per tap,
+    each wait at every call for a thread that a busy machine has preempted (case e16: 7.9x
+    slower with both cores busy).
+    """
     p = problem
     grid = padded_grid(pad_input(x, p, backend), p)
-    budget = min(_CHUNK_BYTES, _config.budget(backend.name) // 2)
+    lay = layout(p)
+    lanes = gemm_lanes(_config.settings(backend.name).workers)
     gathered_bytes = p.groups * p.in_per_group * p.kernel[-1] * p.dtype.itemsize  # per output sample
-    for chunk in layout(p).chunks(gathered_bytes, budget):
+    row_bytes, rows = lay.row_length * gathered_bytes, p.out_spatial[0]
+    share = row_bytes * rows * -(-p.batch // lanes) if p.batch >= lanes else row_bytes * -(-rows // lanes)
+    chunk_bytes = max(1, min(min(_CHUNK_BYTES, _config.budget(backend.name) // 2) // lanes, share))
+
+    def fill(chunk: Chunk) -> None:
         items, rows = chunk.b1 - chunk.b0, chunk.r1 - chunk.r0
         slab_problem = _slab_problem(p, items, rows)
         slab = _gather_last_axis(grid, chunk, p, slab_problem, backend)
-        lay, whole = layout(slab_problem), Chunk(0, items, 0, rows)
-        block = direct.accumulate(slab, w_taps, lay, whole, backend)
-        lay.store_block(out[chunk.b0 : chunk.b1, :, :, chunk.r0 : chunk.r1], block, whole)
+        slab_layout, whole = layout(slab_problem), Chunk(0, items, 0, rows)
+        block = direct.accumulate(slab, w_taps, slab_layout, whole, backend)
+        slab_layout.store_block(out[chunk.b0 : chunk.b1, :, :, chunk.r0 : chunk.r1], block, whole)
+
+    run_gemm_jobs(lay.chunks(gathered_bytes, chunk_bytes), fill, lanes)
 
 
 def _slab_problem(problem: Problem, items: int, rows: int) -> Problem:
