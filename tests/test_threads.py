@@ -11,7 +11,7 @@ import pytest
 from _reference import assert_matches, random, reference_conv, reference_correlate
 
 import arrayconv as ac
-from arrayconv._methods import direct
+from arrayconv._methods import direct, im2col
 from arrayconv._runtime import config as _config
 from arrayconv._runtime import threads as _threads
 from arrayconv._runtime.threads import gemm_lanes, one_blas_thread, run_parallel
@@ -92,13 +92,14 @@ def test_im2col_runs_its_chunks_on_every_worker_with_blas_on_one_thread(threadpo
     # gets its threads back after. Without threadpoolctl the chunks run in the calling
     # thread, BLAS untouched. 8 images of 16 channels: columns of 2.4 MB each, 4 chunks;
     # one image of 128 channels and 4 taps a row gathers only the last axis's taps (deep
-    # columns), its rows split between the lanes.
+    # columns), its rows in chunks of 100 kB shared between the lanes.
     if threadpoolctl:
         pytest.importorskip("threadpoolctl")
     else:
         monkeypatch.setitem(sys.modules, "threadpoolctl", None)
     monkeypatch.setattr(_threads, "_blas_controller", None)
     before = _blas_threads() if threadpoolctl else None
+    monkeypatch.setattr(im2col, "_CHUNK_BYTES", 100_000)
     x, w = random(rng, x_shape, "float32"), random(rng, w_shape, "float32")
     runs, limits = [], []
 
@@ -221,3 +222,25 @@ def test_loops_inside_a_lane_run_on_that_lanes_thread():
     caller.start()
     caller.join(30)
     assert not caller.is_alive() and len(ran) == 12 and all(same for _, same in ran)
+
+
+def test_small_gemms_run_on_one_blas_thread_and_big_ones_on_blas_threads(monkeypatch, rng):
+    # One item of GEMM work: a short call waits out a time slice whenever a busy machine
+    # preempts one of BLAS's threads, so calls below _THREADED_MACS hold BLAS to one thread.
+    pytest.importorskip("threadpoolctl")
+    monkeypatch.setattr(_threads, "_blas_controller", None)
+    before = _blas_threads()
+    if before == {1}:
+        pytest.skip("BLAS runs one thread here: nothing to tell apart")
+    seen, matmul = [], np.matmul
+    monkeypatch.setattr(np, "matmul", lambda *args, **kwargs: seen.append(_blas_threads()) or matmul(*args, **kwargs))
+    x, w = random(rng, (1, 64, 16, 16), "float32"), random(rng, (32, 64, 1, 1), "float32")
+    with ac.config(workers=2):
+        got = ac.conv(x, w, method="direct")
+        assert seen and all(threads == {1} for threads in seen), seen
+        seen.clear()
+        monkeypatch.setattr(_threads, "_THREADED_MACS", 1)
+        assert_matches(ac.conv(x, w, method="direct"), got, dtype="float32")
+        assert seen and all(threads == before for threads in seen), seen
+    assert_matches(got, reference_conv(x, w), dtype="float32")
+    assert _blas_threads() == before

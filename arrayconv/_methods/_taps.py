@@ -24,6 +24,7 @@ import numpy as np
 from .._runtime.backend import Array, Backend
 from .._runtime.cache import LRUCache
 from .._runtime.scratch import reused
+from .._runtime.threads import even_chunk_length
 from .._spec.boundary import extend, halo_copies, past_one_copy
 from .._spec.problem import Problem
 
@@ -68,12 +69,18 @@ class Layout:
         """Flat samples per batch item of `chunk`: whole rows, junk columns included."""
         return (chunk.r1 - chunk.r0) * self.row_length
 
-    def chunks(self, bytes_per_sample: int, target_bytes: int, *, exact: bool = False) -> list[Chunk]:
-        """Chunks of about `target_bytes` at `bytes_per_sample` per flat output sample (per
-        output sample, junk columns left out, when `exact`)."""
+    def chunks(self, bytes_per_sample: int, target_bytes: int, *, exact: bool = False, parts: int = 1) -> list[Chunk]:
+        """Chunks of at most about `target_bytes` at `bytes_per_sample` per flat output
+        sample (per output sample, junk columns left out, when `exact`); where there are
+        several, near-equal and as many as a multiple of `parts` allows, for `parts`
+        threads to share (:func:`.._threads.even_chunk_length`)."""
         p = self.problem
         rows = p.out_spatial[0]
         items, rows_per_chunk = self.chunk_extent(bytes_per_sample, target_bytes, exact=exact)
+        if rows_per_chunk == rows:
+            items = even_chunk_length(p.batch, items, 1, parts)
+        else:
+            rows_per_chunk = even_chunk_length(rows, rows_per_chunk, p.batch, parts)
         if rows_per_chunk == rows:
             return [Chunk(b, min(b + items, p.batch), 0, rows) for b in range(0, p.batch, items)]
         return [

@@ -15,11 +15,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._runtime import config as _config
 from .._runtime.backend import Array, Backend
 from .._runtime.config import Settings
 from .._runtime.rates import Rates
 from .._runtime.scratch import scratch
-from .._runtime.threads import gemm_lanes, run_gemm_jobs
+from .._runtime.threads import even_chunk_length, gemm_lanes, run_gemm_jobs
 from .._spec.problem import Problem
 from ._taps import pads_periodically, zeros
 
@@ -75,7 +76,7 @@ def run(x: Array, kernel: WinogradKernel, problem: Problem, backend: Backend, ou
     def fill(chunk: tuple[int, int, int]) -> None:
         _run_chunk(x, kernel.taps, p, backend, out, *chunk)
 
-    run_gemm_jobs(chunks, fill, gemm_lanes(settings.workers))
+    run_gemm_jobs(chunks, fill, gemm_lanes(settings.workers), p.out_per_group * p.in_per_group * chunk_rows * _tiles(p)[1])
 
 
 def _tiles(problem: Problem) -> tuple[int, int]:
@@ -85,10 +86,10 @@ def _tiles(problem: Problem) -> tuple[int, int]:
 
 def _chunk_rows(problem: Problem, settings: Settings) -> int:
     """Tile rows per chunk: the transformed input and products within :data:`_CHUNK_BYTES`
-    and a quarter of the memory budget."""
+    and a quarter of the memory budget, split evenly over the cores."""
     p = problem
     per_row = 16 * p.groups * (p.in_per_group + p.out_per_group) * _tiles(p)[1] * p.dtype.itemsize
-    return max(1, min(_CHUNK_BYTES, settings.budget // 4) // per_row)
+    return even_chunk_length(_tiles(p)[0], min(_CHUNK_BYTES, settings.budget // 4) // per_row, p.batch, _config.cores())
 
 
 def _run_chunk(x: Array, taps: Array, problem: Problem, backend: Backend, out: Array, item: int, t0: int, t1: int) -> None:

@@ -23,7 +23,7 @@ from .._runtime.config import Settings
 from .._runtime.cuda import C_TYPES
 from .._runtime.rates import Rates, rates_for
 from .._runtime.scratch import scratch
-from .._runtime.threads import gemm_lanes, one_blas_thread, run_parallel
+from .._runtime.threads import gemm_lanes, one_blas_thread, run_gemm_jobs, run_parallel
 from .._spec.boundary import Extension
 from .._spec.problem import Problem
 from . import _banded, _compiled, _direct_cuda, _one_map, _rows, _separable
@@ -243,13 +243,12 @@ def run(x: Array, kernel: Kernel, problem: Problem, backend: Backend, out: Array
         _separable.run(x, kernel, p, backend, out, METHOD)
         return out.reshape(p.y_shape)
     if _form(p, backend, rates_for(backend), _config.settings(backend.name))[0] == "pointwise":
-        samples = x.reshape(p.batch, p.groups, p.in_per_group, *p.spatial)[(..., *(slice(None, None, s) for s in p.stride))]
-        backend.xp.matmul(kernel[0], samples.reshape(p.batch, p.groups, p.in_per_group, -1), out=out.reshape(p.batch, p.groups, p.out_per_group, -1))  # type: ignore[index]  # the taps array
+        _run_pointwise(x, kernel, p, backend, out)
         return out.reshape(p.y_shape)
     lay, sums = layout(p), (_rows.accumulate if rows else accumulate)
     gemms = backend.name == "numpy" and p.in_per_group > 1
     lanes = gemm_lanes(_config.workers()) if gemms else 1
-    work = lay.chunks(_bytes_per_sample(p), _lane_chunk_bytes(_chunk_bytes(p, rows, backend), lay) if gemms else _chunk_bytes(p, rows, backend))
+    work = lay.chunks(_bytes_per_sample(p), _lane_chunk_bytes(_chunk_bytes(p, rows, backend), lay) if gemms else _chunk_bytes(p, rows, backend), parts=_config.cores() if gemms else 1)
     own_rows = len(work) > 1 and _pads_chunks(p)
     whole = None if own_rows else pad_input(x, p, backend)
     x = x.reshape(p.batch, p.groups, p.in_per_group, *p.spatial) if own_rows else x
@@ -266,8 +265,26 @@ def run(x: Array, kernel: Kernel, problem: Problem, backend: Backend, out: Array
     return out.reshape(p.y_shape)
 
 
+def _run_pointwise(x: Array, taps: Array, problem: Problem, backend: Backend, out: Array) -> None:
+    """A 1x1 kernel's GEMMs ``(Og, Cg) @ (Cg, samples)``: on NumPy, an item per job on the
+    GEMM lanes (:func:`.._threads.run_gemm_jobs`); on a GPU, one batched call."""
+    p = problem
+    samples = x.reshape(p.batch, p.groups, p.in_per_group, *p.spatial)[(..., *(slice(None, None, s) for s in p.stride))]
+    samples = samples.reshape(p.batch, p.groups, p.in_per_group, -1)
+    out = out.reshape(p.batch, p.groups, p.out_per_group, -1)
+    if backend.name != "numpy":
+        backend.xp.matmul(taps[0], samples, out=out)
+        return
+
+    def item(b: int) -> None:
+        backend.xp.matmul(taps[0], samples[b], out=out[b])
+
+    run_gemm_jobs(range(p.batch), item, gemm_lanes(_config.workers()), p.out_per_group * p.in_per_group * samples.shape[-1])
+
+
 def _lane_chunk_bytes(target: int, lay: Layout) -> int:
-    """`target`, made small enough to give each core a chunk of GEMM taps of its own.
+    """`target`, made small enough to give each core a chunk of GEMM taps of its own
+    (evened out over the cores by :meth:`._taps.Layout.chunks`).
 
     GEMM taps run on arrayconv's threads, each with one BLAS thread, rather than on BLAS's
     threads: those wait on one another at every call, and a core taken by another process

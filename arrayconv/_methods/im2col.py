@@ -271,7 +271,7 @@ def _run_exact(x: Array, w_cols: Array, problem: Problem, backend: Backend, out:
     whole, lay = _whole_grid(x, p, backend), layout(p)
     row_samples, depth = math.prod(p.out_spatial[1:]), len(lay.taps) * p.in_per_group
     lanes, chunk_bytes = _exact_lanes(p, _config.settings(NUMPY.name))
-    chunks = lay.chunks(_bytes_per_sample(p), chunk_bytes, exact=True)
+    chunks = lay.chunks(_bytes_per_sample(p), chunk_bytes, exact=True, parts=_config.cores())
 
     def fill(chunk: Chunk) -> None:
         items, rows = chunk.b1 - chunk.b0, chunk.r1 - chunk.r0
@@ -284,7 +284,7 @@ def _run_exact(x: Array, w_cols: Array, problem: Problem, backend: Backend, out:
         else:  # one item: its rows r0:r1 of every output channel
             backend.xp.matmul(w_cols, cols[0], out=out[chunk.b0, :, :, chunk.r0 : chunk.r1].reshape(p.groups, p.out_per_group, -1))
 
-    run_gemm_jobs(chunks, fill, lanes)
+    run_gemm_jobs(chunks, fill, lanes, p.out_per_group * depth * (chunks[0].r1 - chunks[0].r0) * row_samples)
 
 
 def _whole_grid(x: Array, problem: Problem, backend: Backend) -> Array | None:
@@ -323,19 +323,17 @@ def _run_last_axis(x: Array, w_taps: Array, problem: Problem, backend: Backend, 
     """Fill `out` ``(B, G, Og, *out_spatial)`` chunk by chunk: gather the last axis's taps
     of the chunk's rows into a slab, then sum the other taps over it (:func:`direct.accumulate`).
 
-    The chunks are shared out over the GEMM lanes (:func:`.._threads.gemm_lanes`), at
-    least one each, with BLAS on one thread per lane: BLAS's own threads, one call per tap,
+    The chunks are shared out evenly over the cores (the same chunks for any number of
+    workers, so the same bits) and run on the GEMM lanes (:func:`.._threads.gemm_lanes`)
+    with BLAS on one thread per lane: BLAS's own threads, one call per tap,
     each wait at every call for a thread that a busy machine has preempted (case e16: 7.9x
     slower with both cores busy).
     """
     p = problem
     grid = padded_grid(pad_input(x, p, backend), p)
-    lay = layout(p)
-    lanes = gemm_lanes(_config.settings(backend.name).workers)
+    lanes, cores = gemm_lanes(_config.settings(backend.name).workers), _config.cores()
     gathered_bytes = p.groups * p.in_per_group * p.kernel[-1] * p.dtype.itemsize  # per output sample
-    row_bytes, rows = lay.row_length * gathered_bytes, p.out_spatial[0]
-    share = row_bytes * rows * -(-p.batch // lanes) if p.batch >= lanes else row_bytes * -(-rows // lanes)
-    chunk_bytes = max(1, min(min(_CHUNK_BYTES, _config.budget(backend.name) // 2) // lanes, share))
+    chunk_bytes = max(1, min(_CHUNK_BYTES, _config.budget(backend.name) // 2) // max(lanes, cores))
 
     def fill(chunk: Chunk) -> None:
         items, rows = chunk.b1 - chunk.b0, chunk.r1 - chunk.r0
@@ -345,7 +343,9 @@ def _run_last_axis(x: Array, w_taps: Array, problem: Problem, backend: Backend, 
         block = direct.accumulate(slab, w_taps, slab_layout, whole, backend)
         slab_layout.store_block(out[chunk.b0 : chunk.b1, :, :, chunk.r0 : chunk.r1], block, whole)
 
-    run_gemm_jobs(lay.chunks(gathered_bytes, chunk_bytes), fill, lanes)
+    chunks = layout(p).chunks(gathered_bytes, chunk_bytes, parts=cores)
+    depth, samples = p.in_per_group * p.kernel[-1], (chunks[0].r1 - chunks[0].r0) * layout(p).row_length
+    run_gemm_jobs(chunks, fill, lanes, p.out_per_group * depth * samples)
 
 
 def _slab_problem(problem: Problem, items: int, rows: int) -> Problem:

@@ -61,6 +61,18 @@ def run_parallel(items: Iterable[Item], job: Callable[[Item], None], workers: in
         future.result()
 
 
+def even_chunk_length(length: int, longest: int, copies: int, parts: int) -> int:
+    """The length of chunks that split `length` (each of `copies` times) into pieces of at
+    most `longest`, near-equal and, where there are several, as few as make their number a
+    multiple of `parts` where `length` allows: `parts` threads then share them evenly (18
+    rows and 10 on two threads kept one waiting). One chunk stays whole: split, a small
+    problem ran slower (two threads' calls cost more than they share)."""
+    count = -(-length // max(1, longest))
+    while copies * count > 1 and (copies * count) % parts and count < length:
+        count += 1
+    return -(-length // count)
+
+
 def _executor(threads: int) -> ThreadPoolExecutor:
     """The shared pool, grown to at least `threads` threads."""
     global _pool, _pool_size
@@ -90,17 +102,31 @@ def gemm_lanes(workers: int) -> int:
     return workers if on_main and _controller() is not None else 1
 
 
-def run_gemm_jobs(items: Iterable[Item], job: Callable[[Item], None], lanes: int) -> None:
+def run_gemm_jobs(items: Iterable[Item], job: Callable[[Item], None], lanes: int, macs_per_call: int) -> None:
     """Run ``job(item)`` for every item, whose GEMMs run on `lanes` threads (from
-    :func:`gemm_lanes`) with BLAS on one thread each, or in order on this thread with
-    BLAS's own threads where there is one lane or one item."""
+    :func:`gemm_lanes`) with BLAS on one thread each, or in order on this thread where
+    there is one lane or one item (BLAS threaded only for big calls: :func:`small_gemms`)."""
     pending = list(items)
     if lanes > 1 and len(pending) > 1:
         with one_blas_thread():
             run_parallel(pending, job, lanes)
     else:
-        for item in pending:
-            job(item)
+        with small_gemms(macs_per_call, lanes):
+            for item in pending:
+                job(item)
+
+
+def small_gemms(macs_per_call: int, lanes: int) -> contextlib.AbstractContextManager[None]:
+    """BLAS held to one thread for GEMM calls of fewer than :data:`_THREADED_MACS`
+    multiply-adds, where :func:`gemm_lanes` allows (`lanes` over 1): a call that short waits
+    out a scheduler's time slice whenever a busy machine preempts one of BLAS's threads (a
+    0.7 ms 1x1 layer took 16 ms with both cores busy; on one BLAS thread, 1.1 and 1.5 ms)."""
+    return one_blas_thread() if lanes > 1 and macs_per_call < _THREADED_MACS else contextlib.nullcontext()
+
+
+# Multiply-adds of a GEMM call worth BLAS's threads: about 3 ms on one core, as long as
+# the time slices that a preempted thread waits out.
+_THREADED_MACS = 1 << 25
 
 
 @contextlib.contextmanager
