@@ -11,7 +11,7 @@ import pytest
 from _reference import assert_matches, random, reference_conv, reference_correlate
 
 import arrayconv as ac
-from arrayconv._methods import direct, im2col
+from arrayconv._methods import im2col
 from arrayconv._runtime import config as _config
 from arrayconv._runtime import threads as _threads
 from arrayconv._runtime.threads import gemm_lanes, one_blas_thread, run_parallel
@@ -137,15 +137,16 @@ def test_im2col_on_threads_matches_one_thread_for_every_padding_and_batch_axes(p
     assert_matches(got, reference_correlate(images, kernel, "same", axes=(-2, -1)), dtype="float32")
 
 
-def test_direct_runs_gemm_taps_on_every_worker_with_blas_on_one_thread(monkeypatch, rng):
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_direct_runs_gemm_taps_on_every_worker_with_blas_on_one_thread(dtype, monkeypatch, rng):
     # A single multichannel image (under one 4 MiB chunk) is cut into one chunk per core,
     # each lane's GEMMs on one BLAS thread, BLAS's threads given back after; the result
-    # is the same bits as one worker's, and the reference.
+    # is the same bits as one worker's (on one BLAS thread too), and the reference.
     pytest.importorskip("threadpoolctl")
     monkeypatch.setattr(_threads, "_blas_controller", None)
     monkeypatch.setattr(_config, "_CORES", 2)
     before = _blas_threads()
-    x, w = random(rng, (1, 32, 30, 40), "float64"), random(rng, (16, 32, 3, 3), "float64")
+    x, w = random(rng, (1, 32, 30, 40), dtype), random(rng, (16, 32, 3, 3), dtype)
     with ac.config(workers=1):
         one = ac.conv(x, w, padding=1, method="direct")
     runs, limits = [], []
@@ -156,12 +157,12 @@ def test_direct_runs_gemm_taps_on_every_worker_with_blas_on_one_thread(monkeypat
         limits.append(_blas_threads())
         return run_parallel(items, job, workers)
 
-    monkeypatch.setattr(direct, "run_parallel", recording)
+    monkeypatch.setattr(_threads, "run_parallel", recording)
     with ac.config(workers=2):
         got = ac.conv(x, w, padding=1, method="direct")
     assert runs == [(2, 2)] and limits == [{1}] and _blas_threads() == before
     np.testing.assert_array_equal(got, one)
-    assert_matches(got, reference_conv(x, w, padding=1), dtype="float64")
+    assert_matches(got, reference_conv(x, w, padding=1), dtype=dtype)
 
 
 @pytest.mark.parametrize(
@@ -224,23 +225,46 @@ def test_loops_inside_a_lane_run_on_that_lanes_thread():
     assert not caller.is_alive() and len(ran) == 12 and all(same for _, same in ran)
 
 
-def test_small_gemms_run_on_one_blas_thread_and_big_ones_on_blas_threads(monkeypatch, rng):
-    # One item of GEMM work: a short call waits out a time slice whenever a busy machine
-    # preempts one of BLAS's threads, so calls below _THREADED_MACS hold BLAS to one thread.
+def test_one_item_of_gemms_runs_on_one_blas_thread_its_big_calls_split_over_the_lanes(monkeypatch, rng):
+    # A GEMM call on BLAS's threads waits out a time slice whenever a busy machine preempts
+    # one of them: one item's calls run on one BLAS thread, shared by rows over the lanes
+    # when big (_SPLIT_MACS), and BLAS gets its threads back after.
     pytest.importorskip("threadpoolctl")
     monkeypatch.setattr(_threads, "_blas_controller", None)
     before = _blas_threads()
-    if before == {1}:
-        pytest.skip("BLAS runs one thread here: nothing to tell apart")
     seen, matmul = [], np.matmul
-    monkeypatch.setattr(np, "matmul", lambda *args, **kwargs: seen.append(_blas_threads()) or matmul(*args, **kwargs))
+
+    def recording(*args, **kwargs):  # type: ignore[no-untyped-def]
+        seen.append((threading.current_thread().name, frozenset(_blas_threads())))
+        return matmul(*args, **kwargs)
+
+    monkeypatch.setattr(np, "matmul", recording)
+    monkeypatch.setattr(_config, "_CORES", 2)
     x, w = random(rng, (1, 64, 16, 16), "float32"), random(rng, (32, 64, 1, 1), "float32")
     with ac.config(workers=2):
         got = ac.conv(x, w, method="direct")
-        assert seen and all(threads == {1} for threads in seen), seen
+        assert len(seen) == 1 and seen[0] == (threading.current_thread().name, {1}), seen
         seen.clear()
-        monkeypatch.setattr(_threads, "_THREADED_MACS", 1)
+        monkeypatch.setattr(_threads, "_SPLIT_MACS", 1)
+        shared, share = [], _threads.run_parallel
+        monkeypatch.setattr(_threads, "run_parallel", lambda items, job, workers: shared.append((len(items), workers)) or share(items, job, workers))
         assert_matches(ac.conv(x, w, method="direct"), got, dtype="float32")
-        assert seen and all(threads == before for threads in seen), seen
+        assert len(seen) == 2 and all(limit == {1} for _, limit in seen) and shared == [(2, 2)], (seen, shared)
     assert_matches(got, reference_conv(x, w), dtype="float32")
     assert _blas_threads() == before
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_one_chunk_whose_gemm_is_split_gives_the_same_bits_on_any_workers(dtype, monkeypatch, rng):
+    # One image's columns in one chunk: its GEMM's rows split in a block per core, on two
+    # lanes or on one worker.
+    pytest.importorskip("threadpoolctl")
+    monkeypatch.setattr(_threads, "_blas_controller", None)
+    monkeypatch.setattr(_threads, "_SPLIT_MACS", 1)
+    monkeypatch.setattr(_config, "_CORES", 2)
+    x, w = random(rng, (1, 16, 30, 30), dtype), random(rng, (40, 16, 3, 3), dtype)
+    with ac.config(workers=1):
+        one = ac.conv(x, w, padding=1, method="im2col")
+    with ac.config(workers=2):
+        np.testing.assert_array_equal(ac.conv(x, w, padding=1, method="im2col"), one)
+    assert_matches(one, reference_conv(x, w, padding=1), dtype=dtype)

@@ -20,7 +20,7 @@ from .._runtime.backend import Array, Backend
 from .._runtime.config import Settings
 from .._runtime.rates import Rates
 from .._runtime.scratch import scratch
-from .._runtime.threads import even_chunk_length, gemm_lanes, run_gemm_jobs
+from .._runtime.threads import Gemm, even_chunk_length, gemm_lanes, run_gemm_jobs
 from .._spec.problem import Problem
 from ._taps import pads_periodically, zeros
 
@@ -73,7 +73,7 @@ def run(x: Array, kernel: WinogradKernel, problem: Problem, backend: Backend, ou
     chunk_rows = _chunk_rows(p, settings)
     chunks = [(item, t0, min(t0 + chunk_rows, rows)) for item in range(p.batch) for t0 in range(0, rows, chunk_rows)]
 
-    def fill(chunk: tuple[int, int, int]) -> None:
+    def fill(chunk: tuple[int, int, int], gemm: Gemm) -> None:
         _run_chunk(x, kernel.taps, p, backend, out, *chunk)
 
     run_gemm_jobs(chunks, fill, gemm_lanes(settings.workers), p.out_per_group * p.in_per_group * chunk_rows * _tiles(p)[1])

@@ -23,7 +23,7 @@ from .._runtime.config import Settings
 from .._runtime.cuda import C_TYPES
 from .._runtime.rates import Rates, rates_for
 from .._runtime.scratch import scratch
-from .._runtime.threads import gemm_lanes, one_blas_thread, run_gemm_jobs, run_parallel
+from .._runtime.threads import Gemm, gemm_lanes, run_gemm_jobs, run_parallel
 from .._spec.boundary import Extension
 from .._spec.problem import Problem
 from . import _banded, _compiled, _direct_cuda, _one_map, _rows, _separable
@@ -257,9 +257,8 @@ def run(x: Array, kernel: Kernel, problem: Problem, backend: Backend, out: Array
         padded, at = chunk_input(whole, x, chunk, p, backend, wide=True)
         lay.store_block(out, sums(padded, kernel, lay, at, backend), chunk)
 
-    if lanes > 1 and len(work) > 1:
-        with one_blas_thread():
-            run_parallel(work, job, lanes)
+    if gemms:
+        run_gemm_jobs(work, lambda chunk, gemm: job(chunk), lanes, 0)
     else:
         run_parallel(work, job, _config.workers() if backend.name == "numpy" and p.in_per_group == 1 and not rows else 1)
     return out.reshape(p.y_shape)
@@ -276,8 +275,8 @@ def _run_pointwise(x: Array, taps: Array, problem: Problem, backend: Backend, ou
         backend.xp.matmul(taps[0], samples, out=out)
         return
 
-    def item(b: int) -> None:
-        backend.xp.matmul(taps[0], samples[b], out=out[b])
+    def item(b: int, gemm: Gemm) -> None:
+        gemm(taps[0], samples[b], out[b])
 
     run_gemm_jobs(range(p.batch), item, gemm_lanes(_config.workers()), p.out_per_group * p.in_per_group * samples.shape[-1])
 

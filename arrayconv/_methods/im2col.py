@@ -24,7 +24,7 @@ from .._runtime.backend import NUMPY, Array, Backend
 from .._runtime.config import Settings
 from .._runtime.rates import Rates
 from .._runtime.scratch import scratch
-from .._runtime.threads import gemm_lanes, run_gemm_jobs
+from .._runtime.threads import Gemm, gemm_lanes, run_gemm_jobs
 from .._spec.problem import Problem
 from . import _winograd, direct
 from ._registry import Cost, Method, exact_dtype, output, register
@@ -273,16 +273,16 @@ def _run_exact(x: Array, w_cols: Array, problem: Problem, backend: Backend, out:
     lanes, chunk_bytes = _exact_lanes(p, _config.settings(NUMPY.name))
     chunks = lay.chunks(_bytes_per_sample(p), chunk_bytes, exact=True, parts=_config.cores())
 
-    def fill(chunk: Chunk) -> None:
+    def fill(chunk: Chunk, gemm: Gemm) -> None:
         items, rows = chunk.b1 - chunk.b0, chunk.r1 - chunk.r0
         grid, at = chunk_input(whole, x, chunk, p, backend)
         cols = scratch("im2col.cols", (items, p.groups, *p.kernel, p.in_per_group, rows, *p.out_spatial[1:]), x.dtype, backend)
         assign_rows(cols, lay.output_windows(grid, at, backend))  # one copy of every tap
         cols = cols.reshape(items, p.groups, depth, rows * row_samples)
         if rows == p.out_spatial[0]:
-            backend.xp.matmul(w_cols, cols, out=out[chunk.b0 : chunk.b1].reshape(items, p.groups, p.out_per_group, -1))
+            gemm(w_cols, cols, out[chunk.b0 : chunk.b1].reshape(items, p.groups, p.out_per_group, -1))
         else:  # one item: its rows r0:r1 of every output channel
-            backend.xp.matmul(w_cols, cols[0], out=out[chunk.b0, :, :, chunk.r0 : chunk.r1].reshape(p.groups, p.out_per_group, -1))
+            gemm(w_cols, cols[0], out[chunk.b0, :, :, chunk.r0 : chunk.r1].reshape(p.groups, p.out_per_group, -1))
 
     run_gemm_jobs(chunks, fill, lanes, p.out_per_group * depth * (chunks[0].r1 - chunks[0].r0) * row_samples)
 
@@ -335,7 +335,7 @@ def _run_last_axis(x: Array, w_taps: Array, problem: Problem, backend: Backend, 
     gathered_bytes = p.groups * p.in_per_group * p.kernel[-1] * p.dtype.itemsize  # per output sample
     chunk_bytes = max(1, min(_CHUNK_BYTES, _config.budget(backend.name) // 2) // max(lanes, cores))
 
-    def fill(chunk: Chunk) -> None:
+    def fill(chunk: Chunk, gemm: Gemm) -> None:
         items, rows = chunk.b1 - chunk.b0, chunk.r1 - chunk.r0
         slab_problem = _slab_problem(p, items, rows)
         slab = _gather_last_axis(grid, chunk, p, slab_problem, backend)

@@ -14,10 +14,15 @@ against 55-79), and on one BLAS thread each, faster (35-58 ms).
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any, TypeVar
+
+import numpy as np
+
+from . import config as _config
 
 Item = TypeVar("Item")
 
@@ -91,42 +96,66 @@ _blas_controller: Any = None
 
 def gemm_lanes(workers: int) -> int:
     """Threads that may each run their own GEMMs under :func:`one_blas_thread`: `workers`
-    on the main thread where threadpoolctl is installed (the ``threads`` extra), else 1.
+    where :func:`holds_blas`, else 1."""
+    return workers if holds_blas() else 1
+
+
+def holds_blas() -> bool:
+    """Whether arrayconv holds BLAS to one thread around its GEMMs: on the main thread,
+    where threadpoolctl is installed (the ``threads`` extra).
 
     Off the main thread BLAS keeps its threads: OpenBLAS (0.3.31, pthreads) ignores a
     request for more threads made from another thread, so a limit set there could never be
     lifted (threadpoolctl is made for limits set on the main thread), and a thread pool
     that calls arrayconv (dask's) already runs its calls side by side.
     """
-    on_main = threading.current_thread() is threading.main_thread()
-    return workers if on_main and _controller() is not None else 1
+    return threading.current_thread() is threading.main_thread() and _controller() is not None
 
 
-def run_gemm_jobs(items: Iterable[Item], job: Callable[[Item], None], lanes: int, macs_per_call: int) -> None:
-    """Run ``job(item)`` for every item, whose GEMMs run on `lanes` threads (from
-    :func:`gemm_lanes`) with BLAS on one thread each, or in order on this thread where
-    there is one lane or one item (BLAS threaded only for big calls: :func:`small_gemms`)."""
+Gemm = Callable[[Any, Any, Any], None]
+
+
+def run_gemm_jobs(items: Iterable[Item], job: Callable[[Item, Gemm], None], lanes: int, macs_per_call: int) -> None:
+    """Run ``job(item, gemm)`` for every item, `gemm(a, b, out)` being the matmul its big
+    GEMM calls make. Where :func:`holds_blas`, BLAS runs on one thread (a call on BLAS's own
+    threads waits out a scheduler's time slice whenever a busy machine preempts one: a
+    0.7 ms 1x1 layer took 16 ms with both cores busy, on one BLAS thread 1.1-1.5 ms):
+    several items share the `lanes`; one item's calls of :data:`_SPLIT_MACS` or more are
+    split by rows into a block per core on the lanes (:func:`matmul_split`). The blocks
+    follow the cores, not the lanes, so any number of workers gives the same bits."""
     pending = list(items)
-    if lanes > 1 and len(pending) > 1:
-        with one_blas_thread():
-            run_parallel(pending, job, lanes)
-    else:
-        with small_gemms(macs_per_call, lanes):
+    if not holds_blas():
+        for item in pending:
+            job(item, _matmul)
+        return
+    gemm: Gemm = _matmul
+    if len(pending) == 1 and macs_per_call >= _SPLIT_MACS:
+        gemm = functools.partial(matmul_split, parts=_config.cores(), threads=lanes)
+    with one_blas_thread():
+        if lanes > 1 and len(pending) > 1:
+            run_parallel(pending, lambda item: job(item, _matmul), lanes)
+        else:
             for item in pending:
-                job(item)
+                job(item, gemm)
 
 
-def small_gemms(macs_per_call: int, lanes: int) -> contextlib.AbstractContextManager[None]:
-    """BLAS held to one thread for GEMM calls of fewer than :data:`_THREADED_MACS`
-    multiply-adds, where :func:`gemm_lanes` allows (`lanes` over 1): a call that short waits
-    out a scheduler's time slice whenever a busy machine preempts one of BLAS's threads (a
-    0.7 ms 1x1 layer took 16 ms with both cores busy; on one BLAS thread, 1.1 and 1.5 ms)."""
-    return one_blas_thread() if lanes > 1 and macs_per_call < _THREADED_MACS else contextlib.nullcontext()
+def _matmul(a: Any, b: Any, out: Any) -> None:
+    np.matmul(a, b, out=out)
 
 
-# Multiply-adds of a GEMM call worth BLAS's threads: about 3 ms on one core, as long as
-# the time slices that a preempted thread waits out.
-_THREADED_MACS = 1 << 25
+def matmul_split(a: Any, b: Any, out: Any, parts: int, threads: int) -> None:
+    """``matmul(a, b, out=out)`` (NumPy), the rows of `a` and `out` (axis -2) in `parts`
+    blocks (whole multiples of :data:`_SPLIT_ROWS`) run on `threads` threads."""
+    rows = a.shape[-2]
+    block = -(-rows // max(1, parts)) // -_SPLIT_ROWS * -_SPLIT_ROWS
+    starts = range(0, rows, block)
+    run_parallel(starts, lambda r: np.matmul(a[..., r : r + block, :], b, out=out[..., r : r + block, :]), threads)
+
+
+# Multiply-adds of a GEMM call worth sharing over threads: about 3 ms on one core; shorter
+# calls lose more to the threads' hand-offs than they share. Blocks of rows: BLAS's widest.
+_SPLIT_MACS = 1 << 25
+_SPLIT_ROWS = 16
 
 
 @contextlib.contextmanager
