@@ -1,18 +1,21 @@
 """Conv layers outside deep-learning frameworks: arrayconv.conv against torch's CPU conv.
 
-Usage: ``python -m bench.layers [--batches 1,16] [--repeats 7] [--out bench/results]``.
+Usage: ``python -m bench.layers [--batches 1,16] [--repeats 7] [--loaded] [--out bench/results]``.
 The layer shapes people run on images: 3x3 and 5x5 multichannel at unit stride, stride 2,
 1x1, grouped, depthwise 3x3 to 7x7, dilated, and 3-D 3x3x3, each at each batch size,
 float32. ``arrayconv.conv`` ('auto') and ``torch.nn.functional.conv2d`` / ``conv3d`` (its
 CPU build, oneDNN, as many threads as arrayconv's workers) run interleaved in one process
 after a warm-up; the median of `repeats` rounds. Each row has the memory floor beside it:
-the input read and the output written once at the machine's stream rate. Writes
-``layers-<date>.md`` and ``.json`` to `out`.
+the input read and the output written once at the machine's stream rate. With
+``--loaded``, every call runs with a busy-looping process on every core
+(:func:`.contention.busy_cores`). Writes ``layers-<date>.md`` (``layers-loaded-<date>.md``)
+and ``.json`` to `out`.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import sys
@@ -23,8 +26,10 @@ import numpy as np
 import arrayconv as ac
 from arrayconv._runtime import config as _config
 from arrayconv._runtime.backend import NUMPY
+from arrayconv._runtime.machine import usable_cores
 from arrayconv._runtime.rates import rates_for
 
+from .contention import busy_cores
 from .peers import interleaved_medians, time_call
 from .run import command_line, report_head, versions
 
@@ -70,11 +75,11 @@ def time_layer(name: str, x_shape: tuple[int, ...], w_shape: tuple[int, ...], op
     return {"layer": name, "batch": batch, "x": list(x.shape), "w": list(w_shape), "options": options, "median_s": median, "floor_s": floor, "difference": difference, "method": method, "missing": missing}
 
 
-def write(rows: list[dict], folder: Path, argv: list[str]) -> Path:
+def write(rows: list[dict], folder: Path, argv: list[str], loaded: bool) -> Path:
     """JSON and Markdown; returns the Markdown path."""
     date = datetime.date.today().isoformat()
     folder.mkdir(parents=True, exist_ok=True)
-    stem = folder / f"layers-{date}"
+    stem = folder / f"layers-{'loaded-' if loaded else ''}{date}"
     report = {"date": date, "command": command_line("python -m bench.layers", argv), "versions": versions(), "rows": rows}
     stem.with_suffix(".json").write_text(json.dumps(report, indent=1))
     lines = [
@@ -82,6 +87,7 @@ def write(rows: list[dict], folder: Path, argv: list[str]) -> Path:
         "float32; `arrayconv.conv` ('auto') and `torch.nn.functional.conv2d`/`conv3d` interleaved after a warm-up, medians of",
         "the rounds, milliseconds. Ratio: torch's time over arrayconv's (over 1: arrayconv faster). Floor: the input read and the",
         "output written once at the machine's stream rate. Difference: the largest from torch's result, over the largest magnitude.",
+        *([f"Loaded: a busy-looping process on each of the {usable_cores()} cores this process may use, for every call."] if loaded else []),
         "",
         "| layer | batch | arrayconv | method | torch | ratio | floor | difference |",
         "|---|---|---|---|---|---|---|---|",
@@ -102,15 +108,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--batches", default="1,16")
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--loaded", action="store_true", help="every core busy with another process")
     parser.add_argument("--out", default="bench/results")
     args = parser.parse_args(argv)
     rows = []
-    for batch in (int(b) for b in args.batches.split(",")):
-        for name, x_shape, w_shape, options in LAYERS:
-            rows.append(time_layer(name, x_shape, w_shape, options, batch, args.repeats))
-            s = rows[-1]["median_s"]
-            print(f"{name} batch {batch}: " + ", ".join(f"{n} {1e3 * t:.2f} ms" for n, t in s.items()), flush=True)
-    print(write(rows, Path(args.out), argv))
+    with busy_cores(usable_cores()) if args.loaded else contextlib.nullcontext():
+        for batch in (int(b) for b in args.batches.split(",")):
+            for name, x_shape, w_shape, options in LAYERS:
+                rows.append(time_layer(name, x_shape, w_shape, options, batch, args.repeats))
+                s = rows[-1]["median_s"]
+                print(f"{name} batch {batch}: " + ", ".join(f"{n} {1e3 * t:.2f} ms" for n, t in s.items()), flush=True)
+    print(write(rows, Path(args.out), argv, args.loaded))
     return 0
 
 
