@@ -121,7 +121,7 @@ def run_gemm_jobs(items: Iterable[Item], job: Callable[[Item, Gemm], None], lane
     threads waits out a scheduler's time slice whenever a busy machine preempts one: a
     0.7 ms 1x1 layer took 16 ms with both cores busy, on one BLAS thread 1.1-1.5 ms):
     several items share the `lanes`; one item's calls of :data:`_SPLIT_MACS` or more are
-    split by rows into a block per core on the lanes (:func:`matmul_split`). The blocks
+    split by columns into a block per core on the lanes (:func:`matmul_split`). The blocks
     follow the cores, not the lanes, so any number of workers gives the same bits."""
     pending = list(items)
     if not holds_blas():
@@ -144,18 +144,18 @@ def _matmul(a: Any, b: Any, out: Any) -> None:
 
 
 def matmul_split(a: Any, b: Any, out: Any, parts: int, threads: int) -> None:
-    """``matmul(a, b, out=out)`` (NumPy), the rows of `a` and `out` (axis -2) in `parts`
-    blocks (whole multiples of :data:`_SPLIT_ROWS`) run on `threads` threads."""
-    rows = a.shape[-2]
-    block = -(-rows // max(1, parts)) // -_SPLIT_ROWS * -_SPLIT_ROWS
-    starts = range(0, rows, block)
-    run_parallel(starts, lambda r: np.matmul(a[..., r : r + block, :], b, out=out[..., r : r + block, :]), threads)
+    """``matmul(a, b, out=out)`` (NumPy), the columns of `b` and `out` (last axis) in
+    `parts` blocks run on `threads` threads."""
+    columns = b.shape[-1]
+    block = -(-columns // max(1, parts)) // -_SPLIT_COLUMNS * -_SPLIT_COLUMNS
+    starts = range(0, columns, block)
+    run_parallel(starts, lambda c: np.matmul(a, b[..., c : c + block], out=out[..., c : c + block]), threads)
 
 
 # Multiply-adds of a GEMM call worth sharing over threads: about 3 ms on one core; shorter
-# calls lose more to the threads' hand-offs than they share. Blocks of rows: BLAS's widest.
+# calls lose more to waking a thread than they share. Blocks of columns: whole cache lines.
 _SPLIT_MACS = 1 << 25
-_SPLIT_ROWS = 16
+_SPLIT_COLUMNS = 16
 
 
 @contextlib.contextmanager
