@@ -1,6 +1,6 @@
 """Conv layers outside deep-learning frameworks: arrayconv.conv against torch's CPU conv.
 
-Usage: ``python -m bench.layers [--batches 1,16] [--repeats 7] [--loaded] [--out bench/results]``.
+Usage: ``python -m bench.layers [--batches 1,16] [--repeats 7] [--loaded] [--base BASE] [--out bench/results]``.
 The layer shapes people run on images: 3x3 and 5x5 multichannel at unit stride, stride 2,
 1x1, grouped, depthwise 3x3 to 7x7, dilated, and 3-D 3x3x3, each at each batch size,
 float32. ``arrayconv.conv`` ('auto') and ``torch.nn.functional.conv2d`` / ``conv3d`` (its
@@ -8,8 +8,11 @@ CPU build, oneDNN, as many threads as arrayconv's workers) run interleaved in on
 after a warm-up; the median of `repeats` rounds. Each row has the memory floor beside it:
 the input read and the output written once at the machine's stream rate. With
 ``--loaded``, every call runs with a busy-looping process on every core
-(:func:`.contention.busy_cores`). Writes ``layers-<date>.md`` (``layers-loaded-<date>.md``)
-and ``.json`` to `out`.
+(:func:`.contention.busy_cores`). With ``--base``, an older arrayconv (a folder holding
+its package, e.g. made by ``git archive REV arrayconv | tar -x -C BASE``) runs interleaved
+in the same process, imported under another name: before and after without the drift
+between processes that this machine shows. Writes ``layers-<date>.md``
+(``layers-loaded-<date>.md``) and ``.json`` to `out`.
 """
 
 from __future__ import annotations
@@ -17,9 +20,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
+import importlib
 import json
+import shutil
 import sys
+import tempfile
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 
@@ -49,12 +56,26 @@ LAYERS = [
 ]
 
 
-def time_layer(name: str, x_shape: tuple[int, ...], w_shape: tuple[int, ...], options: dict, batch: int, repeats: int) -> dict:
-    """Median seconds of arrayconv and torch on one layer, their largest difference, the floor."""
+def load_base(folder: Path) -> ModuleType:
+    """The arrayconv package under `folder`, imported as ``arrayconv_base`` (its own
+    imports are relative) from a copy in a temporary folder."""
+    if not (folder / "arrayconv" / "__init__.py").is_file():
+        raise SystemExit(f"{folder} holds no arrayconv package (make one with `git archive REV arrayconv | tar -x -C {folder}`)")
+    copy = Path(tempfile.mkdtemp(prefix="arrayconv-base-"))
+    shutil.copytree(folder / "arrayconv", copy / "arrayconv_base")
+    sys.path.insert(0, str(copy))
+    return importlib.import_module("arrayconv_base")
+
+
+def time_layer(name: str, x_shape: tuple[int, ...], w_shape: tuple[int, ...], options: dict, batch: int, repeats: int, base: ModuleType | None = None) -> dict:
+    """Median seconds of arrayconv (and `base`, an older one) and torch on one layer, their
+    largest difference, the floor."""
     rng = np.random.default_rng(0)
     x = rng.standard_normal((batch, *x_shape), dtype=np.float32)
     w = rng.standard_normal(w_shape, dtype=np.float32)
     calls = {"arrayconv": lambda: ac.conv(x, w, **options)}
+    if base is not None:
+        calls["base"] = lambda: base.conv(x, w, **options)
     missing = ""
     try:
         import torch
@@ -75,7 +96,7 @@ def time_layer(name: str, x_shape: tuple[int, ...], w_shape: tuple[int, ...], op
     return {"layer": name, "batch": batch, "x": list(x.shape), "w": list(w_shape), "options": options, "median_s": median, "floor_s": floor, "difference": difference, "method": method, "missing": missing}
 
 
-def write(rows: list[dict], folder: Path, argv: list[str], loaded: bool) -> Path:
+def write(rows: list[dict], folder: Path, argv: list[str], loaded: bool, base: Path | None = None) -> Path:
     """JSON and Markdown; returns the Markdown path."""
     date = datetime.date.today().isoformat()
     folder.mkdir(parents=True, exist_ok=True)
@@ -88,16 +109,18 @@ def write(rows: list[dict], folder: Path, argv: list[str], loaded: bool) -> Path
         "the rounds, milliseconds. Ratio: torch's time over arrayconv's (over 1: arrayconv faster). Floor: the input read and the",
         "output written once at the machine's stream rate. Difference: the largest from torch's result, over the largest magnitude.",
         *([f"Loaded: a busy-looping process on each of the {usable_cores()} cores this process may use, for every call."] if loaded else []),
+        *([f"Base: the arrayconv under `{base}`, interleaved in the same process; this / base: this one's time over the base's."] if base else []),
         "",
-        "| layer | batch | arrayconv | method | torch | ratio | floor | difference |",
-        "|---|---|---|---|---|---|---|---|",
+        "| layer | batch | arrayconv | method | torch | ratio | floor | difference |" + (" base | this / base |" if base else ""),
+        "|---|---|---|---|---|---|---|---|" + ("---|---|" if base else ""),
     ]
     for r in rows:
         s = r["median_s"]
         torch_ms = f"{1e3 * s['torch']:.2f}" if "torch" in s else "-"
         ratio = f"{s['torch'] / s['arrayconv']:.2f}" if "torch" in s else "-"
         difference = f"{r['difference']:.0e}" if r["difference"] is not None else "-"
-        lines.append(f"| {r['layer']} | {r['batch']} | {1e3 * s['arrayconv']:.2f} | {r['method']} | {torch_ms} | {ratio} | {1e3 * r['floor_s']:.2f} | {difference} |")
+        then = f" {1e3 * s['base']:.2f} | {s['arrayconv'] / s['base']:.2f} |" if "base" in s else ""
+        lines.append(f"| {r['layer']} | {r['batch']} | {1e3 * s['arrayconv']:.2f} | {r['method']} | {torch_ms} | {ratio} | {1e3 * r['floor_s']:.2f} | {difference} |" + then)
     stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
     return stem.with_suffix(".md")
 
@@ -109,16 +132,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batches", default="1,16")
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--loaded", action="store_true", help="every core busy with another process")
+    parser.add_argument("--base", type=Path, help="a folder holding an older arrayconv package, timed beside this one")
     parser.add_argument("--out", default="bench/results")
     args = parser.parse_args(argv)
+    base = load_base(args.base) if args.base else None
     rows = []
     with busy_cores(usable_cores()) if args.loaded else contextlib.nullcontext():
         for batch in (int(b) for b in args.batches.split(",")):
             for name, x_shape, w_shape, options in LAYERS:
-                rows.append(time_layer(name, x_shape, w_shape, options, batch, args.repeats))
+                rows.append(time_layer(name, x_shape, w_shape, options, batch, args.repeats, base))
                 s = rows[-1]["median_s"]
                 print(f"{name} batch {batch}: " + ", ".join(f"{n} {1e3 * t:.2f} ms" for n, t in s.items()), flush=True)
-    print(write(rows, Path(args.out), argv, args.loaded))
+    print(write(rows, Path(args.out), argv, args.loaded, args.base))
     return 0
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import arrayconv as ac
-from bench import accuracy, deconvolve, images, match, overhead, page, plans, run, sweep
+from bench import accuracy, deconvolve, images, layers, match, overhead, page, plans, run, sweep
 from bench.cases import CASES, Case, random_array
 from bench.devices import device
 from bench.peers import QUICK_MAX_DIRECT_MACS, peer_callables
@@ -542,3 +542,19 @@ def test_dropin_bench_rows(tmp_path):
     for r in report["rows"]:
         assert r["difference"] < 1e-5 and r["dtype"] == "float32" and set(r["median_s"]) == {"arrayconv", "scipy"}
     assert "| ndimage.gaussian_filter | 12x12x12 |" in next(tmp_path.glob("dropin-*.md")).read_text()
+
+
+def test_layers_bench_times_an_older_arrayconv_beside_this_one(tmp_path, monkeypatch):
+    # --base: a copy of a package imported under another name, timed in the same rounds.
+    import shutil
+
+    shutil.copytree(Path(ac.__file__).parent, tmp_path / "base" / "arrayconv")
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    base = layers.load_base(tmp_path / "base")
+    assert base.__name__ == "arrayconv_base" and base is not ac
+    row = layers.time_layer("3x3, 4 -> 4", (4, 12, 12), (4, 4, 3, 3), dict(padding=1), 1, 1, base)
+    assert {"arrayconv", "base"} <= set(row["median_s"])
+    text = layers.write([row], tmp_path, ["--base", "b"], loaded=False, base=tmp_path / "base").read_text()
+    assert "| base | this / base |" in text and text.count("|\n") >= 3
+    with pytest.raises(SystemExit, match="holds no arrayconv"):
+        layers.load_base(tmp_path)
