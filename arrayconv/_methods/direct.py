@@ -265,8 +265,9 @@ def run(x: Array, kernel: Kernel, problem: Problem, backend: Backend, out: Array
 
 
 def _run_pointwise(x: Array, taps: Array, problem: Problem, backend: Backend, out: Array) -> None:
-    """A 1x1 kernel's GEMMs ``(Og, Cg) @ (Cg, samples)``: on NumPy, an item per job on the
-    GEMM lanes (:func:`.._threads.run_gemm_jobs`); on a GPU, one batched call."""
+    """A 1x1 kernel's GEMMs ``(Og, Cg) @ (Cg, samples)``: on NumPy, the batch in a block of
+    items per core on the GEMM lanes (:func:`.._threads.run_gemm_jobs`); on a GPU, one
+    batched call."""
     p = problem
     samples = x.reshape(p.batch, p.groups, p.in_per_group, *p.spatial)[(..., *(slice(None, None, s) for s in p.stride))]
     samples = samples.reshape(p.batch, p.groups, p.in_per_group, -1)
@@ -275,10 +276,12 @@ def _run_pointwise(x: Array, taps: Array, problem: Problem, backend: Backend, ou
         backend.xp.matmul(taps[0], samples, out=out)
         return
 
-    def item(b: int, gemm: Gemm) -> None:
-        gemm(taps[0], samples[b], out[b])
+    block = -(-p.batch // _config.cores())
 
-    run_gemm_jobs(range(p.batch), item, gemm_lanes(_config.workers()), p.out_per_group * p.in_per_group * samples.shape[-1])
+    def items(b: int, gemm: Gemm) -> None:
+        gemm(taps[0], samples[b : b + block], out[b : b + block])
+
+    run_gemm_jobs(range(0, p.batch, block), items, gemm_lanes(_config.workers()), p.out_per_group * p.in_per_group * samples.shape[-1])
 
 
 def _lane_chunk_bytes(target: int, lay: Layout) -> int:
