@@ -11,7 +11,6 @@ import pytest
 from _reference import assert_matches, random, reference_conv, reference_correlate
 
 import arrayconv as ac
-from arrayconv._methods import im2col
 from arrayconv._runtime import config as _config
 from arrayconv._runtime import threads as _threads
 from arrayconv._runtime.threads import gemm_lanes, one_blas_thread, run_parallel
@@ -92,14 +91,13 @@ def test_im2col_runs_its_chunks_on_every_worker_with_blas_on_one_thread(threadpo
     # gets its threads back after. Without threadpoolctl the chunks run in the calling
     # thread, BLAS untouched. 8 images of 16 channels: columns of 2.4 MB each, 4 chunks;
     # one image of 128 channels and 4 taps a row gathers only the last axis's taps (deep
-    # columns), its rows in chunks of 100 kB shared between the lanes.
+    # columns), its rows in a chunk per core.
     if threadpoolctl:
         pytest.importorskip("threadpoolctl")
     else:
         monkeypatch.setitem(sys.modules, "threadpoolctl", None)
     monkeypatch.setattr(_threads, "_blas_controller", None)
     before = _blas_threads() if threadpoolctl else None
-    monkeypatch.setattr(im2col, "_CHUNK_BYTES", 100_000)
     x, w = random(rng, x_shape, "float32"), random(rng, w_shape, "float32")
     runs, limits = [], []
 

@@ -89,6 +89,15 @@ class Layout:
             for r in range(0, rows, rows_per_chunk)
         ]
 
+    def share_bytes(self, bytes_per_sample: int, parts: int) -> int:
+        """Bytes of a chunk (at `bytes_per_sample` per flat output sample) that gives each of
+        `parts` threads one: whole items where there are as many, else rows of one item."""
+        p = self.problem
+        row_bytes, rows = self.row_length * bytes_per_sample, p.out_spatial[0]
+        if p.batch >= parts:
+            return row_bytes * rows * -(-p.batch // parts)
+        return row_bytes * -(-rows // parts)
+
     def chunk_extent(self, bytes_per_sample: int, target_bytes: int, *, exact: bool = False) -> tuple[int, int]:
         """Batch items and output rows of :meth:`chunks`' first chunk (whole items, or rows
         of one item), without listing them all."""

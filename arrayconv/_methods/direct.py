@@ -248,7 +248,10 @@ def run(x: Array, kernel: Kernel, problem: Problem, backend: Backend, out: Array
     lay, sums = layout(p), (_rows.accumulate if rows else accumulate)
     gemms = backend.name == "numpy" and p.in_per_group > 1
     lanes = gemm_lanes(_config.workers()) if gemms else 1
-    work = lay.chunks(_bytes_per_sample(p), _lane_chunk_bytes(_chunk_bytes(p, rows, backend), lay) if gemms else _chunk_bytes(p, rows, backend), parts=_config.cores() if gemms else 1)
+    # GEMM taps: a chunk per core at least, each on one BLAS thread (BLAS's own threads wait on
+    # one another at every tap, and stall when another process holds a core: 4 ms -> 90 ms).
+    target = min(_chunk_bytes(p, rows, backend), lay.share_bytes(_bytes_per_sample(p), _config.cores())) if gemms else _chunk_bytes(p, rows, backend)
+    work = lay.chunks(_bytes_per_sample(p), target, parts=_config.cores() if gemms else 1)
     own_rows = len(work) > 1 and _pads_chunks(p)
     whole = None if own_rows else pad_input(x, p, backend)
     x = x.reshape(p.batch, p.groups, p.in_per_group, *p.spatial) if own_rows else x
@@ -282,20 +285,6 @@ def _run_pointwise(x: Array, taps: Array, problem: Problem, backend: Backend, ou
         gemm(taps[0], samples[b : b + block], out[b : b + block])
 
     run_gemm_jobs(range(0, p.batch, block), items, gemm_lanes(_config.workers()), p.out_per_group * p.in_per_group * samples.shape[-1])
-
-
-def _lane_chunk_bytes(target: int, lay: Layout) -> int:
-    """`target`, made small enough to give each core a chunk of GEMM taps of its own
-    (evened out over the cores by :meth:`._taps.Layout.chunks`).
-
-    GEMM taps run on arrayconv's threads, each with one BLAS thread, rather than on BLAS's
-    threads: those wait on one another at every call, and a core taken by another process
-    then stalls each tap (a 4 ms conv took 90 ms with every core busy). The chunks follow
-    the cores, not the workers, so that any number of workers gives the same bits.
-    """
-    p = lay.problem
-    whole = p.batch * p.out_spatial[0] * lay.row_length * _bytes_per_sample(p)
-    return max(1, min(target, -(-whole // _config.cores())))
 
 
 def _pads_chunks(problem: Problem) -> bool:

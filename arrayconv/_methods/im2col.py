@@ -323,8 +323,8 @@ def _run_last_axis(x: Array, w_taps: Array, problem: Problem, backend: Backend, 
     """Fill `out` ``(B, G, Og, *out_spatial)`` chunk by chunk: gather the last axis's taps
     of the chunk's rows into a slab, then sum the other taps over it (:func:`direct.accumulate`).
 
-    The chunks are shared out evenly over the cores (the same chunks for any number of
-    workers, so the same bits) and run on the GEMM lanes (:func:`.._threads.gemm_lanes`)
+    The chunks, at least one per core and near-equal (the same chunks for any number of
+    workers, so the same bits), run on the GEMM lanes (:func:`.._threads.gemm_lanes`)
     with BLAS on one thread per lane: BLAS's own threads, one call per tap,
     each wait at every call for a thread that a busy machine has preempted (case e16: 7.9x
     slower with both cores busy).
@@ -333,7 +333,8 @@ def _run_last_axis(x: Array, w_taps: Array, problem: Problem, backend: Backend, 
     grid = padded_grid(pad_input(x, p, backend), p)
     lanes, cores = gemm_lanes(_config.settings(backend.name).workers), _config.cores()
     gathered_bytes = p.groups * p.in_per_group * p.kernel[-1] * p.dtype.itemsize  # per output sample
-    chunk_bytes = max(1, min(_CHUNK_BYTES, _config.budget(backend.name) // 2) // max(lanes, cores))
+    in_flight = min(_CHUNK_BYTES, _config.budget(backend.name) // 2) // max(lanes, cores)
+    chunk_bytes = max(1, min(in_flight, layout(p).share_bytes(gathered_bytes, cores)))
 
     def fill(chunk: Chunk, gemm: Gemm) -> None:
         items, rows = chunk.b1 - chunk.b0, chunk.r1 - chunk.r0
