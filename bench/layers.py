@@ -11,7 +11,9 @@ the input read and the output written once at the machine's stream rate. With
 (:func:`.contention.busy_cores`). With ``--base``, an older arrayconv (a folder holding
 its package, e.g. made by ``git archive REV arrayconv | tar -x -C BASE``) runs interleaved
 in the same process, imported under another name: before and after without the drift
-between processes that this machine shows. Writes ``layers-<date>.md``
+between processes. Where one version runs BLAS on its own threads and the other on its
+own lanes, BLAS's threads spin for a while after each call and slow the next version's
+threads: then compare versions in separate processes. Writes ``layers-<date>.md``
 (``layers-loaded-<date>.md``) and ``.json`` to `out`.
 """
 
