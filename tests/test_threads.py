@@ -253,16 +253,24 @@ def test_one_item_of_gemms_runs_on_one_blas_thread_its_big_calls_split_over_the_
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_one_chunk_whose_gemm_is_split_gives_the_same_bits_on_any_workers(dtype, monkeypatch, rng):
-    # One image's columns in one chunk: its GEMM's rows split in a block per core, on two
-    # lanes or on one worker.
+@pytest.mark.parametrize(
+    "x_shape, w_shape, padding",
+    [((1, 16, 30, 30), (40, 16, 3, 3), 1), ((1, 64, 10, 10), (64, 64, 3, 3), 1), ((1, 128, 3, 24), (4, 128, 3, 4), 0)],
+    ids=["columns", "winograd", "last-axis"],
+)
+def test_one_chunk_whose_gemm_is_split_gives_the_same_bits_on_any_workers(dtype, x_shape, w_shape, padding, monkeypatch, rng):
+    # One image in one chunk (im2col's columns, Winograd's tiles, the last axis's taps):
+    # its GEMMs split by columns in a block per core, on two lanes or on one worker.
     pytest.importorskip("threadpoolctl")
     monkeypatch.setattr(_threads, "_blas_controller", None)
     monkeypatch.setattr(_threads, "_SPLIT_MACS", 1)
     monkeypatch.setattr(_config, "_CORES", 2)
-    x, w = random(rng, (1, 16, 30, 30), dtype), random(rng, (40, 16, 3, 3), dtype)
+    x, w = random(rng, x_shape, dtype), random(rng, w_shape, dtype)
     with ac.config(workers=1):
-        one = ac.conv(x, w, padding=1, method="im2col")
+        one = ac.conv(x, w, padding=padding, method="im2col")
+    shared, share = [], _threads.run_parallel
+    monkeypatch.setattr(_threads, "run_parallel", lambda items, job, workers: shared.append((len(items), workers)) or share(items, job, workers))
     with ac.config(workers=2):
-        np.testing.assert_array_equal(ac.conv(x, w, padding=1, method="im2col"), one)
-    assert_matches(one, reference_conv(x, w, padding=1), dtype=dtype)
+        np.testing.assert_array_equal(ac.conv(x, w, padding=padding, method="im2col"), one)
+    assert shared and all(call == (2, 2) for call in shared), shared
+    assert_matches(one, reference_conv(x, w, padding=padding), dtype=dtype)

@@ -74,7 +74,7 @@ def run(x: Array, kernel: WinogradKernel, problem: Problem, backend: Backend, ou
     chunks = [(item, t0, min(t0 + chunk_rows, rows)) for item in range(p.batch) for t0 in range(0, rows, chunk_rows)]
 
     def fill(chunk: tuple[int, int, int], gemm: Gemm) -> None:
-        _run_chunk(x, kernel.taps, p, backend, out, *chunk)
+        _run_chunk(x, kernel.taps, p, backend, out, gemm, *chunk)
 
     run_gemm_jobs(chunks, fill, gemm_lanes(settings.workers), p.out_per_group * p.in_per_group * chunk_rows * _tiles(p)[1])
 
@@ -92,7 +92,7 @@ def _chunk_rows(problem: Problem, settings: Settings) -> int:
     return even_chunk_length(_tiles(p)[0], min(_CHUNK_BYTES, settings.budget // 4) // per_row, p.batch, _config.cores())
 
 
-def _run_chunk(x: Array, taps: Array, problem: Problem, backend: Backend, out: Array, item: int, t0: int, t1: int) -> None:
+def _run_chunk(x: Array, taps: Array, problem: Problem, backend: Backend, out: Array, gemm: Gemm, item: int, t0: int, t1: int) -> None:
     """Tile rows ``t0:t1`` of batch item `item`: their input rows, zero-padded; the input's
     transform ``B^T d B``; the 16 GEMMs; the output's transform ``A^T m A`` into `out`."""
     p = problem
@@ -112,7 +112,7 @@ def _run_chunk(x: Array, taps: Array, problem: Problem, backend: Backend, out: A
         for b, (i, j, s) in enumerate(((0, 2, -1), (1, 2, 1), (2, 1, -1), (1, 3, -1))):
             combine(e[i], e[j], s, v[a, b])
     m = scratch("winograd.m", (4, 4, p.groups, p.out_per_group, rows * cols), x.dtype, backend)
-    backend.xp.matmul(taps, v.reshape(16, *lead, rows * cols), out=m.reshape(16, p.groups, p.out_per_group, rows * cols))
+    gemm(taps, v.reshape(16, *lead, rows * cols), m.reshape(16, p.groups, p.out_per_group, rows * cols))
     m = m.reshape(4, 4, p.groups, p.out_per_group, rows, cols)
     target = out[item, :, :, 2 * t0 : min(2 * t1, p.out_spatial[0])]
     half = scratch("winograd.half", (4, p.groups, p.out_per_group, rows, cols), x.dtype, backend)

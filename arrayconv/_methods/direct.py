@@ -339,15 +339,17 @@ def single_call(kernel: Kernel, problem: Problem) -> Callable[[Array], Array] | 
     return lambda x: call(x, taps)
 
 
-def accumulate(padded: Array, w_taps: Array, lay: Layout, chunk: Chunk, backend: Backend) -> Array:
+def accumulate(padded: Array, w_taps: Array, lay: Layout, chunk: Chunk, backend: Backend, gemm: Gemm | None = None) -> Array:
     """The sum over taps of kernel times input for `chunk` of `padded` (laid out by
     :func:`._taps.pad_input`): ``(Bc, G, Og, chunk_length)``, junk columns included.
 
     Each tap is a GEMM over input channels, or a multiply-add with one channel per group.
     The sum and each tap's product live in this thread's scratch buffers: the result is
-    valid until the thread's next call.
+    valid until the thread's next call. `gemm` makes the GEMM calls (from
+    :func:`.._threads.run_gemm_jobs`; ``xp.matmul`` by default).
     """
     p, xp = lay.problem, backend.xp
+    gemm = gemm or (lambda a, b, out: xp.matmul(a, b, out=out))
     shape = (chunk.b1 - chunk.b0, p.groups, p.out_per_group, lay.chunk_length(chunk))
     total = scratch("direct.sum", shape, padded.dtype, backend)
     product = scratch("direct.product", shape, padded.dtype, backend)
@@ -361,7 +363,7 @@ def accumulate(padded: Array, w_taps: Array, lay: Layout, chunk: Chunk, backend:
         if p.in_per_group == 1:
             xp.multiply(w_tap, x_tap, out=target)
         else:
-            xp.matmul(w_tap, x_tap, out=target)
+            gemm(w_tap, x_tap, target)
         if t:
             total += product
     return total

@@ -341,7 +341,7 @@ def _run_last_axis(x: Array, w_taps: Array, problem: Problem, backend: Backend, 
         slab_problem = _slab_problem(p, items, rows)
         slab = _gather_last_axis(grid, chunk, p, slab_problem, backend)
         slab_layout, whole = layout(slab_problem), Chunk(0, items, 0, rows)
-        block = direct.accumulate(slab, w_taps, slab_layout, whole, backend)
+        block = direct.accumulate(slab, w_taps, slab_layout, whole, backend, gemm)
         slab_layout.store_block(out[chunk.b0 : chunk.b1, :, :, chunk.r0 : chunk.r1], block, whole)
 
     chunks = layout(p).chunks(gathered_bytes, chunk_bytes, parts=cores)
