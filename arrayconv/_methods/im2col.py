@@ -331,10 +331,11 @@ def _run_last_axis(x: Array, w_taps: Array, problem: Problem, backend: Backend, 
     """
     p = problem
     grid = padded_grid(pad_input(x, p, backend), p)
-    lanes, cores = gemm_lanes(_config.settings(backend.name).workers), _config.cores()
-    gathered_bytes = p.groups * p.in_per_group * p.kernel[-1] * p.dtype.itemsize  # per output sample
+    lay, lanes, cores = layout(p), gemm_lanes(_config.settings(backend.name).workers), _config.cores()
+    depth = p.in_per_group * p.kernel[-1]
+    gathered_bytes = p.groups * depth * p.dtype.itemsize  # per output sample
     in_flight = min(_CHUNK_BYTES, _config.budget(backend.name) // 2) // max(lanes, cores)
-    chunk_bytes = max(1, min(in_flight, layout(p).share_bytes(gathered_bytes, cores)))
+    chunk_bytes = max(1, min(in_flight, lay.share_bytes(gathered_bytes, cores)))
 
     def fill(chunk: Chunk, gemm: Gemm) -> None:
         items, rows = chunk.b1 - chunk.b0, chunk.r1 - chunk.r0
@@ -344,9 +345,8 @@ def _run_last_axis(x: Array, w_taps: Array, problem: Problem, backend: Backend, 
         block = direct.accumulate(slab, w_taps, slab_layout, whole, backend, gemm)
         slab_layout.store_block(out[chunk.b0 : chunk.b1, :, :, chunk.r0 : chunk.r1], block, whole)
 
-    chunks = layout(p).chunks(gathered_bytes, chunk_bytes, parts=cores)
-    depth, samples = p.in_per_group * p.kernel[-1], (chunks[0].r1 - chunks[0].r0) * layout(p).row_length
-    run_gemm_jobs(chunks, fill, lanes, p.out_per_group * depth * samples)
+    chunks = lay.chunks(gathered_bytes, chunk_bytes, parts=cores)
+    run_gemm_jobs(chunks, fill, lanes, p.out_per_group * depth * lay.chunk_length(chunks[0]))
 
 
 def _slab_problem(problem: Problem, items: int, rows: int) -> Problem:
