@@ -20,10 +20,11 @@ pytestmark = pytest.mark.skipif(not _compiled.available(), reason="numba is not 
 
 
 @contextlib.contextmanager
-def _forced(halo: bool = True):
+def _forced(halo: bool = True, held: int | None = None):
     """Direct takes its compiled form wherever that runs (fused passes for an outer
     product), whatever the estimates say; its taps run from a copy of each block's rows
-    extended past the column edges at any width (`halo`) or at none."""
+    extended past the column edges at any width (`halo`) or at none; with `held`, the loops
+    made for a CPU whose registers hold that many weights (kernel rows a pass)."""
     real = direct._fastest_form
 
     def form(problem, backend, rates, settings):
@@ -34,6 +35,8 @@ def _forced(halo: bool = True):
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(direct, "_fastest_form", form)
         patch.setattr(_compiled, "_HALO_WIDTH", (1 << 30,) * 2 if halo else (0, 0))
+        if held is not None:
+            patch.setattr(_compiled, "_weights_held", lambda: held)
         ac.clear_caches()
         _compiled._geometry.cache_clear()
         yield
@@ -61,11 +64,12 @@ def _plan_is_compiled(plan) -> bool:
     flip=st.booleans(),
     outer=st.booleans(),
     halo=st.booleans(),
+    held=st.sampled_from(_compiled._HELD_WEIGHTS),
     seed=st.integers(0, 2**16),
 )
-def test_matches_the_reference(ndim, sizes, kernel, mode, dtype, flip, outer, halo, seed):
+def test_matches_the_reference(ndim, sizes, kernel, mode, dtype, flip, outer, halo, held, seed):
     """2-D and 3-D, odd and even kernels, kernels larger than the image, every mode; an
-    outer-product kernel through the fused passes."""
+    outer-product kernel through the fused passes; the loops of 16 and of 32 registers."""
     rng = np.random.default_rng(seed)
     shape, k = tuple(sizes[:ndim]), tuple(kernel[:ndim])
     if mode == "valid":
@@ -77,7 +81,7 @@ def test_matches_the_reference(ndim, sizes, kernel, mode, dtype, flip, outer, ha
             w = np.multiply.outer(w, random(rng, (n,), dtype))
     else:
         w = random(rng, k, dtype)
-    with _forced(halo):
+    with _forced(halo, held):
         plan = (ac.plan_convolve if flip else ac.plan_correlate)(w, x.shape, mode, "direct", dtype=dtype)
         problem = plan._spec.problem  # leading axes where the kernel is 1 long are batch axes: 1-D problems take the rows
         assert _plan_is_compiled(plan) == _compiled.takes(problem, NUMPY)
@@ -119,19 +123,24 @@ def test_the_same_bits_on_one_worker_or_many(compiled, rng):
         np.testing.assert_array_equal(one, two)
 
 
+@pytest.mark.parametrize("halo", [True, False], ids=["halo", "in-place"])
 @pytest.mark.parametrize("kernel", [(3, 3, 3), (2, 3, 4), (3, 1, 5)])
 @pytest.mark.parametrize("boundary", ["constant", "symmetric", "wrap"])
-def test_volumes_sum_every_planes_rows_in_one_pass(compiled, rng, kernel, boundary):
-    """A volume's small kernel (up to 27 taps) sums the rows of all its planes in one pass
-    where the input's planes are stacked rows, and plane by plane where they are not (a
-    slice of a larger volume); both as the reference, with a fill value past the edges."""
-    assert _compiled._deep_rows(kernel) == kernel[0] * kernel[1] and _compiled._deep_rows((5, 5, 5)) == 0
+def test_volumes_sum_every_planes_rows_in_one_pass(rng, halo, kernel, boundary):
+    """A volume's small kernel (up to 27 taps, where the registers hold 27 weights) sums the
+    rows of all its planes in one pass where the input's planes are stacked rows, and plane
+    by plane where they are not (a slice of a larger volume); both as the reference, with a
+    fill value past the edges."""
     whole = random(rng, (9, 30, 17), "float32")
     w = random(rng, kernel, "float32")
     fill = -0.75 if boundary == "constant" else 0.0
-    for x in (whole, whole[:, 3:25]):
-        got = ac.correlate(x, w, "same", "direct", boundary=boundary, fillvalue=fill)
-        assert_matches(got, _extended_reference(x, w, "same", boundary, fill), dtype="float32")
+    with _forced(halo, held=11):
+        assert _compiled._deep_rows(kernel) == 0
+    with _forced(halo, held=27):
+        assert _compiled._deep_rows(kernel) == kernel[0] * kernel[1] and _compiled._deep_rows((5, 5, 5)) == 0
+        for x in (whole, whole[:, 3:25]):
+            got = ac.correlate(x, w, "same", "direct", boundary=boundary, fillvalue=fill)
+            assert_matches(got, _extended_reference(x, w, "same", boundary, fill), dtype="float32")
 
 
 def test_auto_runs_small_kernels_on_large_images_compiled(rng):
@@ -174,9 +183,10 @@ def _extended_reference(x, w, mode, boundary, fillvalue=0.0):
     fillvalue=st.sampled_from([0.0, -1.5]),
     outer=st.booleans(),
     halo=st.booleans(),
+    held=st.sampled_from(_compiled._HELD_WEIGHTS),
     seed=st.integers(0, 2**16),
 )
-def test_every_boundary_rule_read_in_place(ndim, sizes, kernel, mode, boundary, fillvalue, outer, halo, seed):
+def test_every_boundary_rule_read_in_place(ndim, sizes, kernel, mode, boundary, fillvalue, outer, halo, held, seed):
     """Every edge rule (a fill value other than zero too) read through the index maps, with
     no extended copy; pads past one copy of the image (a kernel larger than it) included."""
     rng = np.random.default_rng(seed)
@@ -188,7 +198,7 @@ def test_every_boundary_rule_read_in_place(ndim, sizes, kernel, mode, boundary, 
         for n in k:
             w = np.multiply.outer(w, random(rng, (n,), "float64"))
     fill = fillvalue if boundary == "constant" else 0.0
-    with _forced(halo):
+    with _forced(halo, held):
         plan = ac.plan_correlate(w, x.shape, mode, "direct", boundary=boundary, fillvalue=fill)
         if _plan_is_compiled(plan):
             assert plan._as_given  # no extended copy

@@ -2,9 +2,9 @@
 
 With numba installed (the ``numba`` extra), direct runs 2-D and 3-D correlations with one
 input channel per group (single images, stacks, depthwise layers) through loops compiled
-for the CPU. Each output row takes its kernel's rows a few at a time, in one loop over the
-row that the compiler vectorizes (one load and one multiply-add per tap and sample, the
-input rows in cache). A kernel that is an outer product of 1-D kernels (a Gaussian, a
+for the CPU. Each output row takes its kernel's rows a few at a time (as many as keep their
+weights in the CPU's vector registers), in one loop over the row that the compiler
+vectorizes (one load and one multiply-add per tap and sample, the input rows in cache). A kernel that is an outer product of 1-D kernels (a Gaussian, a
 box) runs its passes fused: the column pass of two output rows at a time into lines in
 cache (the input rows the two share read once), then each one's row pass from its line;
 a volume's plane pass first, two output planes a pass.
@@ -34,6 +34,7 @@ import functools
 import importlib.util
 import math
 import os
+import platform
 import sys
 from dataclasses import dataclass, replace
 from types import ModuleType
@@ -62,20 +63,20 @@ _BLOCK_CALLS, _FIXED_CALLS = 3, 4
 # Calls of fewer multiply-adds run on the calling thread: waking another costs more (a
 # second thread took 0.1-0.15 ms more than it saved on 1-2M multiply-adds, 2 cores).
 _THREADED_MACS = 1 << 22
-# Kernel rows summed in one pass over an output row: all of a kernel up to 5 taps wide,
-# three of a wider one (more leaves the loop short of registers); buffer rows summed in one
-# pass of the separable form's column and plane passes.
-_FUSED_ROWS, _FUSED_WIDE_ROWS = 5, 3
+# Kernel rows summed in one pass over an output row, at most.
+_FUSED_ROWS = 5
+# Taps' weights a pass holds in registers, with 16 vector registers and with 32 (AVX-512):
+# more spill, and each multiply-add loads its weight as well as its sample (7 taps a row on
+# AVX2: 4.45 multiply-adds a cycle three rows a pass, 6.17 one).
+_HELD_WEIGHTS = (11, 27)
 # The same from halo_taps's copy: three rows, two of a kernel 6-8 taps wide (on 112x112,
 # 5x5: 22.7 -> 15.2 us with three rows, not five; on 56x56, 7x7: 11.8 -> 8.9 us with two).
 _HALO_FUSED_ROWS = (3, 2)
-# A volume's kernel of up to this many taps sums the rows of all its planes in one pass (a
-# 3x3x3 kernel on 256^3 float32, 'valid': 20 -> 13 ms with its 9 rows a pass, not 3 of 3).
-_DEEP_TAPS = 27
 # Kernel rows wider than this are summed in pieces of this many taps (and a narrower last
 # one): each width compiles loops of its own, and their compile time grows with the width;
-# rows summed one a pass (an outer product's row pass, lines) in pieces of up to 16 (9
-# taps on 1024 samples: 0.34 -> 0.29 ms for 1024 rows, as one piece and not 8 + 1).
+# wider pieces spill their weights (11x11 on 4096^2, AVX2: 125 -> 103 ms as 8 + 3, not 11).
+# A kernel's only row (an outer product's row pass, lines) in pieces of up to 16 (9 taps on
+# 1024 samples: 0.34 -> 0.29 ms for 1024 rows, as one piece and not 8 + 1).
 _PIECE_TAPS, _ONE_ROW_PIECE_TAPS = 8, 16
 # Rows of the separable form's column and plane passes summed a pass (9 rows of 1024
 # samples: 0.53 -> 0.46 ms for 1024 rows, as 8 + 1 and not 4 + 4 + 1), for one result or
@@ -269,7 +270,7 @@ def _geometry(problem: Problem, edges: Edges | None, source: tuple[int, int, int
     c_hi = max(c_lo, min(width, source[2] + shift - kw + 1))
     halo = not separable and _halo(p, pads)
     fused = 1 if separable else _fused_rows(p.kernel, halo)
-    code = _module(*_pieces(kw, fused), fused, p.dtype.char, 0 if separable else _deep_rows(p.kernel))
+    code = _module(*_pieces(kw, separable or p.kernel[-2] == 1), fused, p.dtype.char, 0 if separable else _deep_rows(p.kernel))
     deep = separable and len(p.kernel) == 3 and p.kernel[0] > 1  # each input plane's pass made once per output plane
     kh = p.kernel[-2]
     jobs = np.array(_units(p, out, deep), np.int64).reshape(-1, 7)  # type: ignore[arg-type]
@@ -359,11 +360,11 @@ def seconds(problem: Problem, rates: Rates, separable: bool, workers: int) -> fl
     return (work + _BLOCK_CALLS * blocks * rates.call_seconds) / lanes + _FIXED_CALLS * rates.call_seconds
 
 
-def _pieces(row_taps: int, fused: int) -> tuple[int, int]:
-    """Widths of the pieces a kernel row of `row_taps` taps, summed `fused` rows a pass, is
-    summed in: all but the last (:data:`_PIECE_TAPS`, or the whole row), and the last where
-    it is narrower (else 0)."""
-    most = _ONE_ROW_PIECE_TAPS if fused == 1 else _PIECE_TAPS
+def _pieces(row_taps: int, one_row: bool) -> tuple[int, int]:
+    """Widths of the pieces a kernel row of `row_taps` taps is summed in (`one_row`: the
+    kernel's only row): all but the last (:data:`_PIECE_TAPS`, or the whole row), and the
+    last where it is narrower (else 0)."""
+    most = _ONE_ROW_PIECE_TAPS if one_row else _PIECE_TAPS
     if row_taps <= most:
         return row_taps, 0
     return most, row_taps % most
@@ -456,17 +457,34 @@ def window_scores(x, kh, kw, offset, numerator, scores, flat):
 _VERSION = 14  # bump when the generated code changes: numba keys its cache by file
 
 
+@functools.cache
+def _weights_held() -> int:
+    """Taps' weights one pass holds in vector registers: :data:`_HELD_WEIGHTS` by the count
+    of registers of the CPU numba compiles for (32 with AVX-512 or on arm64, else 16)."""
+    many = platform.machine().lower() in ("arm64", "aarch64")
+    try:
+        from llvmlite import binding
+
+        many = many or bool(binding.get_host_cpu_features().get("avx512f", False))
+    except (ImportError, RuntimeError):
+        pass
+    return _HELD_WEIGHTS[many]
+
+
 def _fused_rows(kernel: tuple[int, ...], halo: bool = False) -> int:
-    """Kernel rows summed in one pass over an output row (see :data:`_FUSED_ROWS`)."""
+    """Kernel rows summed in one pass over an output row: as many as keep their weights in
+    registers (:func:`_weights_held`), at most :data:`_FUSED_ROWS` (and
+    :data:`_HALO_FUSED_ROWS` from halo_taps's copy)."""
+    rows = max(1, _weights_held() // min(kernel[-1], _PIECE_TAPS))
     if halo:
-        return min(kernel[-2], _HALO_FUSED_ROWS[0] if kernel[-1] <= 5 or kernel[-1] > 8 else _HALO_FUSED_ROWS[1])
-    return min(kernel[-2], _FUSED_ROWS if kernel[-1] <= 5 else _FUSED_WIDE_ROWS)
+        rows = min(rows, _HALO_FUSED_ROWS[0] if kernel[-1] <= 5 or kernel[-1] > 8 else _HALO_FUSED_ROWS[1])
+    return min(kernel[-2], _FUSED_ROWS, rows)
 
 
 def _deep_rows(kernel: tuple[int, ...]) -> int:
-    """Rows of a volume's kernel summed in one pass, those of every plane (see
-    :data:`_DEEP_TAPS`); 0 for a kernel one plane deep or larger."""
-    deep = len(kernel) == 3 and kernel[0] > 1 and math.prod(kernel) <= _DEEP_TAPS
+    """Rows of a volume's kernel summed in one pass, those of every plane, where its weights
+    stay in registers (:func:`_weights_held`); 0 for a kernel one plane deep or larger."""
+    deep = len(kernel) == 3 and kernel[0] > 1 and math.prod(kernel) <= _weights_held()
     return kernel[0] * kernel[1] if deep else 0
 
 
