@@ -167,11 +167,14 @@ class Edges:
 class CompiledTaps:
     """The kernel in the compiled form's layout: ``(G, Og, kd, kh, kw)`` taps, or for an
     outer product its 1-D factors per axis, ``(G, Og, k)`` each (planes, rows, columns);
-    `edges` when the loops read the input before its extension by a boundary rule."""
+    `edges` when the loops read the input before its extension by a boundary rule, and
+    with the taps, `fill_rows` ``(G, Og, kd, kh)``: the fill past the edges times the sum
+    of each kernel row."""
 
     taps: np.ndarray | None
     factors: tuple[np.ndarray, np.ndarray, np.ndarray] | None
     edges: Edges | None = None
+    fill_rows: np.ndarray | None = None
 
 
 def prepare(w: Array, problem: Problem, factors: list[np.ndarray] | None = None) -> CompiledTaps:
@@ -185,12 +188,14 @@ def prepare(w: Array, problem: Problem, factors: list[np.ndarray] | None = None)
         as_maps = tuple(np.ascontiguousarray(np.broadcast_to(np.asarray(f, p.dtype), (*maps, f.size))) for f in lines)
         return CompiledTaps(None, as_maps)  # type: ignore[arg-type]
     kernel = (1,) * (3 - len(p.kernel)) + tuple(p.kernel)
-    return CompiledTaps(np.ascontiguousarray(np.asarray(w, p.dtype).reshape(*maps, *kernel)), None)
+    taps = np.ascontiguousarray(np.asarray(w, p.dtype).reshape(*maps, *kernel))
+    return CompiledTaps(taps, None, None, np.zeros(taps.shape[:-1], p.dtype))  # zeros or a periodic problem past the edges
 
 
 def reading_edges(kernel: CompiledTaps, edges: Edges) -> CompiledTaps:
     """`kernel` run on the input before its extension by `edges` (the problem's input)."""
-    return replace(kernel, edges=edges)
+    fill_rows = None if kernel.taps is None else edges.fill * kernel.taps.sum(axis=-1)
+    return replace(kernel, edges=edges, fill_rows=fill_rows)
 
 
 def run(x: Array, kernel: CompiledTaps, problem: Problem, out: Array) -> None:
@@ -203,10 +208,8 @@ def run(x: Array, kernel: CompiledTaps, problem: Problem, out: Array) -> None:
     volume = len(p.spatial) == 3
     x3 = _read_only(x.reshape(p.batch, p.groups, *(() if volume else (1,)), *x.shape[2:]))
     o3 = out.reshape(p.batch, p.groups, p.out_per_group, *(() if volume else (1,)), *p.out_spatial)
-    at = _geometry(p, kernel.edges, x3.shape[2:], kernel.factors is not None)
+    at = _geometry(p, kernel.edges, x3.shape[2:], kernel.factors is not None, _config.workers())
     code, fill, maps, columns = at.code, at.fill, at.maps, at.columns
-    lanes = _lanes(p, kernel.factors is not None, _config.workers())
-    calls = 1 if lanes == 1 else min(len(at.jobs), max(_CALLS_PER_LANE * lanes, _macs(p, kernel.factors is not None) // _CALL_MACS))
     if kernel.factors is not None:
         fz, fy, fx = kernel.factors
         source = x3.shape[2:]
@@ -222,44 +225,46 @@ def run(x: Array, kernel: CompiledTaps, problem: Problem, out: Array) -> None:
             plane = scratch("compiled.plane", (planes, source[1] * source[2]), p.dtype, NUMPY)
             code.volume_jobs(x3, as_rows, fz, fy, fx, o3, *maps, jobs, columns[2], fill, plane, _read_only(plane), line)
 
-        run_parallel(np.array_split(at.jobs, calls), separable, lanes)
+        run_parallel(at.calls, separable, at.lanes)
         return
-    taps = kernel.taps
-    assert taps is not None
-    fill_rows = fill * taps.sum(axis=-1)
+    assert kernel.taps is not None and kernel.fill_rows is not None
     # How the blocks run: from a copy with its edges, all rows of a volume's kernel a pass
     # (its planes stacked as the rows of one view), or kernel rows a few at a time.
-    stacked = hasattr(code, "deep_taps") and all(x3.strides[i] == x3.shape[i + 1] * x3.strides[i + 1] for i in range(3))
+    stacked = at.deep_rows and all(x3.strides[i] == x3.shape[i + 1] * x3.strides[i + 1] for i in range(3))
     jobs_of = code.halo_jobs if at.buffer else code.deep_jobs if stacked else code.taps_jobs
     flat = x3.reshape(-1, x3.shape[-1]) if stacked else x3[0, 0, 0]
+    args = (kernel.taps, kernel.fill_rows, o3, *maps)
 
     def direct(jobs: np.ndarray) -> None:
         buf = scratch("compiled.halo", at.buffer or (1, 1), p.dtype, NUMPY)
-        jobs_of(x3, flat, taps, fill_rows, o3, *maps, jobs, *columns, fill, buf)
+        jobs_of(x3, flat, *args, jobs, *columns, fill, buf)
 
-    run_parallel(np.array_split(at.jobs, calls), direct, lanes)
+    run_parallel(at.calls, direct, at.lanes)
 
 
 @dataclass(frozen=True, slots=True)
 class _Geometry:
-    """What the shapes decide for :func:`run`: the compiled loops, the index maps (planes,
-    rows, columns), the columns ``(c_lo, c_hi, shift)`` (output column c of the interior
-    ``[c_lo, c_hi)`` reads input column ``c + j - shift``), the fill value, the blocks
-    of work (a row ``(b, g, o, z0, z1, r0, r1)`` each), and the shape of ``halo_taps``'s
-    copy on each thread (None where the loops read the input)."""
+    """What the shapes and workers decide for :func:`run`: the compiled loops (with
+    ``deep_taps`` where `deep_rows`), the index maps (planes, rows, columns), the columns
+    ``(c_lo, c_hi, shift)`` (output column c of the interior ``[c_lo, c_hi)`` reads input
+    column ``c + j - shift``), the fill value, the blocks of work (a row ``(b, g, o, z0,
+    z1, r0, r1)`` each) in `calls` shared by `lanes` threads, and the shape of
+    ``halo_taps``'s copy on each thread (None where the loops read the input)."""
 
     code: ModuleType
+    deep_rows: bool
     maps: tuple[np.ndarray, np.ndarray, np.ndarray]
     columns: tuple[int, int, int]
     fill: float
-    jobs: np.ndarray
+    calls: tuple[np.ndarray, ...]
+    lanes: int
     buffer: tuple[int, int] | None
 
 
 @functools.lru_cache(maxsize=64)
-def _geometry(problem: Problem, edges: Edges | None, source: tuple[int, int, int], separable: bool) -> _Geometry:
+def _geometry(problem: Problem, edges: Edges | None, source: tuple[int, int, int], separable: bool, workers: int) -> _Geometry:
     """:class:`_Geometry` of `problem` on an input of `source` (planes, rows, columns) padded
-    by `edges` (or by the problem's own padding)."""
+    by `edges` (or by the problem's own padding), on `workers` threads."""
     p = problem
     pads = _pads(p, edges)
     maps = tuple(_index_map(n, pad, pads.pad_mode) for n, pad in zip(source, pads.pads))
@@ -270,15 +275,18 @@ def _geometry(problem: Problem, edges: Edges | None, source: tuple[int, int, int
     c_hi = max(c_lo, min(width, source[2] + shift - kw + 1))
     halo = not separable and _halo(p, pads)
     fused = 1 if separable else _fused_rows(p.kernel, halo)
-    code = _module(*_pieces(kw, separable or p.kernel[-2] == 1), fused, p.dtype.char, 0 if separable else _deep_rows(p.kernel))
+    deep_rows = 0 if separable else _deep_rows(p.kernel)
+    code = _module(*_pieces(kw, separable or p.kernel[-2] == 1), fused, p.dtype.char, deep_rows)
     deep = separable and len(p.kernel) == 3 and p.kernel[0] > 1  # each input plane's pass made once per output plane
     kh = p.kernel[-2]
     jobs = np.array(_units(p, out, deep), np.int64).reshape(-1, 7)  # type: ignore[arg-type]
     jobs.flags.writeable = False
+    lanes = _lanes(p, separable, workers)
+    calls = 1 if lanes == 1 else min(len(jobs), max(_CALLS_PER_LANE * lanes, _macs(p, separable) // _CALL_MACS))
     buffer = None
     if halo:  # the input rows of a block, of each of the kernel's planes
         buffer = ((int(np.max(jobs[:, 6] - jobs[:, 5])) + kh - 1) * (p.kernel[0] if len(p.kernel) == 3 else 1), maps[2].size)
-    return _Geometry(code, maps, (c_lo, c_hi, shift), pads.fill, jobs, buffer)  # type: ignore[arg-type]
+    return _Geometry(code, bool(deep_rows), maps, (c_lo, c_hi, shift), pads.fill, tuple(np.array_split(jobs, calls)), lanes, buffer)  # type: ignore[arg-type]
 
 
 def _halo(problem: Problem, pads: Edges) -> bool:
