@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 
 import arrayconv as ac
 from arrayconv._methods import _compiled, direct
-from arrayconv._plan.plan import Plan
 from arrayconv._runtime.backend import NUMPY
 from arrayconv._spec.shapes import mode_padding
 
@@ -108,31 +107,6 @@ def test_a_nan_stays_in_its_footprint(compiled, rng):
         y = ac.correlate(x, w, "same", "direct")
         np.testing.assert_array_equal(np.isnan(y), np.isnan(reference_correlate(x, w, "same")))  # SciPy's direct sums
         assert np.isnan(y).sum() == w.size
-
-
-@pytest.mark.parametrize(("shape", "kernel"), [((40, 37), (5, 3)), ((9, 30, 17), (3, 3, 3)), ((6, 300), (1, 7))])
-@pytest.mark.parametrize("boundary", ["constant", "symmetric", "wrap", "edge"])
-def test_plain_calls_skip_the_plan_with_the_same_bits(compiled, rng, shape, kernel, boundary):
-    """From the second plain call on, the compiled taps run without the plan (the input
-    read as given, past its edges by the rule): the plan's bits, for correlation and
-    convolution (the kernel flipped), with a fill value other than zero."""
-    x, w = random(rng, shape, "float32"), random(rng, kernel, "float32")
-    fill = -0.75 if boundary == "constant" else 0.0
-    for op, make, flip in ((ac.correlate, ac.plan_correlate, False), (ac.convolve, ac.plan_convolve, True)):
-        plan = make(w, x.shape, "same", "direct", boundary=boundary, fillvalue=fill)
-        assert _plan_is_compiled(plan) and plan.unplanned() is not None
-        planned = op(x, w, "same", "direct", boundary=boundary, fillvalue=fill)
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(Plan, "__call__", _refuse_call)
-            unplanned = op(x, w, "same", "direct", boundary=boundary, fillvalue=fill)
-        np.testing.assert_array_equal(unplanned, planned)
-        np.testing.assert_array_equal(unplanned, plan(x))
-        taps = w[(slice(None, None, -1),) * w.ndim] if flip else w
-        assert_matches(unplanned, _extended_reference(x, taps, "same", boundary, fill), dtype="float32")
-
-
-def _refuse_call(self, x, out=None):
-    raise AssertionError("a plan ran")
 
 
 def test_the_same_bits_on_one_worker_or_many(compiled, rng):

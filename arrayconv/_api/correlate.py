@@ -324,10 +324,9 @@ def _correlate(
 @dataclass(frozen=True, slots=True)
 class _Unplanned:
     """A plain call whose plan runs direct as one ``numpy.correlate`` of a 1-D signal or of
-    a batch of lines laid end to end, on one map in one chunk, or through the compiled taps
-    (:meth:`Plan.unplanned`), run without the plan: the same calls on the same samples, so
-    the same result, for a fraction of the plan's cost (1000 samples with 3 taps: about 7
-    us against 47; 64x64 with 3x3 compiled, 71 us against 107).
+    a batch of lines laid end to end, or on one map in one chunk (:meth:`Plan.unplanned`),
+    run without the plan: the same calls on the same samples, so the same result, for a
+    fraction of the plan's cost (1000 samples with 3 taps: about 7 us against 47).
     Every axis of such a call is correlated, or one along which `in2` has length 1 (a
     batch axis, before the correlated ones), so flipping `in2` along all of them is
     convolution's flip."""

@@ -36,7 +36,6 @@ import math
 import os
 import platform
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any
@@ -197,27 +196,6 @@ def reading_edges(kernel: CompiledTaps, edges: Edges) -> CompiledTaps:
     """`kernel` run on the input before its extension by `edges` (the problem's input)."""
     fill_rows = None if kernel.taps is None else edges.fill * kernel.taps.sum(axis=-1)
     return replace(kernel, edges=edges, fill_rows=fill_rows)
-
-
-def unplanned(kernel: CompiledTaps, problem: Problem) -> Callable[[np.ndarray, np.ndarray], np.ndarray] | None:
-    """``f(x, w)``: :func:`run`'s result ``(B, G*Og, *out_spatial)`` for `x` as given (its
-    samples in the problem's order, read past its edges by ``kernel.edges``) and taps `w`
-    (the kernel's samples in C order): the same loops on the same samples as `kernel`'s.
-    None for an outer product's passes, whose factors are the kernel's own."""
-    if kernel.taps is None:
-        return None
-    p, shape, edges = problem, kernel.taps.shape, kernel.edges  # not the taps: kept, the call holds no kernel
-    zeros = np.zeros(shape[:-1], p.dtype)
-
-    def call(x: np.ndarray, w: np.ndarray) -> np.ndarray:
-        taps = np.ascontiguousarray(w, p.dtype).reshape(shape)
-        fill_rows = zeros if edges is None else edges.fill * taps.sum(axis=-1)
-        out = np.empty((p.batch, p.groups * p.out_per_group, *p.out_spatial), p.dtype)
-        x_problem = x.reshape(p.batch, p.groups, *x.shape[x.ndim - len(p.spatial):])
-        run(x_problem, CompiledTaps(taps, None, edges, fill_rows), p, out)
-        return out
-
-    return call
 
 
 def run(x: Array, kernel: CompiledTaps, problem: Problem, out: Array) -> None:

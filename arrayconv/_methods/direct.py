@@ -15,7 +15,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
 
 from .._runtime import config as _config
 from .._runtime.backend import NUMPY, Array, Backend
@@ -303,12 +302,9 @@ def unplanned(kernel: Kernel, problem: Problem) -> Callable[[Array, Array], Arra
     their samples in its order), made from the arrays as they are, where that run is one
     ``numpy.correlate`` of a 1-D signal or of a batch of lines laid end to end
     (:func:`._rows.unplanned`), or one map in one chunk (:mod:`._one_map`). None for other
-    problems. The compiled form's taps (:func:`._compiled.unplanned`) read `x` as it is,
-    past its edges by the kernel's boundary rule."""
+    problems."""
     if isinstance(kernel, _one_map.MapKernel):
         return kernel.runner.run
-    if isinstance(kernel, _compiled.CompiledTaps):
-        return _compiled.unplanned(kernel, problem)
     if isinstance(kernel, _rows.RowKernels) and _rows.reads_lines(problem):
         return _rows.unplanned(kernel, problem, _ROWS_CHUNK_BYTES, 1, rates_for(NUMPY))
     return None
@@ -339,12 +335,7 @@ def single_call(kernel: Kernel, problem: Problem) -> Callable[[Array], Array] | 
     call = unplanned(kernel, problem)
     if call is None:
         return None
-    if isinstance(kernel, _one_map.MapKernel):
-        taps: Any = kernel.weights
-    elif isinstance(kernel, _compiled.CompiledTaps):
-        taps = kernel.taps
-    else:
-        taps = kernel.rows  # type: ignore[union-attr]
+    taps = kernel.weights if isinstance(kernel, _one_map.MapKernel) else kernel.rows  # type: ignore[union-attr]
     return lambda x: call(x, taps)
 
 

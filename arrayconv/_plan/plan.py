@@ -253,16 +253,15 @@ class Plan:
         """``f(x, w)``, this plan's result for `x` made from `x` and the kernel `w` as they
         are (``w`` of the kernel's shape, flipped for convolution), where the plan runs
         direct as one ``numpy.correlate`` of a 1-D signal or of a batch of lines laid end
-        to end, on one map in one chunk, or through the compiled taps (its method's
-        ``Shortcuts.unplanned``): the same calls on the same samples, so the same bits, for
-        an input whose samples are in its problem's order (`same_layout`: no batch axis
-        after a correlated one), extended by the plan's boundary rule first if it has one
-        (the compiled taps read past the edges themselves). Its result holds the output's
-        samples in order, to be reshaped to `y_shape`. None for other plans."""
+        to end, or on one map in one chunk (its method's ``Shortcuts.unplanned``): the same
+        calls on the same samples, so the same bits, for an input whose samples are in its
+        problem's order (`same_layout`: no batch axis after a correlated one), extended by the
+        plan's boundary rule first if it has one. Its result holds the output's samples in
+        order, to be reshaped to `y_shape`. None for other plans."""
         if not self._spec.same_layout:
             return None
         run, extend = METHODS[self.method].shortcuts.unplanned(self._kernel, self._spec.problem), self._spec.extend
-        if run is None or extend is None or self._as_given:  # a kernel that reads the edges itself
+        if run is None or extend is None:
             return run
         return lambda x, w: run(extend(x), w)  # a boundary rule: direct on the extended input
 
