@@ -434,6 +434,24 @@ def test_the_kept_rule_on_given_estimates(estimates):
     assert "per later call" in extra["kept"].reason and extra["kept"].calls == "kept"
 
 
+@pytest.mark.parametrize("n", [16, 64, 256])
+@pytest.mark.parametrize("k", [3, 7])
+@pytest.mark.parametrize("boundary", ["constant", "symmetric"])
+def test_a_plain_calls_bits_do_not_depend_on_the_calls_before_it(rng, n, k, boundary):
+    """An outer-product kernel (which may run in passes) gives the same bits after plain
+    calls of the same shapes with other kernels (whose plans may run every tap) as in a
+    fresh process: what a call keeps for later calls keys on what its choice depends on."""
+    x = random(rng, (n, n), "float32")
+    g = np.exp(-0.5 * ((np.arange(k) - k // 2) / (k / 4)) ** 2).astype(np.float32)
+    gaussian = np.outer(g, g)
+    ac.clear_caches()
+    fresh = ac.correlate(x, gaussian, "same", boundary=boundary)
+    ac.clear_caches()
+    for _ in range(2):
+        ac.correlate(x, random(rng, (k, k), "float32"), "same", boundary=boundary)
+    np.testing.assert_array_equal(ac.correlate(x, gaussian, "same", boundary=boundary), fresh)
+
+
 def test_plain_calls_that_keep_their_plan_choose_for_later_calls(rng, plans_made):
     """A plain call on a 512x512 image with a 7x7 kernel keeps its plan and chooses by the
     kept rule (:func:`test_the_kept_rule_on_given_estimates`); every later call runs that
