@@ -69,12 +69,13 @@ _FUSED_ROWS = 5
 # more spill, and each multiply-add loads its weight as well as its sample (7 taps a row on
 # AVX2: 4.45 multiply-adds a cycle three rows a pass, 6.17 one).
 _HELD_WEIGHTS = (11, 27)
-# The same from halo_taps's copy: three rows, two of a kernel 6-8 taps wide (on 112x112,
+# Kernel rows a pass from halo_taps's copy, at most: three, two of a kernel 6-8 taps wide (on 112x112,
 # 5x5: 22.7 -> 15.2 us with three rows, not five; on 56x56, 7x7: 11.8 -> 8.9 us with two).
 _HALO_FUSED_ROWS = (3, 2)
 # Kernel rows wider than this are summed in pieces of this many taps (and a narrower last
 # one): each width compiles loops of its own, and their compile time grows with the width;
-# wider pieces spill their weights (11x11 on 4096^2, AVX2: 125 -> 103 ms as 8 + 3, not 11).
+# wider pieces spill their weights (11x11 on 4096^2, AVX2, a row a pass: 131 ms as one piece
+# of 11, 103 as 8 + 3).
 # A kernel's only row (an outer product's row pass, lines) in pieces of up to 16 (9 taps on
 # 1024 samples: 0.34 -> 0.29 ms for 1024 rows, as one piece and not 8 + 1).
 _PIECE_TAPS, _ONE_ROW_PIECE_TAPS = 8, 16
