@@ -421,12 +421,13 @@ def test_taps_read_the_input_in_place_without_padding(method, w_shape, options, 
     assert_matches(got, reference_conv(x, w, **options), dtype="float32")
 
 
-@pytest.mark.parametrize("block, chunk_bytes", [(8, 4 << 20), (32, 4 << 20), (16, 1 << 10)])
+@pytest.mark.parametrize("block, chunk_bytes", [(8, 4 << 20), (32, 4 << 20), (16, 1 << 10), (16, 1 << 12)])
 @pytest.mark.parametrize(
     "x_shape, w_shape, options",
     [
         ((1, 1, 1000), (1, 1, 31), dict(padding=15)),  # a 1-D signal, 'same'
         ((3, 2, 97), (4, 1, 8), dict(groups=2, padding="same", dilation=3)),  # batch, groups, filters, even kernel
+        ((2, 5, 64), (5, 1, 9), dict(groups=5, padding=4)),  # a filter per line: groups a slice at a time (3 + 2, 1 each)
         ((2, 1, 5, 40), (3, 1, 1, 11), dict(padding=(1, 5))),  # a row filter on images
         ((1, 4, 3, 6, 33), (4, 1, 1, 1, 7), dict(groups=4, padding=(0, 1, 6))),  # depthwise 3-D row filter
     ],
@@ -436,8 +437,8 @@ def test_taps_read_the_input_in_place_without_padding(method, w_shape, options, 
 def test_direct_banded_form(x_shape, w_shape, options, block, chunk_bytes, dtype, circular, monkeypatch, rng):
     # 1-D kernels and row filters with one input channel per group run their taps as one
     # GEMM with a Toeplitz matrix; force it, at three block lengths, in one chunk and in
-    # many, and check against the reference on every layout it reads (padding, periodic
-    # halos, a block tail).
+    # many (and groups in slices), and check against the reference on every layout it
+    # reads (padding, periodic halos, a block tail).
     from arrayconv._methods import _banded, direct
 
     monkeypatch.setattr(direct, "_form", lambda problem, backend, rates, settings: ("banded", block))
