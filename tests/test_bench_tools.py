@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import arrayconv as ac
-from bench import accuracy, deconvolve, images, layers, match, overhead, page, plans, run, sweep
+from bench import accuracy, deconvolve, images, layers, lines, match, overhead, page, plans, run, sweep
 from bench.cases import CASES, Case, random_array
 from bench.devices import device
 from bench.peers import QUICK_MAX_DIRECT_MACS, peer_callables
@@ -263,6 +263,14 @@ def test_images_bench_leaves_out_images_or_signals_when_asked(tmp_path):
     assert images.main(["--sides", "", "--lengths", "40", "--taps", "3", "--dtypes", "float64", "--out", str(tmp_path)]) == 0
     report = json.loads(next(tmp_path.glob("images-*.json")).read_text())
     assert [(p["shape"], p["kernel"]) for p in report["points"]] == [([40], 3)]
+
+
+def test_lines_bench_times_each_method_and_scipy_on_lines_with_their_own_filters(tmp_path):
+    assert lines.main(["--problems", "3x50x7", "--dtypes", "float32", "--modes", "same", "--repeats", "1", "--out", str(tmp_path)]) == 0
+    (point,) = json.loads(next(tmp_path.glob("lines-*.json")).read_text())["points"]
+    assert set(point["median_s"]) == {"arrayconv", *(f"arrayconv {m}" for m in lines.METHODS), *lines.PEERS}
+    assert point["difference"] < 1e-5 and point["method"] in lines.METHODS
+    assert "| 3 x 50 | 7 | float32 | same |" in next(tmp_path.glob("lines-*.md")).read_text()
 
 
 def test_match_bench_finds_the_template_and_names_the_peers_not_run(tmp_path, monkeypatch):
