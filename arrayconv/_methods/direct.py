@@ -101,6 +101,16 @@ def _form(problem: Problem, backend: Backend, rates: Rates, settings: Settings) 
     return _forms.get_or_make((problem, rates, settings), lambda: _fastest_form(problem, backend, rates, settings))
 
 
+def same_form_for_any_kernel(problem: Problem, backend: Backend) -> bool:
+    """Whether direct runs `problem` in one form whatever its kernel's values: where the
+    kernel may be an outer product (:func:`._separable.eligible`), the fastest form for one
+    marked so (``Problem.rank_one``) is the fastest for one that is not."""
+    if backend.name != "numpy" or not _separable.eligible(problem, backend):
+        return True
+    rates, settings = rates_for(backend), _config.settings(backend.name)
+    return _form(replace(problem, rank_one=True), backend, rates, settings) == _form(replace(problem, rank_one=False), backend, rates, settings)
+
+
 def _form_settings(problem: Problem, settings: Settings) -> Settings:
     """`settings` as the forms' estimates depend on them: the budget matters only to the
     separable form."""

@@ -22,6 +22,7 @@ import numpy as np
 
 from .._choose.choice import Calls, Choice, MemoryLimitWarning, choose, measured_choice
 from .._methods import METHODS
+from .._methods.direct import same_form_for_any_kernel
 from .._runtime import config as _config
 from .._runtime.allocator import keep_if_asked
 from .._runtime.backend import Array, Backend, is_cupy_array, on_arrays_device
@@ -257,8 +258,12 @@ class Plan:
         calls on the same samples, so the same bits, for an input whose samples are in its
         problem's order (`same_layout`: no batch axis after a correlated one), extended by the
         plan's boundary rule first if it has one. Its result holds the output's samples in
-        order, to be reshaped to `y_shape`. None for other plans."""
+        order, to be reshaped to `y_shape`. None for other plans, and where a kernel of
+        other values would run another form (an outer product's passes): the result serves
+        every kernel of the shapes, and a call's bits must not depend on the calls before it."""
         if not self._spec.same_layout:
+            return None
+        if self.method == "direct" and not same_form_for_any_kernel(self._spec.problem, self._spec.backend):
             return None
         run, extend = METHODS[self.method].shortcuts.unplanned(self._kernel, self._spec.problem), self._spec.extend
         if run is None or extend is None:
