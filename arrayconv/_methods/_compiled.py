@@ -4,10 +4,11 @@ With numba installed (the ``numba`` extra), direct runs 2-D and 3-D correlations
 input channel per group (single images, stacks, depthwise layers) through loops compiled
 for the CPU. Each output row takes its kernel's rows a few at a time (as many as keep their
 weights in the CPU's vector registers), in one loop over the row that the compiler
-vectorizes (one load and one multiply-add per tap and sample, the input rows in cache). A kernel that is an outer product of 1-D kernels (a Gaussian, a
-box) runs its passes fused: the column pass of two output rows at a time into lines in
-cache (the input rows the two share read once), then each one's row pass from its line;
-a volume's plane pass first, two output planes a pass.
+vectorizes (one load and one multiply-add per tap and sample, the input rows in cache). A
+kernel that is an outer product of 1-D kernels (a Gaussian, a box) runs its passes fused:
+the column pass of two output rows at a time into lines in cache (the input rows the two
+share read once), then each one's row pass from its line; a volume's plane pass first, two
+output planes a pass.
 
 The loops read the input as it is, through index maps (one per axis: the input sample at
 each position of the padded axis, or the fill value): zeros past the edges, a periodic
@@ -69,8 +70,9 @@ _FUSED_ROWS = 5
 # more spill, and each multiply-add loads its weight as well as its sample (7 taps a row on
 # AVX2: 4.45 multiply-adds a cycle three rows a pass, 6.17 one).
 _HELD_WEIGHTS = (11, 27)
-# Kernel rows a pass from halo_taps's copy, at most: three, two of a kernel 6-8 taps wide (on 112x112,
-# 5x5: 22.7 -> 15.2 us with three rows, not five; on 56x56, 7x7: 11.8 -> 8.9 us with two).
+# Kernel rows a pass from halo_taps's copy, at most: three, two of a kernel 6-8 taps wide
+# (on 112x112, 5x5: 22.7 -> 15.2 us with three rows, not five; on 56x56, 7x7: 11.8 -> 8.9
+# us with two).
 _HALO_FUSED_ROWS = (3, 2)
 # Kernel rows wider than this are summed in pieces of this many taps (and a narrower last
 # one): each width compiles loops of its own, and their compile time grows with the width;
@@ -190,7 +192,7 @@ def prepare(w: Array, problem: Problem, factors: list[np.ndarray] | None = None)
         return CompiledTaps(None, as_maps)  # type: ignore[arg-type]
     kernel = (1,) * (3 - len(p.kernel)) + tuple(p.kernel)
     taps = np.ascontiguousarray(np.asarray(w, p.dtype).reshape(*maps, *kernel))
-    return CompiledTaps(taps, None, None, np.zeros(taps.shape[:-1], p.dtype))  # zeros or a periodic problem past the edges
+    return CompiledTaps(taps, None, None, np.zeros(taps.shape[:-1], p.dtype))  # the problem's own padding: no fill
 
 
 def reading_edges(kernel: CompiledTaps, edges: Edges) -> CompiledTaps:
