@@ -7,5 +7,6 @@ from ._compiled import available as compiled_loops
 from ._compiled import window_scores
 from ._registry import METHODS, Cost, Method, Shortcuts, exact_dtype, output, register
 from ._separable import rank_one
+from .direct import same_form_for_any_kernel
 
-__all__ = ["METHODS", "Cost", "Method", "Shortcuts", "compiled_loops", "exact_dtype", "output", "patch_kernel", "rank_one", "register", "window_scores"]
+__all__ = ["METHODS", "Cost", "Method", "Shortcuts", "compiled_loops", "exact_dtype", "output", "patch_kernel", "rank_one", "register", "same_form_for_any_kernel", "window_scores"]

@@ -21,8 +21,7 @@ from typing import Any
 import numpy as np
 
 from .._choose.choice import Calls, Choice, MemoryLimitWarning, choose, measured_choice
-from .._methods import METHODS
-from .._methods.direct import same_form_for_any_kernel
+from .._methods import METHODS, same_form_for_any_kernel
 from .._runtime import config as _config
 from .._runtime.allocator import keep_if_asked
 from .._runtime.backend import Array, Backend, is_cupy_array, on_arrays_device
