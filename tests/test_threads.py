@@ -190,6 +190,23 @@ def test_a_cgroup_cpu_quota_caps_the_workers(monkeypatch, tmp_path, v2, v1, quot
     assert _machine.usable_cores() == (affinity if quota is None else min(affinity, -(-quota // 1)))
 
 
+@pytest.mark.parametrize(
+    ("machine", "flags", "wide"),
+    [("x86_64", "fpu sse2 avx avx2 fma", False), ("x86_64", "fpu avx2 avx512f avx512bw", True), ("aarch64", "fp asimd", True), ("x86_64", "avx512fp16", False)],
+)
+def test_the_cpus_vector_registers_are_read_from_its_flags(monkeypatch, machine, flags, wide):
+    """32 vector registers with AVX-512 (the flag itself, not one that starts like it) or on
+    arm64, else AVX2's 16: the compiled loops' register budget and the AVX-512 in reports."""
+    from arrayconv._runtime import machine as _machine
+
+    monkeypatch.setattr(_machine.platform, "machine", lambda: machine)
+    monkeypatch.setattr(_machine, "_cpuinfo", lambda field: {"flags": flags, "model name": "a CPU"}[field])
+    ac.clear_caches()
+    assert _machine.wide_vectors() is wide
+    assert _machine.cpu_name() == ("a CPU (AVX-512)" if wide and machine == "x86_64" else "a CPU")
+    ac.clear_caches()
+
+
 def test_a_call_inside_a_dask_task_runs_one_worker(monkeypatch, rng):
     """dask's threads run the blocks side by side; each block's call runs one worker, so the
     two never multiply (and its result is the in-memory call's)."""

@@ -35,7 +35,6 @@ import functools
 import importlib.util
 import math
 import os
-import platform
 import sys
 from dataclasses import dataclass, replace
 from types import ModuleType
@@ -45,6 +44,7 @@ import numpy as np
 
 from .._runtime import config as _config
 from .._runtime.backend import NUMPY, Array, Backend
+from .._runtime.machine import wide_vectors
 from .._runtime.rates import Rates, cache_dir
 from .._runtime.scratch import scratch
 from .._runtime.threads import run_parallel
@@ -471,15 +471,8 @@ _VERSION = 14  # bump when the generated code changes: numba keys its cache by f
 @functools.cache
 def _weights_held() -> int:
     """Taps' weights one pass holds in vector registers: :data:`_HELD_WEIGHTS` by the count
-    of registers of the CPU numba compiles for (32 with AVX-512 or on arm64, else 16)."""
-    many = platform.machine().lower() in ("arm64", "aarch64")
-    try:
-        from llvmlite import binding
-
-        many = many or bool(binding.get_host_cpu_features().get("avx512f", False))
-    except (ImportError, RuntimeError):
-        pass
-    return _HELD_WEIGHTS[many]
+    of registers of the CPU (32 with AVX-512 or on arm64, else 16: :func:`wide_vectors`)."""
+    return _HELD_WEIGHTS[wide_vectors()]
 
 
 def _fused_rows(kernel: tuple[int, ...], halo: bool = False) -> int:

@@ -11,16 +11,42 @@ from pathlib import Path
 
 import numpy as np
 
+from .cache import LRUCache
 
-def cpu_name() -> str:
-    """The CPU's model name, and whether it has AVX-512 (Linux's /proc/cpuinfo)."""
+_found = LRUCache("machine", maxsize=4)
+
+
+def _cpuinfo(field: str) -> str | None:
+    """The first value of `field` in Linux's /proc/cpuinfo; None where there is none."""
     try:
         lines = Path("/proc/cpuinfo").read_text().splitlines()
     except OSError:
-        return platform.processor() or "unknown"
-    name = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), "unknown")
-    flags = next((line.split(":", 1)[1].split() for line in lines if line.startswith("flags")), [])
-    return f"{name} (AVX-512)" if "avx512f" in flags else name
+        return None
+    return next((line.split(":", 1)[1].strip() for line in lines if line.split(":", 1)[0].strip() == field), None)
+
+
+def cpu_name() -> str:
+    """The CPU's model name, and whether it has AVX-512 (Linux's /proc/cpuinfo)."""
+    name = _cpuinfo("model name") or platform.processor() or "unknown"
+    return f"{name} (AVX-512)" if _avx512() else name
+
+
+def wide_vectors() -> bool:
+    """Whether the CPU has 32 vector registers (AVX-512, or arm64) rather than AVX2's 16."""
+    return _found.get_or_make("wide_vectors", lambda: platform.machine().lower() in ("arm64", "aarch64") or _avx512())
+
+
+def _avx512() -> bool:
+    """Whether the CPU has AVX-512: /proc/cpuinfo's flags, else llvmlite's where numba is installed."""
+    flags = _cpuinfo("flags")
+    if flags is not None:
+        return "avx512f" in flags.split()
+    try:
+        from llvmlite import binding
+
+        return bool(binding.get_host_cpu_features().get("avx512f", False))
+    except (ImportError, RuntimeError):
+        return False
 
 
 def usable_cores() -> int:
