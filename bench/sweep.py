@@ -8,7 +8,8 @@ output channels 1..256 and batches 1..256 (``conv``, padding 'same'), plus
 single-image ``correlate`` points, the corners of those ranges and the benchmark cases (bench/cases.py),
 keeping those whose inputs and outputs fit in 256 MiB and whose best estimate is under 2 s. Each method is timed
 (one warm-up, then the median of 2 to 15 interleaved repeats in a new order each, at least 0.2 s of
-timings each; calls over 3 s are timed once); a method estimated over 20 times slower
+timings each; calls over 3 s are timed once, after the warm-up as well: from 2026-12-02 seed 101 on, as a
+first call may compile direct's loops); a method estimated over 20 times slower
 than the best estimate and over 3 s is not run. Writes ``sweep-<date>[-<dtype>][-plans].json``, ``.md``
 and ``.png``: for each point, time(auto's method) / time(best method). Plain calls with a
 kernel of at most 16 KiB reuse the plan they kept from their second call on (sweeps from
@@ -221,16 +222,16 @@ def time_point(point: dict, where: Device) -> dict:
     wanted = [name for name, s in estimates.items() if s <= SKIP_FACTOR * best_estimate or s <= SKIP_SECONDS]
     run = {name: _caller(point, x, w, name) for name in wanted}
     times: dict[str, list[float]] = {name: [] for name in run}
-    for name, fn in run.items():  # warm-up, which is also the only timing of slow calls
+    for name, fn in run.items():  # warm-up (a first call may compile loops: never a timing)
         times[name].append(where.time_call(fn))
     for round_ in range(MAX_REPEATS):
-        again = [n for n in run if times[n][0] < ONCE_SECONDS and (round_ < 2 or (times[n][0] < 1.0 and sum(times[n][1:]) < MIN_SECONDS))]
+        again = [n for n in run if round_ == 0 or (times[n][1] < ONCE_SECONDS and (round_ < 2 or (times[n][1] < 1.0 and sum(times[n][1:]) < MIN_SECONDS)))]
         if not again:
             break
         random.Random(round_).shuffle(again)  # none always runs after the same one
         for name in again:
             times[name].append(where.time_call(run[name]))
-    medians = {name: statistics.median(t[1:] or t) for name, t in times.items()}
+    medians = {name: statistics.median(t[1:]) for name, t in times.items()}
     best = min(medians, key=medians.__getitem__)
     picked = medians.get(choice.method, math.inf)
     return {

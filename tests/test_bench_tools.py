@@ -239,6 +239,20 @@ def test_sweep_times_every_method_of_a_point(where, tmp_path):
     assert report["memory_limit"] == 3 << 30  # the limit in effect: what a rescore picks under
 
 
+def test_sweep_never_counts_a_first_call():
+    """A first call may compile direct's loops (seconds): it is a warm-up, never a timing,
+    even where it is past the time that makes a method's calls be timed once."""
+    point = {"id": "p0", "op": "correlate", "x": (32, 32), "w": (3, 3), "mode": "same"}
+    calls: dict[int, int] = {}
+
+    def fake_time(fn):  # type: ignore[no-untyped-def]
+        calls[id(fn)] = calls.get(id(fn), 0) + 1
+        return 10.0 if calls[id(fn)] == 1 else 0.5
+
+    result = sweep.time_point(point, dataclasses.replace(device("cpu"), time_call=fake_time))
+    assert set(result["median_s"].values()) == {0.5}, result["median_s"]
+
+
 def test_images_bench_times_arrayconv_and_the_scipy_calls(tmp_path):
     argv = ["--sides", "16", "--kernels", "3,5", "--lengths", "50", "--taps", "4", "--dtypes", "float32", "--out", str(tmp_path)]
     assert images.main(argv) == 0
