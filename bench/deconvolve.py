@@ -18,8 +18,6 @@ and ``.json``.
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -30,7 +28,7 @@ import arrayconv as ac
 
 from .devices import Device, device, report_stem
 from .peers import installed_versions, interleaved_medians, time_call
-from .run import command_line, report_head
+from .run import new_report, save_report
 
 PEER = "skimage.restoration.richardson_lucy"
 
@@ -97,15 +95,10 @@ def time_point(shape: tuple[int, ...], kind: str, k: int, dtype: str, iterations
 
 def write(points: list[dict], folder: Path, argv: list[str], dev: Device, ndim: int) -> Path:
     """JSON and Markdown reports; returns the Markdown path."""
-    date = datetime.date.today().isoformat()
-    folder.mkdir(parents=True, exist_ok=True)
-    stem = folder / (report_stem("deconvolve", dev.name, date) + ("-3d" if ndim == 3 else ""))
     versions = {**dev.versions(), **installed_versions({"scikit-image": "skimage"})}
-    report = {"date": date, "device": dev.name, "command": command_line("python -m bench.deconvolve", argv), "versions": versions, "points": points}
-    stem.with_suffix(".json").write_text(json.dumps(report, indent=1))
+    report = new_report("python -m bench.deconvolve", argv, versions, device=dev.name, points=points)
     missing = {name: why for p in points for name, why in p["missing"].items()}
-    lines = [
-        *report_head(f"Richardson-Lucy deconvolution, {'GPU' if dev.name == 'gpu' else 'CPU'}, {date}", report["command"], report["versions"]),
+    prose = [
         f"Star fields{' in volumes' if ndim == 3 else ''} (exponential fluxes on a sky of 10 counts) blurred by the PSF, with Poisson noise. "
         "`arrayconv.richardson_lucy(image, psf, n)` and `skimage.restoration.richardson_lucy(image, psf, n, clip=False)`,",
         "interleaved, after a warm-up call each; median of the rounds, milliseconds for all n iterations. "
@@ -113,20 +106,20 @@ def write(points: list[dict], folder: Path, argv: list[str], dev: Device, ndim: 
         "Difference: the largest from skimage's result on the float64 image and PSF, relative to its largest sample. "
         "Gaussian PSFs are separable (direct runs them as one 1-D pass per axis); discs and balls are not.",
         *(f"Not run: {name} ({why})." for name, why in missing.items()),
-        "",
-        "| image | PSF | dtype | iterations | arrayconv ms | method | skimage ms | ratio | arrayconv difference | skimage difference |",
-        "|---|---|---|---|---|---|---|---|---|---|",
     ]
+    columns = ["image", "PSF", "dtype", "iterations", "arrayconv ms", "method", "skimage ms", "ratio", "arrayconv difference", "skimage difference"]
+    rows = []
     for p in points:
         ms = {name: f"{1e3 * s:.1f}" for name, s in p["median_s"].items()}
         difference = {name: f"{e:.1e}" for name, e in p["max_difference"].items()}
         ratio = f"{p['median_s'][PEER] / p['median_s']['arrayconv']:.2f}" if PEER in ms else "-"
-        lines.append(
+        rows.append(
             f"| {'x'.join(map(str, p['shape']))} | {p['psf']} {'x'.join(map(str, p['psf_shape']))} | {p['dtype']} | {p['iterations']} "
             f"| {ms['arrayconv']} | {p['method']} | {ms.get(PEER, '-')} | {ratio} | {difference.get('arrayconv', '-')} | {difference.get(PEER, '-')} |"
         )
-    stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
-    return stem.with_suffix(".md")
+    stem = folder / (report_stem("deconvolve", dev.name, report["date"]) + ("-3d" if ndim == 3 else ""))
+    title = f"Richardson-Lucy deconvolution, {'GPU' if dev.name == 'gpu' else 'CPU'}, {report['date']}"
+    return save_report(stem, report, title, prose, columns, rows)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,8 +13,6 @@ between the two results over the largest magnitude. Writes ``dropin-<date>.md``,
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -27,7 +25,7 @@ import scipy.signal
 from arrayconv import ndimage, signal
 
 from .peers import interleaved_medians, time_call
-from .run import command_line, report_head, save_figure, versions
+from .run import new_report, save_figure, save_report, versions
 
 # (namespace, function, its arguments after the image given the kernels of `kernels`)
 Call = tuple[str, str, Callable[[dict[str, np.ndarray]], tuple[tuple, dict]]]
@@ -76,27 +74,21 @@ def time_row(namespace: str, function: str, arguments: tuple, options: dict, x: 
 
 def write(rows: list[dict], folder: Path, argv: list[str]) -> Path:
     """JSON, Markdown and a plot; returns the Markdown path."""
-    date = datetime.date.today().isoformat()
-    folder.mkdir(parents=True, exist_ok=True)
-    stem = folder / f"dropin-{date}"
-    report = {"date": date, "command": command_line("python -m bench.dropin", argv), "versions": versions(), "rows": rows}
-    stem.with_suffix(".json").write_text(json.dumps(report, indent=1))
-    lines = [
-        *report_head(f"The drop-in namespaces against SciPy, CPU, {date}", report["command"], report["versions"]),
+    report = new_report("python -m bench.dropin", argv, versions(), rows=rows)
+    prose = [
         "float32 inputs; each function called the same way from `arrayconv.ndimage`/`arrayconv.signal` and from `scipy.ndimage`/",
         "`scipy.signal`, interleaved after a warm-up, medians of the rounds, milliseconds. Ratio: SciPy's time over arrayconv's",
         "(over 1: arrayconv faster). Difference: the largest from SciPy's result, over its largest magnitude.",
-        "",
-        "| function | shape | arrayconv | SciPy | ratio | difference |",
-        "|---|---|---|---|---|---|",
     ]
+    lines = []
     for r in rows:
         s = r["median_s"]
         shape = "x".join(map(str, r["shape"]))
         lines.append(f"| {r['function']} | {shape} | {1e3 * s['arrayconv']:.2f} | {1e3 * s['scipy']:.2f} | {s['scipy'] / s['arrayconv']:.2f} | {r['difference']:.0e} |")
-    stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
-    _plot(rows, stem.with_suffix(".png"))
-    return stem.with_suffix(".md")
+    title = f"The drop-in namespaces against SciPy, CPU, {report['date']}"
+    page = save_report(folder / f"dropin-{report['date']}", report, title, prose, ["function", "shape", "arrayconv", "SciPy", "ratio", "difference"], lines)
+    _plot(rows, page.with_suffix(".png"))
+    return page
 
 
 def _plot(rows: list[dict], path: Path) -> None:

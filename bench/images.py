@@ -18,8 +18,6 @@ the best of the rounds is kept (the machine's drifts hit them all alike). Writes
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import random
 import sys
 import time
@@ -32,7 +30,7 @@ import scipy.signal
 
 import arrayconv as ac
 
-from .run import command_line, report_head, versions
+from .run import new_report, save_report, versions
 
 
 def time_point(shape: tuple[int, ...], k: int, dtype: str, rng: np.random.Generator, channels: int = 0) -> dict:
@@ -68,28 +66,22 @@ def time_point(shape: tuple[int, ...], k: int, dtype: str, rng: np.random.Genera
 
 def write(points: list[dict], folder: Path, argv: list[str]) -> Path:
     """JSON and Markdown reports; returns the Markdown path."""
-    date = datetime.date.today().isoformat()
-    folder.mkdir(parents=True, exist_ok=True)
-    stem = folder / f"images-{date}"
-    report = {"date": date, "command": command_line("python -m bench.images", argv), "versions": versions(), "points": points}
-    stem.with_suffix(".json").write_text(json.dumps(report, indent=1))
-    lines = [
-        *report_head(f"Single images and signals against SciPy, CPU, {date}", report["command"], report["versions"]),
+    report = new_report("python -m bench.images", argv, versions(), points=points)
+    prose = [
         "`arrayconv.correlate(x, w, 'same')` ('auto'), `scipy.signal.correlate` (its 'auto'), `fftconvolve` and `oaconvolve`",
         "(along the kernel's axes longer than 1) and `scipy.ndimage.correlate` (mode 'constant'), interleaved in a new order",
         "each round, each timed right after an untimed call of its own; best of the rounds, microseconds. Ratio = arrayconv / the fastest SciPy call (under 1: arrayconv faster).",
-        "",
-        "| input | kernel | dtype | arrayconv | auto picks | scipy correlate | scipy fftconvolve | scipy oaconvolve | scipy ndimage | ratio |",
-        "|---|---|---|---|---|---|---|---|---|---|",
     ]
+    columns = ["input", "kernel", "dtype", "arrayconv", "auto picks", "scipy correlate", "scipy fftconvolve", "scipy oaconvolve", "scipy ndimage", "ratio"]
+    rows = []
     for p in points:
         us = {name: f"{1e6 * s:.0f}" for name, s in p["best_s"].items()}
-        lines.append(
+        rows.append(
             f"| {'x'.join(map(str, p['shape']))} | {'x'.join(map(str, p['kernel_shape']))} | {p['dtype']} | {us['arrayconv']} | {p['method']} "
             f"| {us['scipy.signal.correlate']} | {us['scipy.signal.fftconvolve']} | {us['scipy.signal.oaconvolve']} | {us['scipy.ndimage.correlate']} | {p['ratio']:.2f} |"
         )
-    stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
-    return stem.with_suffix(".md")
+    title = f"Single images and signals against SciPy, CPU, {report['date']}"
+    return save_report(folder / f"images-{report['date']}", report, title, prose, columns, rows)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime
 import importlib
-import json
 import shutil
 import sys
 import tempfile
@@ -40,7 +38,7 @@ from arrayconv._runtime.rates import rates_for
 
 from .contention import busy_cores
 from .peers import interleaved_medians, time_call
-from .run import command_line, report_head, versions
+from .run import new_report, save_report, versions
 
 # (name, input (C, *spatial), filters (O, C/groups, *kernel), options)
 LAYERS = [
@@ -100,22 +98,16 @@ def time_layer(name: str, x_shape: tuple[int, ...], w_shape: tuple[int, ...], op
 
 def write(rows: list[dict], folder: Path, argv: list[str], loaded: bool, base: Path | None = None) -> Path:
     """JSON and Markdown; returns the Markdown path."""
-    date = datetime.date.today().isoformat()
-    folder.mkdir(parents=True, exist_ok=True)
-    stem = folder / f"layers-{'loaded-' if loaded else ''}{date}"
-    report = {"date": date, "command": command_line("python -m bench.layers", argv), "versions": versions(), "rows": rows}
-    stem.with_suffix(".json").write_text(json.dumps(report, indent=1))
-    lines = [
-        *report_head(f"Conv layers against torch's CPU conv, {date}", report["command"], report["versions"]),
+    report = new_report("python -m bench.layers", argv, versions(), rows=rows)
+    prose = [
         "float32; `arrayconv.conv` ('auto') and `torch.nn.functional.conv2d`/`conv3d` interleaved after a warm-up, medians of",
         "the rounds, milliseconds. Ratio: torch's time over arrayconv's (over 1: arrayconv faster). Floor: the input read and the",
         "output written once at the machine's stream rate. Difference: the largest from torch's result, over the largest magnitude.",
         *([f"Loaded: a busy-looping process on each of the {usable_cores()} cores this process may use, for every call."] if loaded else []),
         *([f"Base: the arrayconv under `{base}`, interleaved in the same process; this / base: this one's time over the base's."] if base else []),
-        "",
-        "| layer | batch | arrayconv | method | torch | ratio | floor | difference |" + (" base | this / base |" if base else ""),
-        "|---|---|---|---|---|---|---|---|" + ("---|---|" if base else ""),
     ]
+    columns = ["layer", "batch", "arrayconv", "method", "torch", "ratio", "floor", "difference", *(["base", "this / base"] if base else [])]
+    lines = []
     for r in rows:
         s = r["median_s"]
         torch_ms = f"{1e3 * s['torch']:.2f}" if "torch" in s else "-"
@@ -123,8 +115,8 @@ def write(rows: list[dict], folder: Path, argv: list[str], loaded: bool, base: P
         difference = f"{r['difference']:.0e}" if r["difference"] is not None else "-"
         then = f" {1e3 * s['base']:.2f} | {s['arrayconv'] / s['base']:.2f} |" if "base" in s else ""
         lines.append(f"| {r['layer']} | {r['batch']} | {1e3 * s['arrayconv']:.2f} | {r['method']} | {torch_ms} | {ratio} | {1e3 * r['floor_s']:.2f} | {difference} |" + then)
-    stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
-    return stem.with_suffix(".md")
+    stem = folder / f"layers-{'loaded-' if loaded else ''}{report['date']}"
+    return save_report(stem, report, f"Conv layers against torch's CPU conv, {report['date']}", prose, columns, lines)
 
 
 def main(argv: list[str] | None = None) -> int:

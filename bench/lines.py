@@ -14,8 +14,6 @@ in float64, over its largest magnitude. Writes ``lines-<date>.md`` and ``.json``
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -27,7 +25,7 @@ import arrayconv as ac
 
 from .devices import device
 from .peers import interleaved_medians, time_call
-from .run import command_line, report_head
+from .run import new_report, save_report
 
 PEERS = ("scipy.signal.oaconvolve", "scipy.signal.fftconvolve")
 METHODS = ("direct", "fft", "oa")
@@ -53,31 +51,25 @@ def time_problem(lines: int, length: int, taps: int, dtype: str, mode: str, repe
 
 def write(points: list[dict], folder: Path, argv: list[str]) -> Path:
     """JSON and Markdown reports; returns the Markdown path."""
-    date = datetime.date.today().isoformat()
-    folder.mkdir(parents=True, exist_ok=True)
-    stem = folder / f"lines-{date}"
-    report = {"date": date, "command": command_line("python -m bench.lines", argv), "versions": device("cpu").versions(), "points": points}
-    stem.with_suffix(".json").write_text(json.dumps(report, indent=1))
-    lines = [
-        *report_head(f"Batched lines with their own filters, CPU, {date}", report["command"], report["versions"]),
+    report = new_report("python -m bench.lines", argv, device("cpu").versions(), points=points)
+    prose = [
         "`arrayconv.convolve(x, w, mode, axes=-1)` on B lines and B filters ('auto', and each method forced) against",
         "`scipy.signal.oaconvolve` and `fftconvolve` with `axes=-1`, interleaved after a warm-up call each; median of the rounds,",
         "milliseconds. Ratio: SciPy's faster call over arrayconv's 'auto' (over 1: arrayconv faster). Difference: the largest from",
         "the float64 result, over its largest magnitude.",
-        "",
-        "| lines x samples | taps | dtype | mode | arrayconv | auto picks | direct | fft | oa | oaconvolve | fftconvolve | ratio | difference |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
+    columns = ["lines x samples", "taps", "dtype", "mode", "arrayconv", "auto picks", *METHODS, *(name.rsplit(".", 1)[1] for name in PEERS), "ratio", "difference"]
+    rows = []
     for p in points:
         ms = {name: f"{1e3 * s:.1f}" for name, s in p["median_s"].items()}
         ratio = min(p["median_s"][name] for name in PEERS) / p["median_s"]["arrayconv"]
         forced = " | ".join(ms[f"arrayconv {m}"] for m in METHODS)
-        lines.append(
+        rows.append(
             f"| {p['lines']} x {p['length']} | {p['taps']} | {p['dtype']} | {p['mode']} | {ms['arrayconv']} | {p['method']} | {forced} "
             f"| {ms[PEERS[0]]} | {ms[PEERS[1]]} | {ratio:.2f} | {p['difference']:.0e} |"
         )
-    stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
-    return stem.with_suffix(".md")
+    title = f"Batched lines with their own filters, CPU, {report['date']}"
+    return save_report(folder / f"lines-{report['date']}", report, title, prose, columns, rows)
 
 
 def main(argv: list[str] | None = None) -> int:

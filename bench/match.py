@@ -18,8 +18,6 @@ by definition, from the float64 image and template. Writes
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -30,7 +28,7 @@ import arrayconv as ac
 
 from .devices import Device, device, report_stem
 from .peers import installed_versions, interleaved_medians, time_call
-from .run import command_line, report_head
+from .run import new_report, save_report
 
 PEERS = ("skimage.feature.match_template", "cv2.matchTemplate")
 
@@ -94,36 +92,32 @@ def time_point(side: int, k: int, dtype: str, offset: float, repeats: int, rng: 
 
 def write(points: list[dict], folder: Path, offset: float, argv: list[str], dev: Device) -> Path:
     """JSON and Markdown reports; returns the Markdown path."""
-    date = datetime.date.today().isoformat()
-    folder.mkdir(parents=True, exist_ok=True)
-    stem = folder / (report_stem("match", dev.name, date) + (f"-offset{offset:g}" if offset else ""))
-    report = {"date": date, "device": dev.name, "command": command_line("python -m bench.match", argv), "versions": {**dev.versions(), **installed_versions({"scikit-image": "skimage", "opencv": "cv2"})}, "points": points}
-    stem.with_suffix(".json").write_text(json.dumps(report, indent=1))
+    versions = {**dev.versions(), **installed_versions({"scikit-image": "skimage", "opencv": "cv2"})}
+    report = new_report("python -m bench.match", argv, versions, device=dev.name, points=points)
     missing = {name: why for p in points for name, why in p["missing"].items()}
-    lines = [
-        *report_head(f"Template matching, {'GPU' if dev.name == 'gpu' else 'CPU'}, {date}", report["command"], report["versions"]),
+    prose = [
         f"Images of normal noise plus {offset:g}; the template a piece of the image. `arrayconv.match_template(image, template)`",
         "('valid', method 'auto'), `skimage.feature.match_template` and `cv2.matchTemplate(..., TM_CCOEFF_NORMED)`,",
         "interleaved, after a warm-up call each; median of the rounds, milliseconds. Ratio = the fastest peer's time / arrayconv's",
         "(over 1: arrayconv faster). Error: the largest difference from the scores by definition (of the float64 image and template) on",
         "2000 windows, the template's own and others at random.",
         *(f"Not run: {name} ({why})." for name, why in missing.items()),
-        "",
-        "| image | template | dtype | arrayconv ms | auto picks | skimage ms | OpenCV ms | ratio | arrayconv error | skimage error | OpenCV error | found |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
+    columns = ["image", "template", "dtype", "arrayconv ms", "auto picks", "skimage ms", "OpenCV ms", "ratio", "arrayconv error", "skimage error", "OpenCV error", "found"]
+    rows = []
     for p in points:
         ms = {name: f"{1e3 * s:.1f}" for name, s in p["median_s"].items()}
         err = {name: f"{e:.1e}" for name, e in p["max_error"].items()}
         peers = [p["median_s"][name] for name in PEERS if name in p["median_s"]]
         ratio = f"{min(peers) / p['median_s']['arrayconv']:.2f}" if peers else "-"
         found = "yes" if p["found"] == p["placed"] else f"no: {p['found']}"
-        lines.append(
+        rows.append(
             f"| {p['side']}x{p['side']} | {p['template']}x{p['template']} | {p['dtype']} | {ms['arrayconv']} | {p['method']} "
             f"| {ms.get(PEERS[0], '-')} | {ms.get(PEERS[1], '-')} | {ratio} | {err['arrayconv']} | {err.get(PEERS[0], '-')} | {err.get(PEERS[1], '-')} | {found} |"
         )
-    stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
-    return stem.with_suffix(".md")
+    stem = folder / (report_stem("match", dev.name, report["date"]) + (f"-offset{offset:g}" if offset else ""))
+    title = f"Template matching, {'GPU' if dev.name == 'gpu' else 'CPU'}, {report['date']}"
+    return save_report(stem, report, title, prose, columns, rows)
 
 
 def main(argv: list[str] | None = None) -> int:

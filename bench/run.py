@@ -71,6 +71,24 @@ def report_head(title: str, command: str, versions: dict[str, str]) -> list[str]
     return [f"# {title}", "", f"Command: `{command}`  ", machine_line(versions)]
 
 
+def new_report(program: str, argv: list[str] | None, versions: dict[str, str], **fields: object) -> dict:
+    """A report's record: today's date, the command that made it (`program` and `argv`), the
+    machine's `versions`, and `fields` (its points or rows, and what else it keeps)."""
+    return {"date": datetime.date.today().isoformat(), "command": command_line(program, argv), "versions": versions, **fields}
+
+
+def save_report(stem: Path, report: dict, title: str, prose: list[str], columns: list[str], rows: list[str]) -> Path:
+    """Write `report` to ``<stem>.json`` and a Markdown page to ``<stem>.md``: `title`, the
+    command and machine (:func:`report_head`), `prose`, and a table of `columns` and `rows`
+    (each a line of cells, ``| a | b |``); returns the Markdown path."""
+    stem.parent.mkdir(parents=True, exist_ok=True)
+    stem.with_suffix(".json").write_text(json.dumps(report, indent=1))
+    table = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns), *rows]
+    page = [*report_head(title, report["command"], report["versions"]), *prose, "", *table]
+    stem.with_suffix(".md").write_text("\n".join(page) + "\n")
+    return stem.with_suffix(".md")
+
+
 def _data(case: Case) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(0)
     return rng.standard_normal(case.x, dtype=np.float32), rng.standard_normal(case.w, dtype=np.float32)
