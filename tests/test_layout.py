@@ -1,5 +1,6 @@
 """The package's layering: no import cycle between arrayconv's modules, and modules outside
-``arrayconv._methods`` reach the methods only through that package's own names."""
+``arrayconv._methods`` reach the methods only through that package's own names; and the
+model's weights kept as data."""
 
 import ast
 import pathlib
@@ -88,3 +89,17 @@ def test_layers_import_downward():
     upward = sorted((name, target) for name, targets in GRAPH.items() for target in targets if _layer(target) < _layer(name))
     assert not upward, upward
     assert {_layer(name) for name in MODULES} == set(range(-1, len(LAYERS)))
+
+
+def test_every_fitted_weight_says_where_it_came_from_and_is_read():
+    """The model's weights in ``_runtime/fitted.json``: each a value and its source, each
+    read by a module (a weight no code reads is dead)."""
+    from arrayconv._runtime.fitted import table
+
+    weights = {group: names for group, names in table().items() if group != "about"}
+    assert weights
+    code = "\n".join(path.read_text() for path in MODULES.values())
+    for group, names in weights.items():
+        for name, entry in names.items():
+            assert set(entry) == {"value", "source"} and len(entry["source"]) > 40, (group, name, entry)
+            assert f'fitted("{group}", "{name}")' in code, f"{group}.{name} is read by no module"

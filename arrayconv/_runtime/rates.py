@@ -22,6 +22,7 @@ import numpy as np
 from . import config as _config
 from .backend import NUMPY, Backend
 from .cache import LRUCache
+from .fitted import fitted
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,33 +72,29 @@ def rows_gain(rows: int) -> float:
     return min(GEMM_ROWS_MAX_GAIN, max(1.0, rows / GEMM_ROWS) ** (1 / 3))
 
 
-# The CPU's rates are the cost model's units, not a machine's peaks: `calibrate` scales each by
-# how this machine's probe compares with REFERENCE_PROBES, those of the host the model was fitted on.
-DEFAULT_RATES = Rates(gemm_flops=100e9, stream_bytes=11e9, fft_flops=10e9, call_seconds=5e-6)
-# The probes of the 2-core CI host the CPU model was fitted on (best of six `calibrate` runs).
-REFERENCE_PROBES = Rates(gemm_flops=265e9, stream_bytes=45e9, fft_flops=21e9, call_seconds=1.3e-6)
-# Double-precision GEMMs (float64, complex128) run at 0.3-0.5 of float32's rate on the CPU.
-DOUBLE_GEMM_SHARE = 0.5
+# The model's weights (fitted.json): the CPU's rates are its units, not a machine's peaks;
+# `calibrate` scales each by this machine's probe over REFERENCE_PROBES, the fitted host's.
+DEFAULT_RATES = Rates(**fitted("rates", "DEFAULT_RATES"))
+REFERENCE_PROBES = Rates(**fitted("rates", "REFERENCE_PROBES"))
+# Double-precision GEMMs (float64, complex128) run at this share of float32's rate on the CPU.
+DOUBLE_GEMM_SHARE = fitted("rates", "DOUBLE_GEMM_SHARE")
 # GEMMs with more than GEMM_ROWS rows (output channels) reuse each column more: their rate grows
-# as the cube root of rows / GEMM_ROWS, at most GEMM_ROWS_MAX_GAIN (fitted by bench.sweep --rescore).
-GEMM_ROWS, GEMM_ROWS_MAX_GAIN = 16, 2.0
-# The reference host's BLAS ran on 2 cores; a process allotted one core gets this share of it.
-ONE_CORE_GEMM_SHARE = 0.5
-# Likewise its large transforms ran on 2 workers; on one they run at this share (small ones,
-# and overlap-save's one-thread slabs, lose nothing).
-ONE_WORKER_FFT_SHARE = 0.6
-# The GPU's rates in its model's units: `calibrate('gpu')` probes of the H100 the model was fitted
-# on; a call costs one launch in a run of them (fitted by bench.sweep --device gpu --rescore).
-DEFAULT_GPU_RATES = Rates(gemm_flops=23e12, stream_bytes=2.0e12, fft_flops=2.2e12, call_seconds=15e-6)
-# The GPU ceilings (an 8192^3 FP32 GEMM, a 1 GiB copy) of the H100s the GPU model was fitted on, by
-# which `calibrate('gpu')` scales the rates; small probes would time the host's launch latency instead.
-GPU_REFERENCE_PROBES = Rates(gemm_flops=51.3e12, stream_bytes=2.94e12, fft_flops=DEFAULT_GPU_RATES.fft_flops, call_seconds=DEFAULT_GPU_RATES.call_seconds)
+# as the cube root of rows / GEMM_ROWS, at most GEMM_ROWS_MAX_GAIN.
+GEMM_ROWS, GEMM_ROWS_MAX_GAIN = fitted("rates", "GEMM_ROWS"), fitted("rates", "GEMM_ROWS_MAX_GAIN")
+# The reference host's BLAS ran on 2 cores, its large transforms on 2 workers: a process allotted
+# one core, or one worker, gets these shares (small transforms, and overlap-save's slabs, lose nothing).
+ONE_CORE_GEMM_SHARE = fitted("rates", "ONE_CORE_GEMM_SHARE")
+ONE_WORKER_FFT_SHARE = fitted("rates", "ONE_WORKER_FFT_SHARE")
+# The GPU's rates in its model's units, and the ceilings (a large GEMM and copy) of the H100s it
+# was fitted on, by which `calibrate('gpu')` scales them (small probes would time launches).
+DEFAULT_GPU_RATES = Rates(**fitted("rates", "DEFAULT_GPU_RATES"))
+GPU_REFERENCE_PROBES = Rates(**fitted("rates", "GPU_REFERENCE_PROBES"))
 
 _loaded = LRUCache("rates", maxsize=8)
 # numpy.correlate past 11 taps makes one BLAS dot product per output sample, whose fixed cost
 # varies with the BLAS build: `calibrate` measures it (Rates.dot_extra_ns) against the reference's.
-_REFERENCE_DOT_NS = 6.0
-_REFERENCE_DOT_NS_PER_BYTE = 0.011
+_REFERENCE_DOT_NS = fitted("rates", "REFERENCE_DOT_NS")
+_REFERENCE_DOT_NS_PER_BYTE = fitted("rates", "REFERENCE_DOT_NS_PER_BYTE")
 _DOT_PROBE_SAMPLES, _DOT_PROBE_TAPS = 2048, 32
 
 
