@@ -12,7 +12,7 @@ timings each; calls over 3 s are timed once, after the warm-up as well: from 202
 first call may compile direct's loops); a method estimated over 20 times slower
 than the best estimate and over 3 s is not run. Writes ``sweep-<date>[-<dtype>][-plans].json``, ``.md``
 and ``.png``: for each point, time(auto's method) / time(best method). Plain calls with a
-kernel of at most 16 KiB reuse the plan they kept from their second call on (sweeps from
+kernel of at most 16 KiB (256 KiB from 2026-12-02 seed 103 on) reuse the plan they kept from their second call on (sweeps from
 2026-11-24 seed 39 on), so their timings leave out the kernel's form, as a loop's would.
 
 With ``--layers`` every random ``conv`` point also has a stride (1-4), a dilation (1-3) or

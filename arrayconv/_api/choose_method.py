@@ -59,7 +59,7 @@ def choose_method(
         kernel form (spectra, an operator matrix) is made once, so the methods rank by
         their time per call without it. Default False: a plain call, which makes it. A
         plain call that keeps its plan (NumPy float or complex arrays, a kernel of at most
-        16 KiB) takes the fastest method per later call of those whose one call is
+        256 KiB) takes the fastest method per later call of those whose one call is
         estimated within 1.25x of the fastest, or within 0.2 ms and 2x of it
         (``Choice.calls == 'kept'``).
     **options
