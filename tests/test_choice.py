@@ -28,6 +28,16 @@ KNOWN = {
     ),
 }
 
+@pytest.fixture(autouse=True)
+def _timings_machines_vectors(monkeypatch):
+    """Price as the machine the timings ran on: its vector width sets the compiled loops'
+    cost per multiply-add (the AVX-512 mark in its processor's name)."""
+    monkeypatch.setattr(_compiled, "wide_vectors", lambda: "AVX-512" in TIMINGS["versions"]["processor"])
+    ac.clear_caches()
+    yield
+    ac.clear_caches()
+
+
 def _known(point: dict) -> list:
     reason = KNOWN.get(point["id"]) if TIMINGS["numba"] == INSTALLED["numba"] else None
     return [pytest.mark.xfail(reason=reason, strict=True)] if reason else []

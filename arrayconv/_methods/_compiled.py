@@ -56,9 +56,10 @@ MAX_ROW_TAPS = 32
 # Output samples of one block of work, at least: blocks cut by rows (or planes) to about this.
 _BLOCK_SAMPLES = 1 << 16
 # The model of the form's time on each thread, fitted to its timings (python -m bench.filters
-# --fit) and put in the model's units (the other methods' estimates run about 1.3x their
-# times there): seconds per multiply-add, per tap of the scalar loop at a row's ends, and
-# per byte read or written, as multiples of a byte at the stream rate; calls per block and call.
+# --fit, on an AVX-512 machine) and put in the model's units (the other methods' estimates run
+# about 1.3x their times there): seconds per multiply-add (twice that without wide vectors:
+# :func:`_mac_bytes`), per tap of the scalar loop at a row's ends, and per byte read or
+# written, as multiples of a byte at the stream rate; calls per block and call.
 _MAC_BYTES, _EDGE_TAP_BYTES, _BYTE_BYTES = 0.54, 11.06, 1.05
 _BLOCK_CALLS, _FIXED_CALLS = 3, 4
 # Calls of fewer multiply-adds run on the calling thread: waking another costs more (a
@@ -366,9 +367,16 @@ def seconds(problem: Problem, rates: Rates, separable: bool, workers: int) -> fl
     edge_taps = 0 if separable or _halo(p, _pads(p, None)) else row_calls * (kw - 1) * kw  # an outer product's rows run extended
     moved = (p.batch * p.groups * math.prod(p.spatial) + outputs) * p.dtype.itemsize
     blocks = -(-outputs // _BLOCK_SAMPLES)
-    work = (_MAC_BYTES * _macs(p, separable) + _EDGE_TAP_BYTES * edge_taps + _BYTE_BYTES * moved) / rates.stream_bytes
+    work = (_mac_bytes() * _macs(p, separable) + _EDGE_TAP_BYTES * edge_taps + _BYTE_BYTES * moved) / rates.stream_bytes
     lanes = min(_lanes(p, separable, workers), blocks)
     return (work + _BLOCK_CALLS * blocks * rates.call_seconds) / lanes + _FIXED_CALLS * rates.call_seconds
+
+
+def _mac_bytes() -> float:
+    """:data:`_MAC_BYTES` on a CPU with wide vectors (AVX-512's 16 float32 lanes an
+    instruction, where it was fitted), twice it on one without (AVX2's 8): on four held-out
+    sweeps on an AVX2 machine the loops ran 1.9-5x their estimate, the FFTs about 1-1.4x."""
+    return _MAC_BYTES if wide_vectors() else 2 * _MAC_BYTES
 
 
 def _pieces(row_taps: int, one_row: bool) -> tuple[int, int]:
