@@ -13,7 +13,7 @@ import numpy as np
 
 from .cache import LRUCache
 
-_found = LRUCache("machine", maxsize=4)
+_found = LRUCache("cpu_vectors", maxsize=1)
 
 
 def _cpuinfo(field: str) -> str | None:
