@@ -22,6 +22,7 @@ import math
 from dataclasses import dataclass, replace
 
 from .._runtime.backend import NUMPY, Array, Backend
+from .._runtime.fitted import fitted
 from .._runtime.rates import Rates
 from .._runtime.scratch import scratch
 from .._spec.problem import Problem
@@ -31,16 +32,15 @@ from ._taps import Chunk, layout, pad_input
 BLOCKS = (8, 16, 32, 64, 128, 256, 512)
 # Preferred bytes of one chunk's gathered runs.
 _CHUNK_BYTES = 4 << 20
-# The estimate's weights (see :func:`seconds`), fitted on this 2-core machine (OpenBLAS).
-_FULL_RATE_BLOCK = 32
-_GEMM_WEIGHT = 0.7
-_RUN_PASSES, _PRODUCT_PASSES, _INPUT_PASSES = 0.34, 1.36, 0.63
-_ROW_BYTES = 100
-# Passes over the Toeplitz matrices (depth x block per filter), which count where the
-# outputs are few and the kernel long: 204 samples of 2028 float64 ones with 1825 taps
-# read a 2 MiB matrix in 186 us where one numpy.correlate per line takes 33.
-_MATRIX_PASSES = 1.0
-_FIXED_CALLS = 12
+# The estimate's weights (see :func:`seconds`; their sources in fitted.json).
+_FULL_RATE_BLOCK = fitted("banded", "FULL_RATE_BLOCK")
+_GEMM_WEIGHT = fitted("banded", "GEMM_WEIGHT")
+_RUN_PASSES = fitted("banded", "RUN_PASSES")
+_PRODUCT_PASSES = fitted("banded", "PRODUCT_PASSES")
+_INPUT_PASSES = fitted("banded", "INPUT_PASSES")
+_ROW_BYTES = fitted("banded", "ROW_BYTES")
+_MATRIX_PASSES = fitted("banded", "MATRIX_PASSES")  # the Toeplitz matrices read: few outputs, long kernels
+_FIXED_CALLS = fitted("banded", "FIXED_CALLS")
 
 
 @dataclass(frozen=True, slots=True)
