@@ -476,7 +476,6 @@ def window_scores(x, kh, kw, offset, numerator, scores, flat):
 _VERSION = 14  # bump when the generated code changes: numba keys its cache by file
 
 
-@functools.cache
 def _weights_held() -> int:
     """Taps' weights one pass holds in vector registers: :data:`_HELD_WEIGHTS` by the count
     of registers of the CPU (32 with AVX-512 or on arm64, else 16: :func:`wide_vectors`)."""
