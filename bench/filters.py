@@ -226,8 +226,8 @@ def _plot(rows: list[dict], path: Path) -> None:
 
 def fit(repeats: int) -> dict[str, float]:
     """Least-squares fit of the compiled form's cost constants (per multiply-add, per tap of
-    the loops at a row's ends, per byte moved: ``_MAC_BYTES``, ``_EDGE_TAP_BYTES``,
-    ``_BYTE_BYTES``) to its timings on 2-D and 3-D float32 images, in the model's units
+    the loops at a row's ends, per byte moved: the "compiled" weights ``MAC_BYTES``,
+    ``EDGE_TAP_BYTES`` and ``BYTE_BYTES`` of arrayconv/_runtime/fitted.json) to its timings on 2-D and 3-D float32 images, in the model's units
     (the other methods' estimates run 1.3x their times)."""
     from arrayconv._methods import _compiled, direct
     from arrayconv._runtime import config as _config
@@ -274,7 +274,7 @@ def fit(repeats: int) -> dict[str, float]:
     constants, _ = nnls(a * weights[:, None], b * weights)
     errors = np.abs(a @ constants - b) / np.maximum(b, 1e-9)
     print(f"median relative error {np.median(errors):.2f}, worst {errors.max():.2f}")
-    return dict(zip(("_MAC_BYTES", "_EDGE_TAP_BYTES", "_BYTE_BYTES"), (round(float(c), 2) for c in constants)))
+    return dict(zip(("MAC_BYTES", "EDGE_TAP_BYTES", "BYTE_BYTES"), (round(float(c), 2) for c in constants)))
 
 
 def main(argv: list[str] | None = None) -> int:

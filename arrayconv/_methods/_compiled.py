@@ -44,6 +44,7 @@ import numpy as np
 
 from .._runtime import config as _config
 from .._runtime.backend import NUMPY, Array, Backend
+from .._runtime.fitted import fitted
 from .._runtime.machine import wide_vectors
 from .._runtime.rates import Rates, cache_dir
 from .._runtime.scratch import scratch
@@ -55,13 +56,13 @@ from .._spec.problem import Problem
 MAX_ROW_TAPS = 32
 # Output samples of one block of work, at least: blocks cut by rows (or planes) to about this.
 _BLOCK_SAMPLES = 1 << 16
-# The model of the form's time on each thread, fitted to its timings (python -m bench.filters
-# --fit, on an AVX-512 machine) and put in the model's units (the other methods' estimates run
-# about 1.3x their times there): seconds per multiply-add (twice that without wide vectors:
-# :func:`_mac_bytes`), per tap of the scalar loop at a row's ends, and per byte read or
-# written, as multiples of a byte at the stream rate; calls per block and call.
-_MAC_BYTES, _EDGE_TAP_BYTES, _BYTE_BYTES = 0.54, 11.06, 1.05
-_BLOCK_CALLS, _FIXED_CALLS = 3, 4
+# The model of the form's time on each thread (fitted.json; ``python -m bench.filters --fit``):
+# seconds per multiply-add (twice that without wide vectors: :func:`_mac_bytes`), per tap of the
+# scalar loop at a row's ends, and per byte read or written, as multiples of a byte at the
+# stream rate; array calls per block and per call.
+_MAC_BYTES, _EDGE_TAP_BYTES = fitted("compiled", "MAC_BYTES"), fitted("compiled", "EDGE_TAP_BYTES")
+_BYTE_BYTES = fitted("compiled", "BYTE_BYTES")
+_CALLS = fitted("compiled", "CALLS")
 # Calls of fewer multiply-adds run on the calling thread: waking another costs more (a
 # second thread took 0.1-0.15 ms more than it saved on 1-2M multiply-adds, 2 cores).
 _THREADED_MACS = 1 << 22
@@ -369,7 +370,7 @@ def seconds(problem: Problem, rates: Rates, separable: bool, workers: int) -> fl
     blocks = -(-outputs // _BLOCK_SAMPLES)
     work = (_mac_bytes() * _macs(p, separable) + _EDGE_TAP_BYTES * edge_taps + _BYTE_BYTES * moved) / rates.stream_bytes
     lanes = min(_lanes(p, separable, workers), blocks)
-    return (work + _BLOCK_CALLS * blocks * rates.call_seconds) / lanes + _FIXED_CALLS * rates.call_seconds
+    return (work + _CALLS * blocks * rates.call_seconds) / lanes + _CALLS * rates.call_seconds
 
 
 def _mac_bytes() -> float:

@@ -19,6 +19,7 @@ import numpy as np
 from .._runtime.backend import Array, Backend
 from .._runtime.cache import LRUCache
 from .._runtime.cuda import blocks, kernel
+from .._runtime.fitted import fitted
 from .._runtime.rates import Rates
 from .._spec.problem import Problem
 
@@ -32,12 +33,11 @@ _MAX_SEGMENT_TAPS = 32
 # Threads that fill the GPU; with fewer, the kernel runs at that fraction of its rate.
 _FULL_THREADS = 1 << 16
 # A tap's instructions per thread, in multiply-adds at the GEMM rate: its OB * R multiply-adds, OB
-# weight reads and its input reads; reads set the pace (fitted by bench.sweep --device gpu).
-_MULTIPLY_ADD, _WEIGHT_READ, _INPUT_READ = 0.36, 1.7, 5.1
-# Passes over the input and output at the stream rate, and the launches of a call and of the
-# kernel's form (the split read from a plan's calls, not fitted).
-_STREAM_PASSES = 0.74
-_CALLS, _PREPARE_CALLS = 2.5, 7.1
+# weight reads and its input reads (reads set the pace); the launches of a call and of the
+# kernel's form.
+_MULTIPLY_ADD, _WEIGHT_READ = fitted("direct_cuda", "MULTIPLY_ADD"), fitted("direct_cuda", "WEIGHT_READ")
+_INPUT_READ = fitted("direct_cuda", "INPUT_READ")
+_CALLS, _PREPARE_CALLS = fitted("direct_cuda", "CALLS"), fitted("direct_cuda", "PREPARE_CALLS")
 
 _launches = LRUCache("direct_cuda_launches", maxsize=256)
 
@@ -160,7 +160,7 @@ def cost(problem: Problem, rates: Rates) -> tuple[float, int, float]:
 
     Each thread's taps (padded output channels included) at :func:`_tap_cost` multiply-adds
     apiece at the GEMM rate, scaled by the share of the GPU the threads fill; input and
-    output :data:`_STREAM_PASSES` times at the stream rate; the fixed costs of
+    output once at the stream rate; the fixed costs of
     :data:`_CALLS` and :data:`_PREPARE_CALLS`.
     """
     p = problem
@@ -172,5 +172,5 @@ def cost(problem: Problem, rates: Rates) -> tuple[float, int, float]:
     moved = (math.prod(p.x_shape) + math.prod(p.y_shape)) * p.dtype.itemsize
     prepare = _PREPARE_CALLS * rates.call_seconds
     compute = 2 * thread_taps * _tap_cost(p, ob, run_length) / (rates.gemm_flops * occupancy)
-    seconds = compute + _STREAM_PASSES * moved / rates.stream_bytes + _CALLS * rates.call_seconds
+    seconds = compute + moved / rates.stream_bytes + _CALLS * rates.call_seconds
     return seconds + prepare, 0, prepare

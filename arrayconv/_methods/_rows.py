@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._runtime.backend import NUMPY, Array, Backend
+from .._runtime.fitted import fitted
 from .._runtime.rates import Rates
 from .._runtime.scratch import scratch
 from .._runtime.threads import run_parallel
@@ -41,24 +42,20 @@ from ._taps import Chunk, Layout
 
 # numpy's small_correlate handles kernels of up to this many taps.
 MAX_TAPS = 11
-# Its time per output sample (ns) for 1 to 11 taps, float32 and float64 alike within
-# 0.3 ns (numpy 2.4, this 2-core machine: 10**5 samples).
-_NS_PER_SAMPLE = (0.5, 0.7, 1.1, 0.9, 1.1, 1.3, 1.5, 1.8, 2.0, 2.3, 3.4)
-# Past 11 taps, one dot product per output sample: a fixed part and the taps' bytes, in the model's
-# units (fitted so that direct's forms rank as measured on random 1-D signals: bench.images).
-_DOT_NS_OFFSET, _DOT_NS_PER_BYTE = 10.0, 0.015
-# The machine's Rates.dot_extra_ns (measured by calibrate) is added to the offset.
-# Adds of each row's result into the sum run at about this multiple of the stream rate.
-_CACHE_SPEEDUP = 6
-# Weight on the loops and adds against the taps' estimate (fitted on images and 1-D signals with
-# both forms timed).
-_WEIGHT = 2.0
-# 1-D lines read in place (:func:`run_lines`): weights on the loop and on one pass storing its
-# result, fitted against the taps' and banded estimates.
-_LINE_WEIGHT, _LINE_STORE_PASSES = 1.0, 0.67
-# Rows split in pieces (:func:`split_valid`): a weight on the pieces' loops, each further piece's
-# add per output sample, and about 1 us per piece's calls, so short lines stay whole.
-_SPLIT_WEIGHT, _SPLIT_ADD_NS, _PIECE_CALL_NS = 1.15, 0.4, 1000.0
+# The model's weights (fitted.json): its time per output sample (ns) for 1 to 11 taps; past 11
+# taps, one dot product per output sample: a fixed part (to which the machine's
+# Rates.dot_extra_ns is added) and the taps' bytes; the weight on the loops and adds against the
+# taps' estimate; the passes storing a 1-D line's result (:func:`run_lines`); and for rows split
+# in pieces (:func:`split_valid`), a weight on the pieces' loops, each further piece's add per
+# output sample and a piece's calls.
+_NS_PER_SAMPLE = fitted("rows", "NS_PER_SAMPLE")
+_DOT_NS_OFFSET, _DOT_NS_PER_BYTE = fitted("rows", "DOT_NS_OFFSET"), fitted("rows", "DOT_NS_PER_BYTE")
+_WEIGHT = fitted("rows", "WEIGHT")
+_LINE_STORE_PASSES = fitted("rows", "LINE_STORE_PASSES")
+_SPLIT_WEIGHT, _SPLIT_ADD_NS = fitted("rows", "SPLIT_WEIGHT"), fitted("rows", "SPLIT_ADD_NS")
+_PIECE_CALL_NS = fitted("rows", "PIECE_CALL_NS")
+# Adds of each row's result into the sum move their bytes as direct's elementwise taps.
+_CACHE_SPEEDUP = fitted("direct", "CACHE_SPEEDUP")
 
 
 @dataclass(frozen=True, slots=True)
@@ -420,4 +417,4 @@ def line_seconds(problem: Problem, pieces: list[tuple[int, int, int, int]], thre
     dots = computed * _line_ns(p, rates)[0] * 1e-9
     stored = (products + copied) * p.dtype.itemsize / rates.stream_bytes
     calls = sum(1 if one else l1 - l0 for one, (l0, l1, _, _) in zip(wide, pieces)) * p.out_per_group
-    return (_LINE_WEIGHT * dots + _LINE_STORE_PASSES * stored) / threads + calls * rates.call_seconds
+    return (dots + _LINE_STORE_PASSES * stored) / threads + calls * rates.call_seconds

@@ -27,6 +27,7 @@ import numpy as np
 
 from .._runtime.backend import Array, Backend
 from .._runtime.config import Settings
+from .._runtime.fitted import fitted
 from .._runtime.rates import Rates
 from .._runtime.scratch import reused
 from .._spec.problem import Problem
@@ -39,13 +40,12 @@ BLOCK_ROWS = 32
 # of the dtype's epsilon times its largest tap: factors of a kernel made as an outer
 # product and rounded to the dtype reproduce it to a few units.
 _TOLERANCE_EPS = 8
-# Share of the GEMM rate that the column pass's small GEMMs reach (32 x 36 blocks,
-# measured about 0.5 of a large GEMM's).
-_GEMM_SHARE = 0.5
+# Share of the GEMM rate that the column pass's small GEMMs reach (32 x 36 blocks).
+_GEMM_SHARE = fitted("separable", "GEMM_SHARE")
 # Weights on the row pass's estimate (direct's, in the model's units) and on the other passes',
-# by (complex, kernel dimensions); fitted on random images and volumes with the form timed as plans.
-_WEIGHTS = {(False, 2): (1.8, 1.5), (False, 3): (1.8, 0.5), (True, 2): (3.0, 0.5), (True, 3): (3.0, 1.5)}  # (rows, columns) by (complex, kernel dimensions)
-_FIXED_CALLS = 4
+# by data (real or complex) and kernel dimensions.
+_WEIGHTS = fitted("separable", "WEIGHTS")  # [rows, columns] by "real 2-D" ... "complex 3-D"
+_FIXED_CALLS = fitted("separable", "FIXED_CALLS")
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +177,6 @@ def cost(problem: Problem, backend: Backend, rates: Rates, settings: Settings, r
         written = p.batch * math.prod(p.padded[:axis]) * math.prod(p.out_spatial[axis:])
         columns += 2 * written * (BLOCK_ROWS + p.kernel[axis] - 1) / gemm_rate + (read + written) * size / rates.stream_bytes
         held = max(held, read * size)
-    rows_weight, columns_weight = _WEIGHTS[p.dtype.kind == "c", len(p.kernel)]
+    rows_weight, columns_weight = _WEIGHTS[f"{'complex' if p.dtype.kind == 'c' else 'real'} {len(p.kernel)}-D"]
     seconds = rows_weight * row_cost.seconds + columns_weight * columns + _FIXED_CALLS * rates.call_seconds
     return Cost(seconds, row_cost.temp_bytes + 2 * held)

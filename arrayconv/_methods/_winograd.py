@@ -18,6 +18,7 @@ import numpy as np
 from .._runtime import config as _config
 from .._runtime.backend import Array, Backend
 from .._runtime.config import Settings
+from .._runtime.fitted import fitted
 from .._runtime.rates import Rates
 from .._runtime.scratch import scratch
 from .._runtime.threads import Gemm, even_chunk_length, gemm_lanes, run_gemm_jobs
@@ -31,10 +32,10 @@ from ._taps import pads_periodically, zeros
 _MIN_CHANNELS = 64
 # Transformed input and products of one chunk, per thread: in cache between the passes.
 _CHUNK_BYTES = 4 << 20
-# Passes over the input's and the output's bytes in the transforms, at stream speed.
-_INPUT_PASSES, _OUTPUT_PASSES = 12, 12
-# NumPy calls of one chunk's transforms and GEMMs.
-_CALLS_PER_CHUNK = 40
+# Passes over the input's and the output's bytes in the transforms, at stream speed, and NumPy
+# calls of one chunk's transforms and GEMMs.
+_PASSES = fitted("winograd", "PASSES")
+_CALLS_PER_CHUNK = fitted("winograd", "CALLS_PER_CHUNK")
 # The kernel's transform: ``U = G g G^T`` for each 3x3 kernel ``g``.
 _KERNEL_TRANSFORM = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]])
 
@@ -142,7 +143,7 @@ def sum_three(edge: Array, one: Array, two: Array, sign: int, out: Array) -> Non
 def cost_seconds(problem: Problem, rates: Rates, settings: Settings, efficiency: float) -> float:
     """The 16 GEMMs at the GEMM rate times `efficiency` (their share of it, for their
     channels and tiles per chunk), and the transforms' passes over the input and output
-    (:data:`_INPUT_PASSES`, :data:`_OUTPUT_PASSES`) shared by the threads, with a call per
+    (:data:`_PASSES` each) shared by the threads, with a call per
     chunk for each of the transforms' few dozen array operations."""
     p = problem
     rows, cols = _tiles(p)
@@ -152,7 +153,7 @@ def cost_seconds(problem: Problem, rates: Rates, settings: Settings, efficiency:
     size = p.dtype.itemsize * p.groups * 4 * tiles
     chunks = p.batch * -(-rows // _chunk_rows(p, settings))
     lanes = max(1, min(gemm_lanes(settings.workers), chunks))
-    passes = (_INPUT_PASSES * p.in_per_group + _OUTPUT_PASSES * p.out_per_group) * size / (lanes * rates.stream_bytes)
+    passes = _PASSES * (p.in_per_group + p.out_per_group) * size / (lanes * rates.stream_bytes)
     return gemm + passes + chunks * _CALLS_PER_CHUNK * rates.call_seconds
 
 

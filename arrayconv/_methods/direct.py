@@ -21,6 +21,7 @@ from .._runtime.backend import NUMPY, Array, Backend
 from .._runtime.cache import LRUCache
 from .._runtime.config import Settings
 from .._runtime.cuda import C_TYPES
+from .._runtime.fitted import fitted
 from .._runtime.rates import Rates, rates_for
 from .._runtime.scratch import scratch
 from .._runtime.threads import Gemm, gemm_lanes, run_gemm_jobs, run_parallel
@@ -36,28 +37,17 @@ _CHUNK_BYTES = 4 << 20
 # GEMM taps that do few multiply-adds per element they move (Og * Cg / (Og + Cg) of them) are
 # memory-bound: they run in chunks small enough to stay in cache from tap to tap.
 _MEMORY_BOUND_CHUNK_BYTES = 512 << 10
-_MEMORY_BOUND_INTENSITY = 8
-# With at most this many outputs, their bytes per tap then move at this multiple of the
-# stream rate (3x the larger chunks' GEMM_CACHE_SPEEDUP): 22 convs with 2-8 outputs ran at
-# a median 0.57 of their estimate at 3, 0.88 at 9. With more outputs over few channels the
-# GEMM, not the bytes, was most of the time (charged 9x, 1.2-2.3x under their times).
-_FEW_OUTPUTS, _FEW_OUTPUTS_CACHE_SPEEDUP = 8, 9
 # The row form's chunks: smaller, so that images from 512x512 float32 run on two threads.
 _ROWS_CHUNK_BYTES = 1 << 20
-# With a stride, each tap's stepped view is copied before its product: passes at the stream rate
-# (the pointwise form copies in short rows on one thread: more).
-STRIDED_COPY_PASSES = 4.5
-POINTWISE_COPY_PASSES = 6
-# Elementwise taps on cached chunks, on all cores, ran about 6x the stream bandwidth.
-_CACHE_SPEEDUP = 6
-# GEMM taps on cached chunks moved their bytes at about three times the stream bandwidth.
-GEMM_CACHE_SPEEDUP = 3
-# One-output taps are matrix-vector products, which BLAS runs without packing the input: they
-# read it at about this multiple of the stream rate.
-_MATVEC_SPEEDUP = 5
-# One map in one chunk (:mod:`._one_map`) makes its array calls without the chunk machinery:
-# charged this share of a call each.
-ONE_MAP_CALL_SHARE = 0.5
+# The model's weights (fitted.json): the multiply-adds per element moved under which GEMM taps
+# are memory-bound; the multiples of the stream rate at which taps on cached chunks move their
+# bytes (elementwise, and GEMMs with at most FEW_OUTPUTS outputs and memory-bound: CACHE_SPEEDUP;
+# other GEMMs; matrix-vector products, which BLAS runs without packing the input); the passes
+# copying a strided tap's stepped view; a call's share in the one-map form (:mod:`._one_map`).
+_MEMORY_BOUND_INTENSITY, _FEW_OUTPUTS = fitted("direct", "MEMORY_BOUND_INTENSITY"), fitted("direct", "FEW_OUTPUTS")
+CACHE_SPEEDUP, GEMM_CACHE_SPEEDUP = fitted("direct", "CACHE_SPEEDUP"), fitted("direct", "GEMM_CACHE_SPEEDUP")
+_MATVEC_SPEEDUP = fitted("direct", "MATVEC_SPEEDUP")
+STRIDED_COPY_PASSES, ONE_MAP_CALL_SHARE = fitted("direct", "STRIDED_COPY_PASSES"), fitted("direct", "ONE_MAP_CALL_SHARE")
 
 _forms = LRUCache("direct_forms", maxsize=256)
 _form_estimates = LRUCache("direct_form_estimates", maxsize=256)
@@ -447,7 +437,7 @@ def _pointwise_cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     read and the result written once at the stream rate (with a stride, the samples read
     copied first), and one call."""
     p = problem
-    copied = 0 if p.unit_stride else POINTWISE_COPY_PASSES * p.in_per_group
+    copied = 0 if p.unit_stride else STRIDED_COPY_PASSES * p.in_per_group
     samples = p.batch * p.groups * math.prod(p.out_spatial)
     passes = samples * (p.in_per_group + p.out_per_group + copied) * p.dtype.itemsize / rates.stream_bytes
     return Cost(p.mac_flops * p.macs / rates.gemm_rate(p.dtype, backend.name) + passes + rates.call_seconds, samples * p.in_per_group * p.dtype.itemsize if copied else 0)
@@ -464,14 +454,14 @@ def _taps_cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     once = _once_seconds(p, rates)
     if p.in_per_group == 1:
         traffic = n_taps * samples * 5 * p.out_per_group * size
-        seconds = traffic / (_CACHE_SPEEDUP * rates.stream_bytes)
+        seconds = traffic / (CACHE_SPEEDUP * rates.stream_bytes)
     elif p.out_per_group == 1:  # a matrix-vector product per tap: no packing, memory-bound
         traffic = n_taps * samples * (p.in_per_group + 3) * size
         seconds = traffic / (_MATVEC_SPEEDUP * rates.stream_bytes)
     else:
         per_tap = samples * size * (p.in_per_group + 3 * p.out_per_group)
         few = p.out_per_group <= _FEW_OUTPUTS and _memory_bound(p, backend)
-        speedup = _FEW_OUTPUTS_CACHE_SPEEDUP if few else GEMM_CACHE_SPEEDUP
+        speedup = CACHE_SPEEDUP if few else GEMM_CACHE_SPEEDUP
         seconds = p.mac_flops * p.macs / rates.gemm_rate(p.dtype, backend.name, p.out_per_group) + n_taps * per_tap / (speedup * rates.stream_bytes)
     if not p.unit_stride:  # each tap's stepped view is copied before its product (:meth:`Layout.tap_block`)
         seconds += n_taps * samples * p.in_per_group * size * STRIDED_COPY_PASSES / rates.stream_bytes

@@ -28,6 +28,7 @@ from .._runtime import config as _config
 from .._runtime.backend import Array, Backend
 from .._runtime.cache import LRUCache
 from .._runtime.config import Settings
+from .._runtime.fitted import fitted
 from .._runtime.rates import ONE_WORKER_FFT_SHARE, Rates
 from .._spec.boundary import extend
 from .._spec.problem import Problem
@@ -38,45 +39,32 @@ _GEMM_MIN_CHANNELS = 8
 # On the CPU, up to this many output maps per group it beats it with any number of input
 # channels: making the spectra frequency-major costs more than the GEMM saves.
 _MAC_MAX_OUTPUTS = 4
-# The multiply-add's passes over the kernel spectra per batch item, at the stream rate.
-_MAC_PASSES = 4
 # Transforms of fewer samples run on one thread: pocketfft's threads cost more than they save.
 _THREADED_SAMPLES = 1 << 17
-# Passes over the kernel spectra (placing them) and over the data's spectra per batch item
-# (fitted by bench.sweep --rescore on the CPU sweeps).
-_KERNEL_PASSES = 4
-_DATA_PASSES = 4
-# Array calls made whatever the size: per call, with the kernel's spectrum (made once by a plan or
-# a kept plain call), and per overlap-save block (whose sizing was fitted with 50 on slabs).
-_FIXED_CALLS = 20
-_FIXED_KERNEL_CALLS = 30
-_BLOCK_FIXED_CALLS = 50
-# Along one axis (1-D signals, batches through `axes`) the FFT makes half the fixed calls and one
-# pass per item over its spectra (each line goes into its transform and out contiguously).
-_FIXED_CALLS_1D, _FIXED_KERNEL_CALLS_1D = 10, 15
-# Several lines transformed by one call run at about this share of one line's time each
-# (pocketfft transforms lines side by side in SIMD lanes); one line keeps weight 1.
-_LINES_TRANSFORM_WEIGHT = 0.45
-_DATA_PASSES_1D, _MAC_PASSES_1D = 1, 2
-# On a GPU: passes over the kernel and data spectra, the channel sum's weight and passes, the
-# transforms' weight, and the launches of a call and of the kernel spectrum (which a plan pays
-# once), fitted to the FFT's calls in the GPU sweeps (bench.sweep --device gpu).
-_GPU_KERNEL_PASSES, _GPU_DATA_PASSES = 1.5, 0.5
-_GPU_CONTRACTION_WEIGHT, _GPU_CONTRACTION_PASSES = 3.8, 1.8
-_GPU_TRANSFORM_WEIGHT = 1.2
-_FIXED_GPU_CALLS, _FIXED_GPU_KERNEL_CALLS = 30, 27
+# The model's weights (fitted.json): on the CPU, passes at the stream rate over the spectra
+# (placing the kernel's, the data's per batch item, the multiply-add's over the kernel's) and
+# the array calls made whatever the size (per call, and with the kernel's spectrum, which a plan
+# or a kept plain call makes once; an overlap-save block makes both). A GPU makes the same calls
+# and one pass over each.
+_SPECTRUM_PASSES = fitted("fft", "SPECTRUM_PASSES")
+_FIXED_CALLS, _FIXED_KERNEL_CALLS = fitted("fft", "FIXED_CALLS"), fitted("fft", "FIXED_KERNEL_CALLS")
+# Along one axis (1-D signals, batches through `axes`) a share of those calls, one pass per item
+# over its spectra (each line goes into its transform and out contiguously), and the
+# multiply-add's passes; several lines transformed by one call run at a share of one line's
+# time each (pocketfft transforms lines side by side in SIMD lanes).
+_ONE_AXIS_CALL_SHARE, _ONE_AXIS_MAC_PASSES = fitted("fft", "ONE_AXIS_CALL_SHARE"), fitted("fft", "ONE_AXIS_MAC_PASSES")
+_LINES_TRANSFORM_WEIGHT = fitted("fft", "LINES_TRANSFORM_WEIGHT")
 # The channel sum's per-frequency GEMMs of small (B, Cg) x (Cg, Og) complex matrices reach
-# a * B^b * Og^c * Cg^d of the large-GEMM rate (numpy.matmul timed alone); its weight in the cost.
-_SMALL_GEMM_EFFICIENCY = (0.018, 0.23, 0.26, 0.30)
-CONTRACTION_WEIGHT = 5
-# An overlap-save block's channel sum runs in cache: a lower weight than the whole FFT's
-# (overlap-save still ranks its candidate blocks at CONTRACTION_WEIGHT).
-_BLOCK_CONTRACTION_WEIGHT = 2
+# a * B^b * Og^c * Cg^d of the large-GEMM rate; the sum's weight on the CPU (in an
+# overlap-save block, in cache: lower) and on a GPU.
+_SMALL_GEMM_EFFICIENCY = fitted("fft", "SMALL_GEMM_EFFICIENCY")
+CONTRACTION_WEIGHT = fitted("fft", "CONTRACTION_WEIGHT")
+_BLOCK_CONTRACTION_WEIGHT = fitted("fft", "BLOCK_CONTRACTION_WEIGHT")
+_GPU_CONTRACTION_WEIGHT = fitted("fft", "GPU_CONTRACTION_WEIGHT")
 # On the CPU a transform whose maps outgrow the cache runs slower per n log n: counted from the
 # bytes of all maps one N-D call transforms, or of one line along one axis.
-_CACHE_BYTES = 2 << 20
-_LINE_CACHE_BYTES = 256 << 10
-_OUT_OF_CACHE_SLOWDOWN = 0.75
+_CACHE_BYTES, _LINE_CACHE_BYTES = fitted("fft", "CACHE_BYTES"), fitted("fft", "LINE_CACHE_BYTES")
+_OUT_OF_CACHE_SLOWDOWN = fitted("fft", "OUT_OF_CACHE_SLOWDOWN")
 
 
 def work_dtype(problem: Problem) -> np.dtype[Any]:
@@ -394,9 +382,9 @@ def split_cost(problem: Problem, backend: Backend, rates: Rates, workers: int, *
     """Seconds of :func:`cost` spent on the kernel (its transforms and passes over its
     spectra, paid once per plan or call) and on the data (everything else), the
     transforms on `workers` threads; with `block`,
-    for one block of overlap-save (:data:`_BLOCK_FIXED_CALLS` and
+    for one block of overlap-save (both calls' counts, and
     :data:`_BLOCK_CONTRACTION_WEIGHT` on the CPU). On the CPU, problems along one axis pay
-    the 1-D counts (:data:`_FIXED_CALLS_1D`), a call's transforms of several lines
+    a share of the calls (:data:`_ONE_AXIS_CALL_SHARE`), a call's transforms of several lines
     :data:`_LINES_TRANSFORM_WEIGHT` of theirs, and the channel sum `contraction_weight`
     times its GEMMs' time where given."""
     p = problem
@@ -413,20 +401,18 @@ def split_cost(problem: Problem, backend: Backend, rates: Rates, workers: int, *
 
     def transforms(maps: int) -> float:
         """Seconds of `maps` forward or inverse transforms made by one call."""
-        weight = _GPU_TRANSFORM_WEIGHT if not cpu else _LINES_TRANSFORM_WEIGHT if one_axis and maps > 1 and not block else 1.0
+        weight = _LINES_TRANSFORM_WEIGHT if one_axis and maps > 1 and not block else 1.0
         return weight * _slowed(maps, map_bytes, backend, one_axis) * _thread_factor(maps * size, workers, backend, block, one_axis) * transform
 
     if not _sums_by_gemm(p, backend):  # one pass of the kernel spectra per batch item, a few times over
-        contraction = (_MAC_PASSES_1D if one_axis else _MAC_PASSES) * p.batch * kernels / rates.stream_bytes
+        contraction = (_ONE_AXIS_MAC_PASSES if one_axis else _SPECTRUM_PASSES) * p.batch * kernels / rates.stream_bytes
     else:
         weight = contraction_weight if contraction_weight is not None else (_BLOCK_CONTRACTION_WEIGHT if block else CONTRACTION_WEIGHT)
         contraction = _contraction_seconds(p, size if complex_data else size / 2, kernels, backend, rates, weight)
-    if not cpu:
-        fixed, kernel_fixed, kernel_passes, data_passes = _FIXED_GPU_CALLS, _FIXED_GPU_KERNEL_CALLS, _GPU_KERNEL_PASSES, _GPU_DATA_PASSES
-    else:
-        fixed, kernel_fixed = (_BLOCK_FIXED_CALLS, 0) if block else (_FIXED_CALLS_1D, _FIXED_KERNEL_CALLS_1D) if one_axis else (_FIXED_CALLS, _FIXED_KERNEL_CALLS)
-        data_passes = _DATA_PASSES_1D if one_axis else _DATA_PASSES
-        kernel_passes = _KERNEL_PASSES
+    fixed, kernel_fixed = (_FIXED_CALLS + _FIXED_KERNEL_CALLS, 0) if block and cpu else (_FIXED_CALLS, _FIXED_KERNEL_CALLS)
+    if one_axis and not block:
+        fixed, kernel_fixed = _ONE_AXIS_CALL_SHARE * fixed, _ONE_AXIS_CALL_SHARE * kernel_fixed
+    kernel_passes, data_passes = (_SPECTRUM_PASSES, 1 if one_axis else _SPECTRUM_PASSES) if cpu else (1, 1)
     kernel_share = _by_axis_share(p.kernel, shape) if cpu else 1.0
     kernel_seconds = 0.5 * kernel_share * transforms(kernel_maps) + kernel_passes * kernels / rates.stream_bytes + kernel_fixed * rates.call_seconds
     data_seconds = 0.5 * (transforms(in_maps) + transforms(out_maps)) + contraction + data_passes * p.batch * per_item / rates.stream_bytes + fixed * rates.call_seconds
@@ -475,7 +461,7 @@ def _contraction_seconds(problem: Problem, frequencies: float, kernels: int, bac
     p = problem
     flops = 8 * p.batch * p.groups * p.in_per_group * p.out_per_group * frequencies
     if backend.name == "cupy":
-        return _GPU_CONTRACTION_WEIGHT * flops / rates.gemm_flops + _GPU_CONTRACTION_PASSES * kernels / rates.stream_bytes
+        return _GPU_CONTRACTION_WEIGHT * flops / rates.gemm_flops + kernels / rates.stream_bytes
     scale, batch, filters, channels = _SMALL_GEMM_EFFICIENCY
     efficiency = min(1.0, scale * p.batch**batch * p.out_per_group**filters * p.in_per_group**channels)
     return weight * max(flops / (rates.gemm_rate(work_dtype(p), backend.name) * efficiency), 1.1 * kernels / rates.stream_bytes)

@@ -22,6 +22,7 @@ from typing import Any
 from .._runtime import config as _config
 from .._runtime.backend import NUMPY, Array, Backend
 from .._runtime.config import Settings
+from .._runtime.fitted import fitted
 from .._runtime.rates import Rates
 from .._runtime.scratch import scratch
 from .._runtime.threads import Gemm, gemm_lanes, run_gemm_jobs
@@ -38,35 +39,32 @@ _CPU_TAP_BYTES = 512 << 10
 _CPU_CHUNK_BYTES = 2 << 20
 _CPU_MAX_CHUNK_BYTES = 8 << 20
 # Passes at stream speed over the CPU's columns (written by the gather, read by the GEMM, in
-# cache) and over the result (written by the GEMMs), fitted by bench.sweep --rescore.
-_EXACT_COLUMN_PASSES = 1.25
-_EXACT_RESULT_PASSES = 2
+# cache) and over the result (written by the GEMMs).
+_EXACT_COLUMN_PASSES = fitted("im2col", "EXACT_COLUMN_PASSES")
+_EXACT_RESULT_PASSES = fitted("im2col", "EXACT_RESULT_PASSES")
 # Columns at most this deep (a 1x1 kernel over one channel per group) are charged no less than
 # direct's run and the gather: a product of one term runs far below the GEMM rate.
 _SHALLOW_DEPTH = 1
 # On a GPU, launches cost tens of microseconds: fewer, larger chunks.
 _GPU_CHUNK_BYTES = 1 << 30
-# On a GPU: the GEMM's and the passes' weights and the launches of each chunk and of the kernel's
-# form, fitted to im2col's calls in the GPU sweeps (the split of launches read from a plan's calls).
-_GPU_GEMM_WEIGHT, _GPU_PASS_WEIGHT = 0.06, 1.35
-_GPU_CALLS_PER_CHUNK, _GPU_PREPARE_CALLS = 13, 8
-# Building the operator matrix on a GPU takes about a dozen array calls per axis, one waiting for
-# the device: the time of about this many launches.
-_GPU_OPERATOR_AXIS_CALLS = 35
+# On a GPU: the GEMM's and the passes' weights, the launches of each chunk and of the kernel's
+# form, and the launches' worth of time building the operator matrix takes per axis.
+_GPU_GEMM_WEIGHT, _GPU_PASS_WEIGHT = fitted("im2col", "GPU_GEMM_WEIGHT"), fitted("im2col", "GPU_PASS_WEIGHT")
+_GPU_CALLS_PER_CHUNK, _GPU_PREPARE_CALLS = fitted("im2col", "GPU_CALLS_PER_CHUNK"), fitted("im2col", "GPU_PREPARE_CALLS")
+_GPU_OPERATOR_AXIS_CALLS = fitted("im2col", "GPU_OPERATOR_AXIS_CALLS")
 # The operator matrix is used up to this size, and when the image has at most this many
 # times the kernel's taps (the share of the operator's zeros).
 _OPERATOR_BYTES = 16 << 20
-_OPERATOR_WASTE = 2.5
+_OPERATOR_WASTE = fitted("im2col", "OPERATOR_WASTE")
 # On the CPU the operator's GEMM is the slower of its arithmetic (at least this share of the GEMM
-# rate) and its bytes (the matrix, read from cache at this multiple of the stream rate).
-_OPERATOR_GEMM_FLOOR = 0.1
-_OPERATOR_CACHE_SPEEDUP = 2
+# rate) and its bytes (the matrix, read from cache as a GEMM tap's: direct.GEMM_CACHE_SPEEDUP).
+_OPERATOR_GEMM_FLOOR = fitted("im2col", "OPERATOR_GEMM_FLOOR")
 # When the last axis's taps alone make columns this deep (taps x input channels), only they are
 # gathered.
 _LAST_AXIS_DEPTH = 512
 # With a stride, a chunk's calls are charged as if its kernel had at most this many taps: the calls
 # per tap stand in for costs measured at unit stride (:func:`_exact_cost`).
-_STRIDED_CALLED_TAPS = 100
+_STRIDED_CALLED_TAPS = fitted("im2col", "STRIDED_CALLED_TAPS")
 
 
 @dataclass(frozen=True, slots=True)
@@ -434,7 +432,7 @@ def cost(problem: Problem, backend: Backend, rates: Rates, settings: Settings) -
         if backend.name == "cupy":  # as first fitted (unrefitted on a GPU)
             product = flops / (rates.gemm_flops * max(efficiency, 0.05)) + data / rates.stream_bytes
         else:
-            product = max(flops / (rates.gemm_rate(p.dtype, backend.name) * max(efficiency, _OPERATOR_GEMM_FLOOR)), data / (_OPERATOR_CACHE_SPEEDUP * rates.stream_bytes))
+            product = max(flops / (rates.gemm_rate(p.dtype, backend.name) * max(efficiency, _OPERATOR_GEMM_FLOOR)), data / (direct.GEMM_CACHE_SPEEDUP * rates.stream_bytes))
         building = _operator_seconds(p, rates, backend)
         return Cost(building + product + rates.call_seconds, _operator_bytes(p), building)
     if _winograd.fits(p, backend):

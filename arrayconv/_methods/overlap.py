@@ -31,6 +31,7 @@ from .._runtime import config as _config
 from .._runtime.backend import Array, Backend
 from .._runtime.cache import LRUCache
 from .._runtime.config import Settings
+from .._runtime.fitted import fitted
 from .._runtime.rates import Rates, rates_for
 from .._runtime.threads import run_parallel
 from .._spec.problem import Problem
@@ -76,7 +77,7 @@ def _block_count(problem: Problem, backend: Backend, block: Shape) -> int:
 
 # Slabs run side by side on the workers, faster than one at a time with threaded transforms; the
 # gain is not assumed to grow past 2 cores (the transforms' own threads share those).
-_THREADED_SPEEDUP = 1.4
+_THREADED_SPEEDUP = fitted("overlap", "THREADED_SPEEDUP")
 
 
 # Fewer blocks than this run one at a time: two 512x512 half-images at once, each with a
