@@ -39,7 +39,6 @@ _RUN_PASSES = fitted("banded", "RUN_PASSES")
 _PRODUCT_PASSES = fitted("banded", "PRODUCT_PASSES")
 _INPUT_PASSES = fitted("banded", "INPUT_PASSES")
 _ROW_BYTES = fitted("banded", "ROW_BYTES")
-_MATRIX_PASSES = fitted("banded", "MATRIX_PASSES")  # the Toeplitz matrices read: few outputs, long kernels
 _FIXED_CALLS = fitted("banded", "FIXED_CALLS")
 
 
@@ -155,7 +154,8 @@ def seconds(problem: Problem, block: int, samples: int, rates: Rates) -> float:
     gemm = _GEMM_WEIGHT * p.mac_flops * samples * depth(p, block) * p.out_per_group / (rates.gemm_rate(p.dtype, NUMPY.name) * efficiency)
     moved = samples * size * (_RUN_PASSES * depth(p, block) / block + _PRODUCT_PASSES * p.out_per_group + _INPUT_PASSES)
     transposed = rows * p.out_per_group if p.groups * p.out_per_group > 1 else 0
-    moved += (rows + transposed) * _ROW_BYTES + _MATRIX_PASSES * p.groups * depth(p, block) * p.out_per_group * block * size
+    # the Toeplitz matrices, read once: they count where the outputs are few and the kernel long
+    moved += (rows + transposed) * _ROW_BYTES + p.groups * depth(p, block) * p.out_per_group * block * size
     return gemm + moved / rates.stream_bytes + _FIXED_CALLS * rates.call_seconds
 
 
