@@ -34,12 +34,14 @@ refused under the next (on a GPU, a 19 GB FFT was estimated and then refused at 
 ``--rescore FILE...`` times nothing: it judges committed sweeps' timings (reports, or
 ``bench/results/sweep-timings.jsonl``, every committed sweep a line; ``--device`` picks one
 device's) by the current cost model (what 'auto' would pick now, and how far that is from the fastest), under the memory
-limit each sweep recorded (else ``--memory-limit BYTES``, else this machine's).
+limit each sweep recorded (else ``--memory-limit BYTES``, else this machine's) and with
+the vector width of the CPU it names (which sets the compiled loops' cost).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import datetime
 import importlib.util
@@ -48,12 +50,14 @@ import math
 import random
 import statistics
 import sys
-from collections.abc import Callable
+import unittest.mock
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
 
 import arrayconv as ac
+from arrayconv._methods import _compiled
 from arrayconv._runtime.backend import get_backend
 from arrayconv._runtime.rates import DEFAULT_GPU_RATES, DEFAULT_RATES, rates_for
 from arrayconv._spec.shapes import conv_output_shape
@@ -265,10 +269,11 @@ def rescore(report: dict, memory_limit: int | None = None) -> tuple[dict, list[s
     timed counts as infinitely slow. No timing is run: cost-model changes are checked on
     the committed sweeps in seconds (a GPU sweep's on a machine with CuPy and a GPU, or on
     the stand-in for CuPy). Picks are made under the memory limit the sweep recorded, else
-    `memory_limit`, else this machine's."""
+    `memory_limit`, else this machine's, and with the vector width of the sweep's CPU (the
+    AVX-512 mark in its name) where it names one."""
     where = device(report.get("device", "cpu"))
     results, changed, rng = [], [], np.random.default_rng(0)
-    with ac.config(memory_limit=report.get("memory_limit", memory_limit)):
+    with ac.config(memory_limit=report.get("memory_limit", memory_limit)), _priced_as(report):
         for point in report["points"]:
             x = where.xp.zeros(tuple(point["x"]), dtype=_dtype(point))  # a float input's values are not read
             w = where.xp.asarray(random_array(rng, point["w"], _dtype(point)))  # random, as timed: never an outer product
@@ -280,6 +285,26 @@ def rescore(report: dict, memory_limit: int | None = None) -> tuple[dict, list[s
                 now = f"{ratio:.2f}" if pick in times else "not timed in this sweep"
                 changed.append(f"{point['id']} {tuple(point['x'])} x {tuple(point['w'])}: {point['chosen']} ({point['ratio']:.2f}) -> {pick} ({now})")
     return summary(results), changed
+
+
+@contextlib.contextmanager
+def _priced_as(report: dict) -> Iterator[None]:
+    """Price the compiled loops' multiply-adds as the sweep's CPU did: with wide vectors
+    where its name carries the AVX-512 mark (:func:`arrayconv._runtime.machine.cpu_name`) or
+    it is an arm64 machine, without where it names another CPU; this machine's where it
+    names none."""
+    versions = report.get("versions") or {}
+    name = versions.get("processor") or report.get("machine")
+    if report.get("device", "cpu") != "cpu" or not name:
+        yield
+        return
+    wide = "AVX-512" in name or versions.get("machine", "").lower() in ("arm64", "aarch64")
+    with unittest.mock.patch.object(_compiled, "wide_vectors", lambda: wide):
+        ac.clear_caches()
+        try:
+            yield
+        finally:
+            ac.clear_caches()
 
 
 def summary(results: list[dict]) -> dict:

@@ -411,6 +411,21 @@ def test_rescore_takes_random_kernels_as_the_sweeps_timed(numpy_forms):
     assert changed == [] and stats["within_1.2x"] == 1.0
 
 
+@pytest.mark.parametrize(("processor", "wide"), [("Some CPU (AVX-512)", True), ("Some CPU", False)])
+def test_rescore_prices_the_compiled_loops_as_the_sweeps_cpu(monkeypatch, processor, wide):
+    """A sweep's picks are remade with its CPU's vector width (the multiply-add's cost of
+    the compiled loops), not this machine's, and this machine's comes back after."""
+    from arrayconv._methods import _compiled
+
+    seen, real = [], sweep._choice
+    monkeypatch.setattr(sweep, "_choice", lambda point, *arrays: seen.append(_compiled.wide_vectors()) or real(point, *arrays))
+    point = {"id": "a", "op": "correlate", "x": (256, 256), "w": (3, 3), "mode": "same"}
+    timed = {**point, "chosen": "direct", "ratio": 1.0, "median_s": {"direct": 0.001}}
+    before = _compiled.wide_vectors()
+    sweep.rescore({"device": "cpu", "versions": {"processor": processor}, "points": [timed]})
+    assert seen == [wide] and _compiled.wide_vectors() == before
+
+
 def test_tiled_gpu_bench_report(tmp_path):
     from bench import tiled_gpu
 
