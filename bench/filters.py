@@ -227,7 +227,8 @@ def _plot(rows: list[dict], path: Path) -> None:
 def fit(repeats: int) -> dict[str, float]:
     """Least-squares fit of the compiled form's cost constants (per multiply-add, per tap of
     the loops at a row's ends, per byte moved: the "compiled" weights ``MAC_BYTES``,
-    ``EDGE_TAP_BYTES`` and ``BYTE_BYTES`` of arrayconv/_runtime/fitted.json) to its timings on 2-D and 3-D float32 images, in the model's units
+    ``EDGE_TAP_BYTES`` and ``BYTE_BYTES`` of arrayconv/_runtime/fitted.json) to its timings
+    on 2-D and 3-D float32 images, in the model's units
     (the other methods' estimates run 1.3x their times)."""
     from arrayconv._methods import _compiled, direct
     from arrayconv._runtime import config as _config

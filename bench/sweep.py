@@ -269,8 +269,8 @@ def rescore(report: dict, memory_limit: int | None = None) -> tuple[dict, list[s
     timed counts as infinitely slow. No timing is run: cost-model changes are checked on
     the committed sweeps in seconds (a GPU sweep's on a machine with CuPy and a GPU, or on
     the stand-in for CuPy). Picks are made under the memory limit the sweep recorded, else
-    `memory_limit`, else this machine's, and with the vector width of the sweep's CPU (the
-    AVX-512 mark in its name) where it names one."""
+    `memory_limit`, else this machine's, and with the vector width of the sweep's CPU where
+    it names one (:func:`_priced_as`)."""
     where = device(report.get("device", "cpu"))
     results, changed, rng = [], [], np.random.default_rng(0)
     with ac.config(memory_limit=report.get("memory_limit", memory_limit)), _priced_as(report):

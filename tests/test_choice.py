@@ -15,7 +15,7 @@ import pytest
 
 import arrayconv as ac
 from arrayconv._methods import _compiled
-from bench.sweep import _choice
+from bench.sweep import _choice, _priced_as
 
 TIMINGS = json.loads((Path(__file__).parent / "data" / "pick-timings.json").read_text())
 INSTALLED = {"threadpoolctl": importlib.util.find_spec("threadpoolctl") is not None, "numba": _compiled.available()}
@@ -29,13 +29,11 @@ KNOWN = {
 }
 
 @pytest.fixture(autouse=True)
-def _timings_machines_vectors(monkeypatch):
+def _timings_machines_vectors():
     """Price as the machine the timings ran on: its vector width sets the compiled loops'
-    cost per multiply-add (the AVX-512 mark in its processor's name)."""
-    monkeypatch.setattr(_compiled, "wide_vectors", lambda: "AVX-512" in TIMINGS["versions"]["processor"])
-    ac.clear_caches()
-    yield
-    ac.clear_caches()
+    cost per multiply-add (as a rescored sweep's)."""
+    with _priced_as(TIMINGS):
+        yield
 
 
 def _known(point: dict) -> list:
