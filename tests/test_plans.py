@@ -436,11 +436,12 @@ def test_the_kept_rule_on_given_estimates(estimates):
 
 @pytest.mark.parametrize("n", [16, 64, 256])
 @pytest.mark.parametrize("k", [3, 7])
-@pytest.mark.parametrize("boundary", ["constant", "symmetric"])
+@pytest.mark.parametrize("boundary", ["constant", "symmetric", "edge", "wrap"])
 def test_a_plain_calls_bits_do_not_depend_on_the_calls_before_it(rng, n, k, boundary):
     """An outer-product kernel (which may run in passes) gives the same bits after plain
     calls of the same shapes with other kernels (whose plans may run every tap) as in a
-    fresh process: what a call keeps for later calls keys on what its choice depends on."""
+    fresh process: what a call keeps for later calls keys on what its choice depends on,
+    the compiled loops' reading past the edges (no extended copy) included."""
     x = random(rng, (n, n), "float32")
     g = np.exp(-0.5 * ((np.arange(k) - k // 2) / (k / 4)) ** 2).astype(np.float32)
     gaussian = np.outer(g, g)

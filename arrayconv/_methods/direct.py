@@ -91,14 +91,16 @@ def _form(problem: Problem, backend: Backend, rates: Rates, settings: Settings) 
     return _forms.get_or_make((problem, rates, settings), lambda: _fastest_form(problem, backend, rates, settings))
 
 
-def same_form_for_any_kernel(problem: Problem, backend: Backend) -> bool:
+def same_form_for_any_kernel(problem: Problem, backend: Backend, copied_bytes: int = 0) -> bool:
     """Whether direct runs `problem` in one form whatever its kernel's values: where the
-    kernel may be an outer product (:func:`._separable.eligible`), the fastest form for one
-    marked so (``Problem.rank_one``) is the fastest for one that is not."""
+    kernel may be an outer product (:func:`._separable.eligible`), the form that runs one
+    marked so (``Problem.rank_one``) is the one that runs one that is not, with
+    `copied_bytes` of input copy that the compiled loops skip (:func:`reading_in_place`)."""
     if backend.name != "numpy" or not _separable.eligible(problem, backend):
         return True
     rates, settings = rates_for(backend), _config.settings(backend.name)
-    return _form(replace(problem, rank_one=True), backend, rates, settings) == _form(replace(problem, rank_one=False), backend, rates, settings)
+    forms = [_form_reading(replace(problem, rank_one=one), backend, rates, settings, copied_bytes) for one in (True, False)]
+    return forms[0] == forms[1]
 
 
 def _form_settings(problem: Problem, settings: Settings) -> Settings:
@@ -139,20 +141,30 @@ def _estimate_forms(problem: Problem, backend: Backend, rates: Rates, settings: 
 
 def reading_in_place(kernel: Kernel, w: Array, problem: Problem, backend: Backend, copied_bytes: int) -> Kernel:
     """`kernel`, or the compiled form's where it is estimated faster once the copy of the
-    input that the other forms read is counted: `copied_bytes`, the input converted to the
-    problem's dtype or extended by a boundary rule, which the compiled loops skip."""
+    input that the other forms read is counted (:func:`_form_reading`)."""
     p = problem
-    if isinstance(kernel, _compiled.CompiledTaps) or backend.name != "numpy" or pointwise(p) or not _compiled.takes(p, backend):
+    if isinstance(kernel, _compiled.CompiledTaps) or backend.name != "numpy":
         return kernel
-    rates, settings = rates_for(backend), _config.settings(backend.name)
-    estimates = _form_seconds(p, backend, rates, settings)
+    form, block = _form_reading(p, backend, rates_for(backend), _config.settings(backend.name), copied_bytes)
+    if form != "compiled":
+        return kernel
+    return _compiled.prepare(w, p, _separable.factors(w, p) if block else None)
+
+
+def _form_reading(problem: Problem, backend: Backend, rates: Rates, settings: Settings, copied_bytes: int) -> tuple[str, int]:
+    """The form that runs `problem` where the others read `copied_bytes` of copied input
+    (converted to the problem's dtype or extended by a boundary rule): :func:`_form`'s, or
+    the compiled form's where it is estimated faster than that once the copy, written and
+    then read, is counted."""
+    p = problem
     chosen = _form(p, backend, rates, settings)
+    if not copied_bytes or chosen[0] == "compiled" or pointwise(p) or not _compiled.takes(p, backend):
+        return chosen
+    estimates = _form_seconds(p, backend, rates, settings)
     if chosen not in estimates:
-        return kernel
+        return chosen
     compiled = min((form for form in estimates if form[0] == "compiled"), key=estimates.__getitem__)
-    if estimates[compiled] >= estimates[chosen] + 2 * copied_bytes / rates.stream_bytes:  # written, then read
-        return kernel
-    return _compiled.prepare(w, p, _separable.factors(w, p) if compiled[1] else None)
+    return compiled if estimates[compiled] < estimates[chosen] + 2 * copied_bytes / rates.stream_bytes else chosen
 
 
 def _chunk_temp(problem: Problem, chunk_bytes: int) -> int:

@@ -262,7 +262,7 @@ class Plan:
         every kernel of the shapes, and a call's bits must not depend on the calls before it."""
         if not self._spec.same_layout:
             return None
-        if self.method == "direct" and not same_form_for_any_kernel(self._spec.problem, self._spec.backend):
+        if self.method == "direct" and not same_form_for_any_kernel(self._spec.problem, self._spec.backend, self._copied_bytes(self.method)):
             return None
         run, extend = METHODS[self.method].shortcuts.unplanned(self._kernel, self._spec.problem), self._spec.extend
         if run is None or extend is None:
@@ -326,10 +326,20 @@ class Plan:
         dtype = chosen.work_dtype(spec.problem)
         w = self._w.astype(dtype, copy=False)
         kernel = chosen.prepare(w, spec.problem, spec.backend)
+        copied = self._copied_bytes(method)
+        return chosen.shortcuts.reading_in_place(kernel, w, spec.problem, spec.backend, copied) if copied else kernel
+
+    def _copied_bytes(self, method: str) -> int:
+        """Bytes of the copy of the input that `method`'s kernel forms read (the input
+        converted to the problem's dtype or extended by the boundary rule) where a form that
+        reads the input as it is could skip it; 0 where there is none to skip."""
+        spec = self._spec
+        chosen = METHODS[method]
+        dtype = chosen.work_dtype(spec.problem)
         copied = spec.extend is not None or (spec.x.dtype != dtype and chosen.shortcuts.reads_dtype(spec.x.dtype))
         if copied and spec.same_layout and spec.nan.policy in ("ignore", "propagate"):
-            return chosen.shortcuts.reading_in_place(kernel, w, spec.problem, spec.backend, math.prod(spec.x.shape) * dtype.itemsize)
-        return kernel
+            return math.prod(spec.x.shape) * dtype.itemsize
+        return 0
 
     def _run(self, method: str, kernel: Any, x: Array, out: Array | None = None, as_given: bool = False) -> Array:
         spec = self._spec
