@@ -221,6 +221,38 @@ def test_every_boundary_rule_on_each_path(compiled, rng, boundary):
             assert_matches(got, _extended_reference(x, w, mode, boundary, fill), dtype="float64")
 
 
+@pytest.mark.parametrize("boundary", EDGE_RULES)
+def test_a_plans_bound_call_gives_the_full_paths_bits(compiled, rng, boundary):
+    """A plan of a small problem calls its loops bound to the input's shape, skipping its
+    other steps (into a new result or a C-contiguous `out`); a strided `out` takes every
+    step: the same bits, and the reference's values. Images, volumes, outer products, lines
+    and a batch of channels, float32 and float64."""
+    fill = 2.5 if boundary == "constant" else 0.0
+    for shape, k, dtype in (((37, 29), (3, 4), "float32"), ((9, 11, 8), (3, 3, 3), "float64"), ((4, 3, 21, 17), (5, 5), "float32")):
+        x = random(rng, shape, dtype)
+        outer = np.ones(())
+        for n in k:
+            outer = np.multiply.outer(outer, random(rng, (n,), dtype))
+        for taps in (random(rng, k, dtype), outer.astype(dtype), random(rng, (1, 7), dtype)):
+            w = taps.reshape((1,) * (x.ndim - taps.ndim) + taps.shape)  # the leading axes a batch
+            plan = ac.plan_correlate(w, x.shape, "same", "direct", boundary=boundary, fillvalue=fill, dtype=dtype)
+            assert plan._bound is not None
+            strided = np.empty((*x.shape[:-1], 2 * x.shape[-1]), dtype)[..., ::2]
+            into = np.empty(x.shape, dtype)
+            bound, given = plan(x), plan(x, out=into)
+            full = plan(x, out=strided)
+            np.testing.assert_array_equal(bound, full)
+            np.testing.assert_array_equal(given, full)
+            assert given is into and full is strided
+            assert_matches(bound, _extended_reference(x, w, "same", boundary, fill), dtype=dtype)
+    x, w, bias = random(rng, (2, 3, 12, 10), "float32"), random(rng, (3, 1, 3, 5), "float32"), random(rng, (3,), "float32")
+    plan = ac.plan_conv(w, x.shape, bias=bias, groups=3, padding=(1, 2), method="direct")
+    assert plan._bound is not None
+    strided = np.empty((*x.shape[:-1], 2 * x.shape[-1]), "float32")[..., ::2]
+    np.testing.assert_array_equal(plan(x), plan(x, out=strided))  # the bias added on both paths
+    assert_matches(plan(x), reference_conv(x, w, bias, groups=3, padding=(1, 2)), dtype="float32")
+
+
 @pytest.mark.parametrize("paired", [True, False])
 @pytest.mark.parametrize("boundary", ["constant", "wrap"])
 def test_an_outer_products_passes_one_or_two_rows_and_planes_a_pass(compiled, rng, monkeypatch, paired, boundary):

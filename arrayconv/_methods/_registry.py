@@ -72,6 +72,11 @@ class Shortcuts:
         ``reading_in_place(kernel, w, problem, backend, copied_bytes) -> kernel``: the
         prepared kernel, or another form of it that reads the input as given where that is
         estimated faster once the copy of `copied_bytes` it skips is counted.
+    bound_call : callable
+        ``bound_call(kernel, problem, x_shape) -> f(x, out) | None``: ``run`` for inputs of
+        `x_shape` (in the problem's layout) into `out` (C-contiguous, the problem's dtype),
+        with what does not depend on the arrays found once, for a plan that calls it
+        without its other steps.
     """
 
     unplanned: Callable[[Any, Problem], Callable[[Array, Array], Array] | None] = _none
@@ -79,6 +84,7 @@ class Shortcuts:
     reading_edges: Callable[..., Any] = _none
     reads_dtype: Callable[[np.dtype[Any]], bool] = lambda dtype: False
     reading_in_place: Callable[..., Any] = _as_prepared
+    bound_call: Callable[..., Callable[[Array, Array], None] | None] = _none
 
 
 @dataclass(frozen=True, slots=True)

@@ -337,6 +337,12 @@ def reading_edges(kernel: Kernel, problem: Problem, extension: Extension | None,
     return _compiled.reading_edges(kernel, _compiled.Edges(pads, extension.pad_mode, fill.real))
 
 
+def bound_call(kernel: Kernel, problem: Problem, x_shape: tuple[int, ...]) -> Callable[[Array, Array], None] | None:
+    """The compiled form's call for inputs of `x_shape` on one thread, bound once
+    (:func:`._compiled.one_lane`); None for the other forms."""
+    return _compiled.one_lane(kernel, problem, x_shape) if isinstance(kernel, _compiled.CompiledTaps) else None
+
+
 reads_dtype = _compiled.reads_dtype
 
 
@@ -511,5 +517,5 @@ def sums_products(kernel: Kernel) -> bool:
     return not isinstance(kernel, (_banded.BandedTaps, _separable.SeparableTaps))
 
 
-SHORTCUTS = Shortcuts(unplanned, single_call, reading_edges, reads_dtype, reading_in_place)
+SHORTCUTS = Shortcuts(unplanned, single_call, reading_edges, reads_dtype, reading_in_place, bound_call)
 METHOD = register(Method("direct", prepare, run, exact_dtype, unsupported, cost, sums_products, SHORTCUTS))

@@ -159,6 +159,7 @@ class Plan:
         self._as_given = self._reads_as_given()
         self._masks: dict[str, Callable[[Array], Array]] = {}  # the NaN rule's operators, made on first use
         self._single = self._single_call()
+        self._bound = self._bound_call()
         self._retry = retry_smaller and method == "auto" and spec.backend.name == "cupy"
         if not self._retry:  # a plain CuPy call keeps its kernel, to plan again within the device's free memory
             del self._w
@@ -206,6 +207,8 @@ class Plan:
             return self._single(x)
         if out is not None:
             self._check_out(out, x)
+        if self._bound is not None and (out is None or out.flags.c_contiguous):
+            return self._bound(x, out)
         try:
             return self._call(x, out)
         except MemoryError as exc:  # CuPy's OutOfMemoryError: the device's memory ran out during the call
@@ -286,6 +289,32 @@ class Plan:
             return None
         shape, from_problem = spec.problem.y_shape, spec.from_problem
         return lambda x: from_problem(call(x).reshape(shape))
+
+    def _bound_call(self) -> Callable[[Array, Array | None], Array] | None:
+        """A call as its method's run bound to the input's shape (``Shortcuts.bound_call``),
+        where the plan's other steps would change nothing: the kernel reads the input as
+        given (no extended copy, no NaN masks), no finish, the input and result in the
+        problem's dtype, no memory limit of the plan's own; the result's layout (conv's bias)
+        as in :meth:`_result`. `out`, when given, C-contiguous."""
+        spec = self._spec
+        chosen = METHODS[self.method]
+        dtype = chosen.work_dtype(spec.problem)
+        if not self._as_given or spec.finish or self._memory_limit is not None or not spec.x.dtype == spec.y.dtype == dtype:
+            return None
+        p = spec.problem
+        x_shape = (p.batch, p.groups * p.in_per_group, *spec.x.shape[len(spec.x.shape) - len(p.spatial):])
+        call = chosen.shortcuts.bound_call(self._kernel, p, x_shape)
+        if call is None:
+            return None
+        y_shape, xp, from_problem = p.y_shape, spec.backend.xp, spec.from_problem
+
+        def bound(x: Array, out: Array | None) -> Array:
+            y = xp.empty(y_shape, dtype) if out is None else out.reshape(y_shape)
+            call(x, y)
+            y = from_problem(y)  # in place where `out` is given, as in _result
+            return y if out is None else out
+
+        return bound
 
     def _result(self, x: Array, out: Array | None) -> Array:
         """The method's result for the (extended) input `x`, in `out` when it can write there."""
