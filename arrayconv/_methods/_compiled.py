@@ -215,8 +215,8 @@ def one_lane(kernel: CompiledTaps, problem: Problem, x_shape: tuple[int, ...]) -
     """:func:`run` for inputs of `x_shape`, with what does not depend on the arrays found
     once, where a call runs on the calling thread whatever the workers (under
     :data:`_THREADED_MACS`); None elsewhere. A call is then a few views and one call of the
-    loops (a plan's call, 3x3 on 256x256 float32: 41 -> 33 us; after other work has evicted
-    the caches, 183 -> 134 us)."""
+    loops (a plan's call, 3x3 on 256x256 float32: 60 -> 46 us; after other work has evicted
+    the caches, 304 -> 229 us)."""
     if _macs(_image(problem), kernel.factors is not None) >= _THREADED_MACS:
         return None
     return _bound(kernel, problem, x_shape, 1)
