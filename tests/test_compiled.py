@@ -253,6 +253,22 @@ def test_a_plans_bound_call_gives_the_full_paths_bits(compiled, rng, boundary):
     assert_matches(plan(x), reference_conv(x, w, bias, groups=3, padding=(1, 2)), dtype="float32")
 
 
+def test_a_plans_bound_call_shares_a_large_problem_on_the_workers(compiled, rng):
+    """A problem large enough to share (workers taken at each call): the bound call's bits
+    on one worker and on several are the full path's."""
+    x, w = random(rng, (700, 520), "float32"), random(rng, (7, 7), "float32")
+    plan = ac.plan_correlate(w, x.shape, "same", "direct", boundary="symmetric")
+    assert plan._bound is not None
+    strided = np.empty((700, 1040), "float32")[:, ::2]
+    results = []
+    for workers in (1, 2):
+        with ac.config(workers=workers):
+            results += [plan(x), plan(x, out=strided).copy()]
+    for result in results[1:]:
+        np.testing.assert_array_equal(result, results[0])
+    assert_matches(results[0], _extended_reference(x, w, "same", "symmetric"), dtype="float32")
+
+
 @pytest.mark.parametrize("paired", [True, False])
 @pytest.mark.parametrize("boundary", ["constant", "wrap"])
 def test_an_outer_products_passes_one_or_two_rows_and_planes_a_pass(compiled, rng, monkeypatch, paired, boundary):

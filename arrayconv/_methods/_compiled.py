@@ -211,15 +211,23 @@ def run(x: Array, kernel: CompiledTaps, problem: Problem, out: Array) -> None:
     _bound(kernel, problem, tuple(x.shape), _config.workers())(x, out)
 
 
-def one_lane(kernel: CompiledTaps, problem: Problem, x_shape: tuple[int, ...]) -> Callable[[Array, Array], None] | None:
+def bound_run(kernel: CompiledTaps, problem: Problem, x_shape: tuple[int, ...]) -> Callable[[Array, Array], None]:
     """:func:`run` for inputs of `x_shape`, with what does not depend on the arrays found
-    once, where a call runs on the calling thread whatever the workers (under
-    :data:`_THREADED_MACS`); None elsewhere. A call is then a few views and one call of the
-    loops (a plan's call, 3x3 on 256x256 float32: 60 -> 46 us; after other work has evicted
-    the caches, 304 -> 229 us)."""
-    if _macs(_image(problem), kernel.factors is not None) >= _THREADED_MACS:
-        return None
-    return _bound(kernel, problem, x_shape, 1)
+    once (for each number of workers, where a call is large enough to share): a call is then
+    a few views and the loops' calls (a plan's call, 3x3 on 256x256 float32: 60 -> 46 us;
+    after other work has evicted the caches, 304 -> 229 us)."""
+    if _macs(_image(problem), kernel.factors is not None) < _THREADED_MACS:  # the calling thread's, whatever the workers
+        return _bound(kernel, problem, x_shape, 1)
+    by_workers: dict[int, Callable[[Array, Array], None]] = {}
+
+    def shared(x: Array, out: Array) -> None:
+        workers = _config.workers()
+        call = by_workers.get(workers)
+        if call is None:
+            call = by_workers[workers] = _bound(kernel, problem, x_shape, workers)
+        call(x, out)
+
+    return shared
 
 
 def _bound(kernel: CompiledTaps, problem: Problem, x_shape: tuple[int, ...], workers: int) -> Callable[[Array, Array], None]:

@@ -338,9 +338,9 @@ def reading_edges(kernel: Kernel, problem: Problem, extension: Extension | None,
 
 
 def bound_call(kernel: Kernel, problem: Problem, x_shape: tuple[int, ...]) -> Callable[[Array, Array], None] | None:
-    """The compiled form's call for inputs of `x_shape` on one thread, bound once
-    (:func:`._compiled.one_lane`); None for the other forms."""
-    return _compiled.one_lane(kernel, problem, x_shape) if isinstance(kernel, _compiled.CompiledTaps) else None
+    """The compiled form's run for inputs of `x_shape`, bound once (:func:`._compiled.bound_run`);
+    None for the other forms."""
+    return _compiled.bound_run(kernel, problem, x_shape) if isinstance(kernel, _compiled.CompiledTaps) else None
 
 
 reads_dtype = _compiled.reads_dtype
