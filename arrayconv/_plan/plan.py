@@ -301,12 +301,10 @@ class Plan:
         dtype = chosen.work_dtype(spec.problem)
         if not self._as_given or spec.finish or self._memory_limit is not None or not spec.x.dtype == spec.y.dtype == dtype:
             return None
-        p = spec.problem
-        x_shape = (p.batch, p.groups * p.in_per_group, *spec.x.shape[len(spec.x.shape) - len(p.spatial):])
-        call = chosen.shortcuts.bound_call(self._kernel, p, x_shape)
+        call = chosen.shortcuts.bound_call(self._kernel, spec.problem, self._given_shape())
         if call is None:
             return None
-        y_shape, xp, from_problem = p.y_shape, spec.backend.xp, spec.from_problem
+        y_shape, xp, from_problem = spec.problem.y_shape, spec.backend.xp, spec.from_problem
 
         def bound(x: Array, out: Array | None) -> Array:
             y = xp.empty(y_shape, dtype) if out is None else out.reshape(y_shape)
@@ -315,6 +313,13 @@ class Plan:
             return y if out is None else out
 
         return bound
+
+    def _given_shape(self) -> tuple[int, ...]:
+        """The input as a kernel that reads it as given takes it: in the problem's layout
+        ``(B, G*Cg, *spatial)``, but with the input's own spatial shape (before any boundary
+        extension)."""
+        p, shape = self._spec.problem, self._spec.x.shape
+        return (p.batch, p.groups * p.in_per_group, *shape[len(shape) - len(p.spatial):])
 
     def _result(self, x: Array, out: Array | None) -> Array:
         """The method's result for the (extended) input `x`, in `out` when it can write there."""
@@ -374,10 +379,9 @@ class Plan:
         spec = self._spec
         chosen = METHODS[method]
         if as_given:  # the input's own samples, in the problem's layout but for its spatial shape
-            p = spec.problem
-            x_problem = x.reshape(p.batch, p.groups * p.in_per_group, *x.shape[x.ndim - len(p.spatial):])
+            x_problem = x.reshape(self._given_shape())
             if not chosen.shortcuts.reads_dtype(x.dtype):
-                x_problem = x_problem.astype(chosen.work_dtype(p), copy=False)
+                x_problem = x_problem.astype(chosen.work_dtype(spec.problem), copy=False)
         else:
             x_problem = spec.to_problem(x).astype(chosen.work_dtype(spec.problem), copy=False)
         y = spec.from_problem(chosen.run(x_problem, kernel, spec.problem, spec.backend, out))
