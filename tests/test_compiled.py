@@ -36,7 +36,7 @@ def _forced(halo: bool = True, held: int | None = None):
         patch.setattr(direct, "_fastest_form", form)
         patch.setattr(_compiled, "_HALO_WIDTH", (1 << 30,) * 2 if halo else (0, 0))
         if held is not None:
-            patch.setattr(_compiled, "_weights_held", lambda: held)
+            patch.setattr(_compiled, "weights_held", lambda: held)
         ac.clear_caches()
         _compiled._geometry.cache_clear()
         yield

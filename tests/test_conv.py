@@ -358,10 +358,13 @@ def test_padded_rows_past_the_reuse_limit_are_not_kept(method, rng, monkeypatch)
     # A chunk's padded rows reuse this thread's scratch buffer only up to REUSED_BYTES: a
     # direct chunk of one output channel over many input channels pads far more input than
     # its 4 MiB of sums, which a thread must not hold after the call.
-    from arrayconv._methods import direct, im2col
+    # direct's GEMM taps, not its compiled loops for layers (which pad the whole input once).
+    from arrayconv._methods import _channels, direct, im2col
     from arrayconv._runtime import scratch as _scratch
 
     x, w = random(rng, (2, 8, 30, 20), "float64"), random(rng, (1, 8, 3, 3), "float64")
+    monkeypatch.setattr(_channels, "takes", lambda problem, backend: False)
+    ac.clear_caches()
     monkeypatch.setattr(direct, "_CHUNK_BYTES", 1000)
     monkeypatch.setattr(im2col, "_cpu_chunk_bytes", lambda problem: 1000)
     for limit, kept in ((1 << 20, True), (1 << 10, False)):

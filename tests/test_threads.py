@@ -11,6 +11,7 @@ import pytest
 from _reference import assert_matches, random, reference_conv, reference_correlate
 
 import arrayconv as ac
+from arrayconv._methods import _channels
 from arrayconv._runtime import config as _config
 from arrayconv._runtime import threads as _threads
 from arrayconv._runtime.threads import gemm_lanes, one_blas_thread, run_parallel
@@ -140,9 +141,12 @@ def test_direct_runs_gemm_taps_on_every_worker_with_blas_on_one_thread(dtype, mo
     # A single multichannel image (under one 4 MiB chunk) is cut into one chunk per core,
     # each lane's GEMMs on one BLAS thread, BLAS's threads given back after; the result
     # is the same bits as one worker's (on one BLAS thread too), and the reference.
+    # The GEMM taps, not the compiled loops for layers (which call no BLAS).
     pytest.importorskip("threadpoolctl")
     monkeypatch.setattr(_threads, "_blas_controller", None)
     monkeypatch.setattr(_config, "_CORES", 2)
+    monkeypatch.setattr(_channels, "takes", lambda problem, backend: False)
+    ac.clear_caches()
     before = _blas_threads()
     x, w = random(rng, (1, 32, 30, 40), dtype), random(rng, (16, 32, 3, 3), dtype)
     with ac.config(workers=1):

@@ -66,7 +66,7 @@ _BYTE_BYTES = fitted("compiled", "BYTE_BYTES")
 _CALLS = fitted("compiled", "CALLS")
 # Calls of fewer multiply-adds run on the calling thread: waking another costs more (a
 # second thread took 0.1-0.15 ms more than it saved on 1-2M multiply-adds, 2 cores).
-_THREADED_MACS = 1 << 22
+THREADED_MACS = 1 << 22
 # Kernel rows summed in one pass over an output row, at most.
 _FUSED_ROWS = 5
 # Taps' weights a pass holds in registers, with 16 vector registers and with 32 (AVX-512):
@@ -101,7 +101,7 @@ _HALO_WIDTH = (512, 4096)
 # Blocks are handed to the threads in calls of at least this many multiply-adds, and at
 # least this many calls a thread: each call's hand-over of the GIL costs tens of
 # microseconds, and more calls let a thread on an idle core take a busy one's share.
-_CALL_MACS, _CALLS_PER_LANE = 1 << 22, 2
+CALL_MACS, CALLS_PER_LANE = 1 << 22, 2
 # Inputs read as they are, converted sample by sample in the loop, where the sums run in
 # another dtype: 8- and 16-bit integers, and float32 (float64 sums: scipy.ndimage's).
 _READ_AS_IS = frozenset("bBhHf")
@@ -216,7 +216,7 @@ def bound_run(kernel: CompiledTaps, problem: Problem, x_shape: tuple[int, ...]) 
     once (for each number of workers, where a call is large enough to share): a call is then
     a few views and the loops' calls (a plan's call, 3x3 on 256x256 float32: 60 -> 46 us;
     after other work has evicted the caches, 304 -> 229 us)."""
-    if _macs(_image(problem), kernel.factors is not None) < _THREADED_MACS:  # the calling thread's, whatever the workers
+    if _macs(_image(problem), kernel.factors is not None) < THREADED_MACS:  # the calling thread's, whatever the workers
         return _bound(kernel, problem, x_shape, 1)
     by_workers: dict[int, Callable[[Array, Array], None]] = {}
 
@@ -325,7 +325,7 @@ def _geometry(problem: Problem, edges: Edges | None, source: tuple[int, int, int
     jobs = np.array(_units(p, out, deep), np.int64).reshape(-1, 7)  # type: ignore[arg-type]
     jobs.flags.writeable = False
     lanes = _lanes(p, separable, workers)
-    calls = 1 if lanes == 1 else min(len(jobs), max(_CALLS_PER_LANE * lanes, _macs(p, separable) // _CALL_MACS))
+    calls = 1 if lanes == 1 else min(len(jobs), max(CALLS_PER_LANE * lanes, _macs(p, separable) // CALL_MACS))
     buffer = None
     if halo:  # the input rows of a block, of each of the kernel's planes
         buffer = ((int(np.max(jobs[:, 6] - jobs[:, 5])) + kh - 1) * (p.kernel[0] if len(p.kernel) == 3 else 1), maps[2].size)
@@ -383,7 +383,7 @@ def _index_map(n: int, pad: tuple[int, int], mode: str) -> np.ndarray:
 
 def _lanes(problem: Problem, separable: bool, workers: int) -> int:
     """Threads for `problem`: the workers, or one for a call too small to share."""
-    return workers if _macs(problem, separable) >= _THREADED_MACS else 1
+    return workers if _macs(problem, separable) >= THREADED_MACS else 1
 
 
 def _macs(problem: Problem, separable: bool) -> int:
@@ -406,8 +406,15 @@ def seconds(problem: Problem, rates: Rates, separable: bool, workers: int) -> fl
     edge_taps = 0 if separable or _halo(p, _pads(p, None)) else row_calls * (kw - 1) * kw  # an outer product's rows run extended
     moved = (p.batch * p.groups * math.prod(p.spatial) + outputs) * p.dtype.itemsize
     blocks = -(-outputs // _BLOCK_SAMPLES)
-    work = (_mac_bytes() * _macs(p, separable) + _EDGE_TAP_BYTES * edge_taps + _BYTE_BYTES * moved) / rates.stream_bytes
-    lanes = min(_lanes(p, separable, workers), blocks)
+    return loop_seconds(_macs(p, separable), moved, blocks, _lanes(p, separable, workers), rates, edge_taps)
+
+
+def loop_seconds(macs: int, moved: int, blocks: int, lanes: int, rates: Rates, edge_taps: int = 0) -> float:
+    """Estimated time of compiled loops making `macs` vectorized multiply-adds and
+    `edge_taps` scalar ones, moving `moved` bytes, in `blocks` units of work shared by
+    `lanes` threads (see :data:`_MAC_BYTES`)."""
+    work = (_mac_bytes() * macs + _EDGE_TAP_BYTES * edge_taps + _BYTE_BYTES * moved) / rates.stream_bytes
+    lanes = min(lanes, blocks)
     return (work + _CALLS * blocks * rates.call_seconds) / lanes + _CALLS * rates.call_seconds
 
 
@@ -434,10 +441,10 @@ def _module(piece: int, last: int, fused: int, dtype: str, deep: int = 0) -> Mod
     narrower one (:func:`_pieces`), `fused` rows a pass (and `deep` rows of several planes,
     where not 0), in `dtype` ('f' or 'd'): see :func:`_load`."""
     name = f"arrayconv_compiled_{dtype}{piece}_{last}x{fused}{f'd{deep}' if deep else ''}_{_VERSION}"
-    return _load(name, _source(piece, last, fused, dtype, deep))
+    return load(name, _source(piece, last, fused, dtype, deep))
 
 
-def _load(name: str, source: str) -> ModuleType:
+def load(name: str, source: str) -> ModuleType:
     """Module `name` of `source`, written under :func:`arrayconv.cache_dir` so that numba
     caches its machine code there, and imported; in memory (compiled each process) where
     that folder cannot be written."""
@@ -471,7 +478,7 @@ def window_scores(x: np.ndarray, window: tuple[int, int], offset: float, numerat
 
 @functools.cache
 def _window_module() -> ModuleType:
-    return _load(f"arrayconv_window_scores_{_VERSION}", _WINDOW_SOURCE)
+    return load(f"arrayconv_window_scores_{_VERSION}", _WINDOW_SOURCE)
 
 
 _WINDOW_SOURCE = '''"""Generated by arrayconv._methods._compiled: template matching's scores by running sums."""
@@ -515,7 +522,7 @@ def window_scores(x, kh, kw, offset, numerator, scores, flat):
 _VERSION = 16  # bump when the generated code changes: numba keys its cache by file
 
 
-def _weights_held() -> int:
+def weights_held() -> int:
     """Taps' weights one pass holds in vector registers: :data:`_HELD_WEIGHTS` by the count
     of registers of the CPU (32 with AVX-512 or on arm64, else 16: :func:`wide_vectors`)."""
     return _HELD_WEIGHTS[wide_vectors()]
@@ -523,9 +530,9 @@ def _weights_held() -> int:
 
 def _fused_rows(kernel: tuple[int, ...], halo: bool = False) -> int:
     """Kernel rows summed in one pass over an output row: as many as keep their weights in
-    registers (:func:`_weights_held`), at most :data:`_FUSED_ROWS` (and
+    registers (:func:`weights_held`), at most :data:`_FUSED_ROWS` (and
     :data:`_HALO_FUSED_ROWS` from halo_taps's copy)."""
-    rows = max(1, _weights_held() // min(kernel[-1], _PIECE_TAPS))
+    rows = max(1, weights_held() // min(kernel[-1], _PIECE_TAPS))
     if halo:
         rows = min(rows, _HALO_FUSED_ROWS[0] if kernel[-1] <= 5 or kernel[-1] > 8 else _HALO_FUSED_ROWS[1])
     return min(kernel[-2], _FUSED_ROWS, rows)
@@ -533,8 +540,8 @@ def _fused_rows(kernel: tuple[int, ...], halo: bool = False) -> int:
 
 def _deep_rows(kernel: tuple[int, ...]) -> int:
     """Rows of a volume's kernel summed in one pass, those of every plane, where its weights
-    stay in registers (:func:`_weights_held`); 0 for a kernel one plane deep or larger."""
-    deep = len(kernel) == 3 and kernel[0] > 1 and math.prod(kernel) <= _weights_held()
+    stay in registers (:func:`weights_held`); 0 for a kernel one plane deep or larger."""
+    deep = len(kernel) == 3 and kernel[0] > 1 and math.prod(kernel) <= weights_held()
     return kernel[0] * kernel[1] if deep else 0
 
 

@@ -27,7 +27,7 @@ from .._runtime.scratch import scratch
 from .._runtime.threads import Gemm, gemm_lanes, run_gemm_jobs, run_parallel
 from .._spec.boundary import Extension
 from .._spec.problem import Problem
-from . import _banded, _compiled, _direct_cuda, _one_map, _rows, _separable
+from . import _banded, _channels, _compiled, _direct_cuda, _one_map, _rows, _separable
 from ._registry import Cost, Method, Shortcuts, exact_dtype, output, register
 from ._taps import Chunk, Layout, chunk_input, layout, pad_input, padded_bytes, pads_periodically, reads_in_place
 
@@ -132,6 +132,8 @@ def _estimate_forms(problem: Problem, backend: Backend, rates: Rates, settings: 
         estimates[("rows", 0)] = _rows_cost(p, backend, rates).seconds
     if _separable.takes(p, backend) and (separable := _separable.cost(p, backend, rates, settings, METHOD)).temp_bytes <= settings.budget:
         estimates[("separable", 0)] = separable.seconds
+    if _channels.takes(p, backend):
+        estimates[("channels", 0)] = _channels.seconds(p, rates, settings.workers)
     if _compiled.takes(p, backend):
         estimates[("compiled", 0)] = _compiled.seconds(p, rates, False, settings.workers)
         if _separable.takes(p, backend):  # an outer product: its passes fused, in cache
@@ -205,7 +207,7 @@ def _call_rates(problem: Problem, rows: bool, backend: Backend, rates: Rates) ->
     return replace(rates, call_seconds=rates.call_seconds * ONE_MAP_CALL_SHARE)
 
 
-Kernel = Array | _banded.BandedTaps | _rows.RowKernels | _one_map.MapKernel | _separable.SeparableTaps | _compiled.CompiledTaps
+Kernel = Array | _banded.BandedTaps | _rows.RowKernels | _one_map.MapKernel | _separable.SeparableTaps | _compiled.CompiledTaps | _channels.ChannelTaps
 
 
 def prepare(w: Array, problem: Problem, backend: Backend) -> Kernel:
@@ -218,6 +220,8 @@ def prepare(w: Array, problem: Problem, backend: Backend) -> Kernel:
     form, block = _form(p, backend, rates_for(backend), _config.settings(backend.name))
     if form == "compiled":
         return _compiled.prepare(w, p, _separable.factors(w, p) if block else None)
+    if form == "channels":
+        return _channels.prepare(w, p)
     if form == "banded":
         return _banded.prepare(w, p, backend, block)
     if form == "separable":
@@ -245,6 +249,9 @@ def run(x: Array, kernel: Kernel, problem: Problem, backend: Backend, out: Array
     out = output(out, p, backend, p.dtype)  # the problem's, where the compiled form reads integers as they are
     if isinstance(kernel, _compiled.CompiledTaps):
         _compiled.run(x, kernel, p, out)
+        return out.reshape(p.y_shape)
+    if isinstance(kernel, _channels.ChannelTaps):
+        _channels.run(x, kernel, p, out)
         return out.reshape(p.y_shape)
     if _on_gpu(p, backend):
         return _direct_cuda.run(x, kernel, p, backend, out).reshape(p.y_shape)
@@ -429,6 +436,8 @@ def _form_name(form: str, block: int) -> str:
     """How :class:`~arrayconv.Choice` names a form of direct on the CPU."""
     if form == "banded":
         return f"banded ({block} rows)"
+    if form == "channels":
+        return "compiled, channels"
     return "compiled, fused passes" if form == "compiled" and block else form
 
 
@@ -438,6 +447,8 @@ def _form_cost(problem: Problem, backend: Backend, rates: Rates, settings: Setti
     form, block = _form(p, backend, rates, settings)
     if form == "compiled":
         return Cost(_compiled.seconds(p, rates, bool(block), settings.workers), 0)
+    if form == "channels":
+        return Cost(_channels.seconds(p, rates, settings.workers), _channels.padded_bytes(p))
     if form == "banded":
         temp = padded_bytes(p) + block * p.batch * p.groups * p.dtype.itemsize + 2 * _chunk_temp(p, _CHUNK_BYTES)
         return Cost(_banded.seconds(p, block, _samples(p), rates), temp)

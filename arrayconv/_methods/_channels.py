@@ -1,0 +1,256 @@
+"""Direct's compiled form for layers: images of many input channels a group, each output
+map's taps over all of them in loops compiled for the CPU (numba, the ``numba`` extra).
+
+The input is copied once, padded, each channel's planes (of every batch item, one above
+the next) laid out as one line: the padded rows end to end. A band of output rows is then
+one line too, of the band's rows at the padded width: a kernel row of input channel ``c``
+and row ``i`` reads that line shifted to the planes of ``c`` and ``i`` rows down, so every
+tap of every channel is one pass over a long line (no short rows, whatever the image's
+width and height), and the columns past each output row's end and the rows that straddle
+two items are made and dropped. Each pass takes several output maps at once (as many as
+keep their weights in the CPU's vector registers), so that each input sample loaded serves
+them all; the maps' lines stay in cache, the band's input in the next level. Bands and
+blocks of maps are the units of work: they do not depend on the number of threads, so the
+result is the same bits on one worker or many, and the loops call no BLAS.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from types import ModuleType
+
+import numpy as np
+
+from .._runtime import config as _config
+from .._runtime.backend import NUMPY, Array, Backend
+from .._runtime.rates import Rates
+from .._runtime.scratch import scratch
+from .._runtime.threads import run_parallel
+from .._spec.problem import Problem
+from . import _compiled
+
+# Kernel rows of at most this many taps (code is generated per row length).
+MAX_ROW_TAPS = 8
+# Output samples of a band's line, at most: the maps' lines stay in the first cache level.
+_BAND_SAMPLES = 2048
+# Output maps of one unit of work, at most: enough units to share among the threads.
+_UNIT_MAPS = 16
+
+
+def takes(problem: Problem, backend: Backend) -> bool:
+    """Whether this form runs `problem`: NumPy, numba installed, several input channels a
+    group, 2-D images, unit stride and dilation, zero padding, float32 or float64, kernel
+    rows of at most :data:`MAX_ROW_TAPS` taps."""
+    p = problem
+    return (
+        backend.name == "numpy"
+        and p.in_per_group > 1
+        and len(p.spatial) == 2
+        and p.unit_stride
+        and all(d == 1 for d in p.dilation)
+        and not p.circular
+        and p.dtype.char in "fd"
+        and p.kernel[-1] <= MAX_ROW_TAPS
+        and _compiled.available()
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelTaps:
+    """The kernel as ``(G, Cg * kh, Og, kw)``: for each kernel row of each input channel,
+    every output map's taps side by side."""
+
+    taps: np.ndarray
+
+
+def prepare(w: Array, problem: Problem) -> ChannelTaps:
+    """`w` ``(G*Og, Cg, kh, kw)`` in :class:`ChannelTaps`' layout."""
+    p = problem
+    kh, kw = p.kernel
+    taps = np.asarray(w, p.dtype).reshape(p.groups, p.out_per_group, p.in_per_group * kh, kw).transpose(0, 2, 1, 3)
+    return ChannelTaps(np.ascontiguousarray(taps))
+
+
+def padded_bytes(problem: Problem) -> int:
+    """Bytes of the padded copy of the input."""
+    p = problem
+    return p.batch * p.groups * p.in_per_group * math.prod(p.padded) * p.dtype.itemsize
+
+
+def _tall_rows(problem: Problem) -> int:
+    """Output rows of the items' padded planes one above the next (a valid correlation):
+    each item's rows, and between items the rows that straddle two."""
+    return problem.batch * problem.padded[0] - problem.kernel[0] + 1
+
+
+def run(x: Array, kernel: ChannelTaps, problem: Problem, out: Array) -> None:
+    """Fill `out` ``(B, G*Og, *out_spatial)`` with `problem`'s correlation of `x`
+    ``(B, G*Cg, *spatial)``, the units of work on the workers."""
+    p = problem
+    (height, width), (ph, pw), (lo_h, lo_w) = p.spatial, p.padded, p.pad_lo
+    padded = scratch("channels.padded", (p.groups, p.in_per_group * p.batch * ph * pw), p.dtype, NUMPY)
+    planes = padded.reshape(p.groups, p.in_per_group, p.batch, ph, pw)
+    planes[..., :lo_h, :] = 0
+    planes[..., lo_h + height :, :] = 0
+    planes[..., lo_h : lo_h + height, :lo_w] = 0
+    planes[..., lo_h : lo_h + height, lo_w + width :] = 0
+    planes[..., lo_h : lo_h + height, lo_w : lo_w + width] = x.reshape(p.batch, p.groups, p.in_per_group, height, width).transpose(1, 2, 0, 3, 4)
+    at = _geometry(p, _config.workers())
+    o5 = out.reshape(p.batch, p.groups, p.out_per_group, *p.out_spatial)
+
+    def units(jobs: np.ndarray) -> None:
+        line = scratch("channels.line", (at.maps, at.band_rows * pw), p.dtype, NUMPY)
+        at.code.channel_jobs(padded, kernel.taps, o5, jobs, p.batch * ph * pw, pw, ph, p.kernel[0], line)
+
+    run_parallel(at.calls, units, at.lanes)
+
+
+@dataclass(frozen=True, slots=True)
+class _Geometry:
+    """What the shapes and workers decide for :func:`run`: the loops, the output maps of a
+    pass, the output rows of a band, the units ``(g, r0, r1, o0, o1)`` (rows of
+    :func:`_tall_rows`) in `calls`
+    shared by `lanes` threads."""
+
+    code: ModuleType
+    maps: int
+    band_rows: int
+    calls: tuple[np.ndarray, ...]
+    lanes: int
+
+
+@functools.lru_cache(maxsize=64)
+def _geometry(problem: Problem, workers: int) -> _Geometry:
+    p = problem
+    jobs = _units(p)
+    lanes = _lanes(p, workers)
+    calls = 1 if lanes == 1 else min(len(jobs), max(_compiled.CALLS_PER_LANE * lanes, _macs(p) // _compiled.CALL_MACS))
+    return _Geometry(_module(p.kernel[-1], _maps(p), p.dtype.char), _maps(p), _band_rows(p), tuple(np.array_split(jobs, calls)), lanes)
+
+
+def _maps(problem: Problem) -> int:
+    """Output maps a pass: as many as keep their kernel rows' weights in registers."""
+    return max(1, min(problem.out_per_group, _compiled.weights_held() // problem.kernel[-1]))
+
+
+def _band_rows(problem: Problem) -> int:
+    """Output rows of a band: its line at the padded width of at most :data:`_BAND_SAMPLES`."""
+    return max(1, min(_tall_rows(problem), _BAND_SAMPLES // problem.padded[1]))
+
+
+def _unit_maps(problem: Problem) -> int:
+    """Output maps of a unit of work: a whole number of passes, about :data:`_UNIT_MAPS`."""
+    maps = _maps(problem)
+    return max(maps, _UNIT_MAPS // maps * maps)
+
+
+@functools.lru_cache(maxsize=64)
+def _units(problem: Problem) -> np.ndarray:
+    """The units of work ``(g, r0, r1, o0, o1)``: bands of :func:`_tall_rows`, and blocks
+    of at most about :data:`_UNIT_MAPS` output maps, of each group."""
+    p = problem
+    rows, band, step = _tall_rows(p), _band_rows(p), _unit_maps(p)
+    jobs = np.array([(g, r, min(rows, r + band), o, min(p.out_per_group, o + step))
+                     for g in range(p.groups) for r in range(0, rows, band) for o in range(0, p.out_per_group, step)], np.int64)
+    jobs.flags.writeable = False
+    return jobs
+
+
+def _macs(problem: Problem) -> int:
+    p = problem
+    return p.batch * p.groups * p.out_per_group * p.in_per_group * math.prod(p.out_spatial) * math.prod(p.kernel)
+
+
+def _lanes(problem: Problem, workers: int) -> int:
+    """Threads for `problem`: the workers, or one for a call too small to share."""
+    return workers if _macs(problem) >= _compiled.THREADED_MACS else 1
+
+
+def seconds(problem: Problem, rates: Rates, workers: int) -> float:
+    """Estimated time: im2col's GEMM without its columns. The multiply-adds at the GEMM
+    rate of as many rows as output maps (its maps share each input sample loaded as a
+    GEMM's rows share each column), the machine's rate shared by the threads it runs on;
+    the input read, its padded copy written and read and the result written as the
+    compiled loops' bytes (:func:`._compiled.loop_seconds`)."""
+    p = problem
+    moved = p.batch * p.groups * p.in_per_group * math.prod(p.spatial) * p.dtype.itemsize + 2 * padded_bytes(p)
+    moved += p.batch * p.groups * p.out_per_group * math.prod(p.out_spatial) * p.dtype.itemsize
+    units = p.groups * -(-_tall_rows(p) // _band_rows(p)) * -(-p.out_per_group // _unit_maps(p))
+    lanes = min(_lanes(p, workers), units)
+    gemm = p.mac_flops * _macs(p) / rates.gemm_rate(p.dtype, NUMPY.name, p.out_per_group) * max(1, workers) / lanes
+    return gemm + _compiled.loop_seconds(0, moved, units, lanes, rates)
+
+
+@functools.cache
+def _module(row_taps: int, maps: int, dtype: str) -> ModuleType:
+    """The loops for kernel rows of `row_taps` taps, `maps` output maps a pass, in `dtype`."""
+    return _compiled.load(f"arrayconv_channels_{dtype}{row_taps}x{maps}_{_VERSION}", _source(row_taps, maps, dtype))
+
+
+_VERSION = 2  # bump when the generated code changes: numba keys its cache by file
+
+
+def _pass_function(maps: int, kw: int) -> str:
+    """``maps{maps}``: `d[k]` (= or +=) the kernel row `w[k]` of each of `maps` output maps
+    over the line of `x` from `start`, its first `n` samples, in one loop the compiler
+    vectorizes (indices unsigned: no check for negative ones)."""
+    weights = "".join(f"    w{k}_{j} = w[{k}, {j}]\n" for k in range(maps) for j in range(kw))
+    loads = "".join(f"            v{j} = F(x[s + c{f' + np.uint64({j})' if j else ''}])\n" for j in range(kw))
+    sums = {op: "".join(f"            d[{k}, c] {op} " + " + ".join(f"w{k}_{j} * v{j}" for j in range(kw)) + "\n" for k in range(maps))
+            for op in ("=", "+=")}
+    return f"""
+@njit(inline="always", nogil=True, cache=True, fastmath=CONTRACT)
+def maps{maps}(x, start, w, d, n, assign):
+{weights}    s = np.uint64(start)
+    if assign:
+        for c in range(np.uint64(n)):
+{loads}{sums['=']}    else:
+        for c in range(np.uint64(n)):
+{loads}{sums['+=']}"""
+
+
+def _source(kw: int, maps: int, dtype: str) -> str:
+    """Python source of the loops: ``maps{maps}`` and ``maps1`` (a pass), ``channel_jobs``
+    (the units of a call: each band's passes for each block of maps, then the valid
+    columns of their lines copied to the result)."""
+    cast = {"f": "np.float32", "d": "np.float64"}[dtype]
+    passes = "".join(_pass_function(k, kw) for k in sorted({1, maps}))
+    return f'''"""Generated by arrayconv._methods._channels: {maps} output maps a pass, kernel rows of {kw} taps, in {cast}."""
+import numpy as np
+from numba import njit
+
+F = {cast}
+CONTRACT = set(["contract"])  # a * b + c as one fused multiply-add
+{passes}
+
+@njit(nogil=True, cache=True, fastmath=CONTRACT)
+def channel_jobs(x, w, out, jobs, length, pw, ph, kh, line):
+    """The units ``(g, r0, r1, o0, o1)`` of `jobs`: rows r0:r1 of the items' planes one
+    above the next, of maps o0:o1 of group g, from `x` ``(G, Cg * length)`` (each
+    channel's padded planes, rows of `pw`, `ph` rows an item), `w` ``(G, Cg * kh, Og,
+    kw)``, into `out` ``(B, G, Og, H, W)``: each item's own rows."""
+    rows, height, width = w.shape[1], out.shape[3], out.shape[4]
+    for u in range(jobs.shape[0]):
+        g, r0, r1, o0, o1 = jobs[u, 0], jobs[u, 1], jobs[u, 2], jobs[u, 3], jobs[u, 4]
+        src, taps = x[g], w[g]
+        n = (r1 - r0) * pw - (pw - width)  # the last row's columns past the result: not made
+        o = o0
+        while o < o1:
+            k = {maps} if o + {maps} <= o1 else 1
+            for i in range(rows):
+                start = (i // kh) * length + (r0 + i % kh) * pw
+                if k == {maps}:
+                    maps{maps}(src, start, taps[i, o : o + {maps}], line, n, i == 0)
+                else:
+                    maps1(src, start, taps[i, o : o + 1], line, n, i == 0)
+            for t in range(k):
+                for r in range(r0, r1):
+                    b, row = r // ph, r % ph
+                    if row < height:  # else a row that straddles two items
+                        dst, made = out[b, g, o + t, row], line[t, (r - r0) * pw : (r - r0) * pw + width]
+                        for c in range(width):
+                            dst[c] = made[c]
+            o += k
+'''

@@ -1,0 +1,96 @@
+"""Direct's compiled form for layers of many input channels (numba): the float64 reference
+on random data over many shapes, and the same bits on one worker or many."""
+
+import contextlib
+
+import numpy as np
+import pytest
+from _reference import assert_matches, random, reference_conv
+from _strategies import examples
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import arrayconv as ac
+from arrayconv._methods import _channels, _compiled, direct
+from arrayconv._runtime.backend import NUMPY
+
+pytestmark = pytest.mark.skipif(not _compiled.available(), reason="numba is not installed (the numba extra)")
+
+
+@contextlib.contextmanager
+def _forced(held: int | None = None):
+    """Direct takes this form wherever it runs, whatever the estimates say; with `held`,
+    the loops made for a CPU whose registers hold that many weights (maps a pass)."""
+    real = direct._fastest_form
+
+    def form(problem, backend, rates, settings):
+        return ("channels", 0) if _channels.takes(problem, NUMPY) else real(problem, backend, rates, settings)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(direct, "_fastest_form", form)
+        if held is not None:
+            patch.setattr(_compiled, "weights_held", lambda: held)
+        ac.clear_caches()
+        _channels._geometry.cache_clear()
+        _channels._units.cache_clear()
+        yield
+    ac.clear_caches()
+    _channels._geometry.cache_clear()
+    _channels._units.cache_clear()
+
+
+@settings(max_examples=examples(40))
+@given(
+    batch=st.integers(1, 3),
+    groups=st.integers(1, 3),
+    cin=st.integers(2, 5),
+    out=st.integers(1, 7),
+    size=st.tuples(st.integers(1, 23), st.integers(1, 40)),
+    kernel=st.tuples(st.integers(1, 6), st.integers(1, _channels.MAX_ROW_TAPS)),
+    padding=st.tuples(st.integers(0, 4), st.integers(0, 4)),
+    dtype=st.sampled_from(["float32", "float64"]),
+    held=st.sampled_from(_compiled._HELD_WEIGHTS),
+    seed=st.integers(0, 2**16),
+)
+def test_matches_the_reference(batch, groups, cin, out, size, kernel, padding, dtype, held, seed):
+    """Odd and even kernels, images narrower than a vector and wider than a band, zero
+    padding, groups, maps in whole passes and left over, the loops of 16 and 32 registers."""
+    size = tuple(max(n, k - 2 * p) for n, k, p in zip(size, kernel, padding))  # at least one output
+    rng = np.random.default_rng(seed)
+    x = random(rng, (batch, groups * cin, *size), dtype)
+    w = random(rng, (groups * out, cin, *kernel), dtype)
+    with _forced(held):
+        plan = ac.plan_conv(w, x.shape, dtype, padding=padding, groups=groups, method="direct")
+        assert isinstance(plan._kernel, _channels.ChannelTaps)
+        assert_matches(plan(x), reference_conv(x, w, padding=padding, groups=groups), dtype=dtype)
+
+
+@pytest.mark.parametrize("shape", [(2, 16, 40, 70), (1, 8, 300, 33)], ids=["bands", "tall"])
+def test_same_bits_on_one_worker_or_many(shape):
+    """Units of work that do not depend on the threads: the same bits on 1, 2 and 3 workers."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(shape, dtype=np.float32)
+    w = rng.standard_normal((40, shape[1], 3, 3), dtype=np.float32)
+    with _forced():
+        results = []
+        for workers in (1, 2, 3):
+            with ac.config(workers=workers):
+                results.append(ac.conv(x, w, padding=1, method="direct"))
+    assert all(np.array_equal(results[0], r) for r in results[1:])
+    assert_matches(results[0], reference_conv(x, w, padding=1), dtype="float32")
+
+
+def test_takes_only_what_it_runs():
+    """Strides, dilations, periodic padding, 1-D and 3-D inputs and wide kernel rows go to
+    the other forms; 'auto' still gives the reference's values there."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((1, 4, 12, 12))
+    for options in (dict(stride=2), dict(dilation=2), dict(padding=1, padding_mode="circular")):
+        w = rng.standard_normal((3, 4, 3, 3))
+        plan = ac.plan_conv(w, x.shape, method="direct", **options)
+        assert not isinstance(plan._kernel, _channels.ChannelTaps)
+    wide = rng.standard_normal((3, 4, 3, _channels.MAX_ROW_TAPS + 1))
+    with _forced():
+        plan = ac.plan_conv(wide, x.shape, method="direct")
+        assert not isinstance(plan._kernel, _channels.ChannelTaps)
+        assert_matches(plan(x), reference_conv(x, wide), dtype="float64")
