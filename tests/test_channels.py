@@ -19,7 +19,7 @@ pytestmark = pytest.mark.skipif(not _compiled.available(), reason="numba is not 
 
 @contextlib.contextmanager
 def _forced(held: int | None = None):
-    """Direct takes this form wherever it runs, whatever the estimates say; with `held`,
+    """Direct takes this form wherever it runs (rows of any width), whatever the estimates say; with `held`,
     the loops made for a CPU whose registers hold that many weights (maps a pass)."""
     real = direct._fastest_form
 
@@ -28,6 +28,7 @@ def _forced(held: int | None = None):
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(direct, "_fastest_form", form)
+        patch.setattr(_channels, "_MIN_WIDTH", 1)
         if held is not None:
             patch.setattr(_compiled, "weights_held", lambda: held)
         ac.clear_caches()
@@ -84,11 +85,12 @@ def test_takes_only_what_it_runs():
     """Strides, dilations, periodic padding, 1-D and 3-D inputs and wide kernel rows go to
     the other forms; 'auto' still gives the reference's values there."""
     rng = np.random.default_rng(3)
-    x = rng.standard_normal((1, 4, 12, 12))
-    for options in (dict(stride=2), dict(dilation=2), dict(padding=1, padding_mode="circular")):
-        w = rng.standard_normal((3, 4, 3, 3))
-        plan = ac.plan_conv(w, x.shape, method="direct", **options)
-        assert not isinstance(plan._kernel, _channels.ChannelTaps)
+    x, w = rng.standard_normal((1, 4, 12, 64)), rng.standard_normal((3, 4, 3, 3))
+    with _forced():
+        assert isinstance(ac.plan_conv(w, x.shape, method="direct", padding=1)._kernel, _channels.ChannelTaps)
+        for options in (dict(stride=2), dict(dilation=2), dict(padding=1, padding_mode="circular")):
+            plan = ac.plan_conv(w, x.shape, method="direct", **options)
+            assert not isinstance(plan._kernel, _channels.ChannelTaps)
     wide = rng.standard_normal((3, 4, 3, _channels.MAX_ROW_TAPS + 1))
     with _forced():
         plan = ac.plan_conv(wide, x.shape, method="direct")
