@@ -415,7 +415,9 @@ def loop_seconds(macs: int, moved: int, blocks: int, lanes: int, rates: Rates, e
     `lanes` threads (see :data:`_MAC_BYTES`)."""
     work = (_mac_bytes() * macs + _EDGE_TAP_BYTES * edge_taps + _BYTE_BYTES * moved) / rates.stream_bytes
     lanes = min(lanes, blocks)
-    return (work + _CALLS * blocks * rates.call_seconds) / lanes + _CALLS * rates.call_seconds
+    # Handing work to other threads costs what a second one saves at THREADED_MACS: half its time.
+    handover = 0.0 if lanes == 1 else _mac_bytes() * THREADED_MACS / 2 / rates.stream_bytes
+    return (work + _CALLS * blocks * rates.call_seconds) / lanes + _CALLS * rates.call_seconds + handover
 
 
 def _mac_bytes() -> float:
