@@ -115,8 +115,7 @@ def run(x: Array, kernel: ChannelTaps, problem: Problem, out: Array) -> None:
 class _Geometry:
     """What the shapes and workers decide for :func:`run`: the loops, the output maps of a
     pass, the output rows of a band, the units ``(g, r0, r1, o0, o1)`` (rows of
-    :func:`_tall_rows`) in `calls`
-    shared by `lanes` threads."""
+    :func:`_tall_rows`) in `calls` shared by `lanes` threads."""
 
     code: ModuleType
     maps: int
@@ -127,6 +126,7 @@ class _Geometry:
 
 @functools.lru_cache(maxsize=64)
 def _geometry(problem: Problem, workers: int) -> _Geometry:
+    """:class:`_Geometry` of `problem` on `workers` threads."""
     p = problem
     jobs = _units(p)
     lanes = _lanes(p, workers)
@@ -196,7 +196,7 @@ def _module(row_taps: int, maps: int, dtype: str) -> ModuleType:
     return _compiled.load(f"arrayconv_channels_{dtype}{row_taps}x{maps}_{_VERSION}", _source(row_taps, maps, dtype))
 
 
-_VERSION = 5  # bump when the generated code changes: numba keys its cache by file
+_VERSION = 6  # bump when the generated code changes: numba keys its cache by file
 
 
 def _pass_function(maps: int, kw: int) -> str:
@@ -238,8 +238,8 @@ def channel_jobs(x, w, out, jobs, length, pw, ph, kh, line):
     above the next, of maps o0:o1 of group g, from `x` ``(G, Cg * length)`` (each
     channel's padded planes, rows of `pw`, `ph` rows an item), `w` ``(G, Cg * kh, Og,
     kw)``, into `out` ``(B, G, Og, H, W)``: each item's own rows."""
-    rows, maps, height, width = w.shape[1], out.shape[2], out.shape[3], out.shape[4]
-    flat = out.reshape(-1)  # each result row's samples by their offset: a vectorized copy
+    rows, og, height, width = w.shape[1], out.shape[2], out.shape[3], out.shape[4]
+    flat = out.reshape(-1)  # each result row's samples by their offset: no view made a row
     for u in range(jobs.shape[0]):
         g, r0, r1, o0, o1 = jobs[u, 0], jobs[u, 1], jobs[u, 2], jobs[u, 3], jobs[u, 4]
         src, taps = x[g], w[g]
@@ -258,7 +258,7 @@ def channel_jobs(x, w, out, jobs, length, pw, ph, kh, line):
                 for r in range(r0, r1):
                     b, row, at = r // ph, r % ph, (r - r0) * pw
                     if row < height:  # else a row that straddles two items
-                        to = (((b * out.shape[1] + g) * maps + o + t) * height + row) * width
+                        to = (((b * out.shape[1] + g) * og + o + t) * height + row) * width
                         for c in range(width):
                             flat[to + c] = made[at + c]
             o += k
