@@ -130,7 +130,7 @@ def _geometry(problem: Problem, workers: int) -> _Geometry:
     p = problem
     jobs = _units(p)
     lanes = _lanes(p, workers)
-    calls = 1 if lanes == 1 else min(len(jobs), max(_compiled.CALLS_PER_LANE * lanes, _macs(p) // _compiled.CALL_MACS))
+    calls = _compiled.calls_for(len(jobs), _macs(p), lanes)
     return _Geometry(_module(p.kernel[-1], _maps(p), p.dtype.char), _maps(p), _band_rows(p), tuple(np.array_split(jobs, calls)), lanes)
 
 
@@ -170,8 +170,8 @@ def _macs(problem: Problem) -> int:
 
 
 def _lanes(problem: Problem, workers: int) -> int:
-    """Threads for `problem`: the workers, or one for a call too small to share."""
-    return workers if _macs(problem) >= _compiled.THREADED_MACS else 1
+    """Threads for `problem`: :func:`._compiled.lanes_for` its multiply-adds."""
+    return _compiled.lanes_for(_macs(problem), workers)
 
 
 def seconds(problem: Problem, rates: Rates, workers: int) -> float:

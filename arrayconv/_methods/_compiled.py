@@ -66,7 +66,7 @@ _BYTE_BYTES = fitted("compiled", "BYTE_BYTES")
 _CALLS = fitted("compiled", "CALLS")
 # Calls of fewer multiply-adds run on the calling thread: waking another costs more (a
 # second thread took 0.1-0.15 ms more than it saved on 1-2M multiply-adds, 2 cores).
-THREADED_MACS = 1 << 22
+_THREADED_MACS = 1 << 22
 # Kernel rows summed in one pass over an output row, at most.
 _FUSED_ROWS = 5
 # Taps' weights a pass holds in registers, with 16 vector registers and with 32 (AVX-512):
@@ -101,7 +101,7 @@ _HALO_WIDTH = (512, 4096)
 # Blocks are handed to the threads in calls of at least this many multiply-adds, and at
 # least this many calls a thread: each call's hand-over of the GIL costs tens of
 # microseconds, and more calls let a thread on an idle core take a busy one's share.
-CALL_MACS, CALLS_PER_LANE = 1 << 22, 2
+_CALL_MACS, _CALLS_PER_LANE = 1 << 22, 2
 # Inputs read as they are, converted sample by sample in the loop, where the sums run in
 # another dtype: 8- and 16-bit integers, and float32 (float64 sums: scipy.ndimage's).
 _READ_AS_IS = frozenset("bBhHf")
@@ -216,7 +216,7 @@ def bound_run(kernel: CompiledTaps, problem: Problem, x_shape: tuple[int, ...]) 
     once (for each number of workers, where a call is large enough to share): a call is then
     a few views and the loops' calls (a plan's call, 3x3 on 256x256 float32: 60 -> 46 us;
     after other work has evicted the caches, 304 -> 229 us)."""
-    if _macs(_image(problem), kernel.factors is not None) < THREADED_MACS:  # the calling thread's, whatever the workers
+    if _macs(_image(problem), kernel.factors is not None) < _THREADED_MACS:  # the calling thread's, whatever the workers
         return _bound(kernel, problem, x_shape, 1)
     by_workers: dict[int, Callable[[Array, Array], None]] = {}
 
@@ -325,7 +325,7 @@ def _geometry(problem: Problem, edges: Edges | None, source: tuple[int, int, int
     jobs = np.array(_units(p, out, deep), np.int64).reshape(-1, 7)  # type: ignore[arg-type]
     jobs.flags.writeable = False
     lanes = _lanes(p, separable, workers)
-    calls = 1 if lanes == 1 else min(len(jobs), max(CALLS_PER_LANE * lanes, _macs(p, separable) // CALL_MACS))
+    calls = calls_for(len(jobs), _macs(p, separable), lanes)
     buffer = None
     if halo:  # the input rows of a block, of each of the kernel's planes
         buffer = ((int(np.max(jobs[:, 6] - jobs[:, 5])) + kh - 1) * (p.kernel[0] if len(p.kernel) == 3 else 1), maps[2].size)
@@ -382,8 +382,20 @@ def _index_map(n: int, pad: tuple[int, int], mode: str) -> np.ndarray:
 
 
 def _lanes(problem: Problem, separable: bool, workers: int) -> int:
-    """Threads for `problem`: the workers, or one for a call too small to share."""
-    return workers if _macs(problem, separable) >= THREADED_MACS else 1
+    """Threads for `problem`: :func:`lanes_for` its multiply-adds."""
+    return lanes_for(_macs(problem, separable), workers)
+
+
+def lanes_for(macs: int, workers: int) -> int:
+    """Threads for a call of `macs` multiply-adds: the workers, or one for a call too small
+    to share (:data:`_THREADED_MACS`)."""
+    return workers if macs >= _THREADED_MACS else 1
+
+
+def calls_for(units: int, macs: int, lanes: int) -> int:
+    """Calls that `units` blocks of work of `macs` multiply-adds in all are handed to
+    `lanes` threads in (:data:`_CALL_MACS`, :data:`_CALLS_PER_LANE`)."""
+    return 1 if lanes == 1 else min(units, max(_CALLS_PER_LANE * lanes, macs // _CALL_MACS))
 
 
 def _macs(problem: Problem, separable: bool) -> int:
@@ -415,8 +427,8 @@ def loop_seconds(macs: int, moved: int, blocks: int, lanes: int, rates: Rates, e
     `lanes` threads (see :data:`_MAC_BYTES`)."""
     work = (_mac_bytes() * macs + _EDGE_TAP_BYTES * edge_taps + _BYTE_BYTES * moved) / rates.stream_bytes
     lanes = min(lanes, blocks)
-    # Handing work to other threads costs what a second one saves at THREADED_MACS: half its time.
-    handover = 0.0 if lanes == 1 else _mac_bytes() * THREADED_MACS / 2 / rates.stream_bytes
+    # Handing work to other threads costs what a second one saves at _THREADED_MACS: half its time.
+    handover = 0.0 if lanes == 1 else _mac_bytes() * _THREADED_MACS / 2 / rates.stream_bytes
     return (work + _CALLS * blocks * rates.call_seconds) / lanes + _CALLS * rates.call_seconds + handover
 
 
