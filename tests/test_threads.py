@@ -1,5 +1,6 @@
-"""The shared worker pool: every item once, at most `workers` at a time, errors raised;
-BLAS held to one thread while im2col's chunks run on it."""
+"""The shared worker pool: every item once, at most `workers` at a time, errors raised,
+callers on several threads and forked children served; BLAS held to one thread while
+im2col's chunks run on it."""
 
 import os
 import sys
@@ -58,6 +59,59 @@ def test_an_error_in_a_job_is_raised_after_every_lane_has_stopped():
         with pytest.raises(ValueError, match="first pool item"):
             run_parallel(range(30), job, 3)
         assert running[0] == 0  # nothing still running after the raise
+
+
+def test_callers_on_several_threads_share_the_pool_without_growing_it():
+    # Four user threads call at once, each asking for 3 workers: every call runs each of
+    # its items once, and the pool never holds more than the 2 threads one call asks for.
+    results, errors, before = {}, [], _threads._made
+
+    def caller(name: int) -> None:
+        seen, lock = [], threading.Lock()
+
+        def job(item: int) -> None:
+            time.sleep(0.001)
+            with lock:
+                seen.append(item)
+
+        try:
+            for _ in range(5):
+                seen.clear()
+                run_parallel(range(12), job, 3)
+                assert sorted(seen) == list(range(12))
+            results[name] = True
+        except BaseException as exc:  # reported on the main thread
+            errors.append(exc)
+
+    callers = [threading.Thread(target=caller, args=(n,)) for n in range(4)]
+    for thread in callers:
+        thread.start()
+    for thread in callers:
+        thread.join()
+    assert not errors and len(results) == 4
+    assert _threads._made <= max(before, 2), "callers that found no idle thread made more"
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
+def test_a_forked_child_runs_parallel_loops():
+    # The child has none of the parent's pool threads: it makes its own, and does not wait
+    # for threads that do not exist.
+    run_parallel(range(4), lambda item: None, 2)  # the parent's pool exists
+    pid = os.fork()
+    if pid == 0:  # the child: exit 0 once the loop has run every item
+        seen = []
+        run_parallel(range(8), seen.append, 2)
+        os._exit(0 if sorted(seen) == list(range(8)) else 1)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            assert os.waitstatus_to_exitcode(status) == 0
+            return
+        time.sleep(0.01)
+    os.kill(pid, 9)
+    pytest.fail("the forked child's parallel loop hung")
 
 
 def _blas_threads():
