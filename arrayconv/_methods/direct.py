@@ -41,10 +41,10 @@ _MEMORY_BOUND_CHUNK_BYTES = 512 << 10
 _ROWS_CHUNK_BYTES = 1 << 20
 # The model's weights (fitted.json): the multiply-adds per element moved under which GEMM taps
 # are memory-bound; the multiples of the stream rate at which taps on cached chunks move their
-# bytes (elementwise, and GEMMs with at most FEW_OUTPUTS outputs and memory-bound: CACHE_SPEEDUP;
-# other GEMMs; matrix-vector products, which BLAS runs without packing the input); the passes
-# copying a strided tap's stepped view; a call's share in the one-map form (:mod:`._one_map`).
-_MEMORY_BOUND_INTENSITY, _FEW_OUTPUTS = fitted("direct", "MEMORY_BOUND_INTENSITY"), fitted("direct", "FEW_OUTPUTS")
+# bytes (elementwise and memory-bound GEMMs: CACHE_SPEEDUP; other GEMMs; matrix-vector
+# products, which BLAS runs without packing the input); the passes copying a strided tap's
+# stepped view; a call's share in the one-map form (:mod:`._one_map`).
+_MEMORY_BOUND_INTENSITY = fitted("direct", "MEMORY_BOUND_INTENSITY")
 CACHE_SPEEDUP, GEMM_CACHE_SPEEDUP = fitted("direct", "CACHE_SPEEDUP"), fitted("direct", "GEMM_CACHE_SPEEDUP")
 _MATVEC_SPEEDUP = fitted("direct", "MATVEC_SPEEDUP")
 STRIDED_COPY_PASSES, ONE_MAP_CALL_SHARE = fitted("direct", "STRIDED_COPY_PASSES"), fitted("direct", "ONE_MAP_CALL_SHARE")
@@ -489,8 +489,7 @@ def _taps_cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
         seconds = traffic / (_MATVEC_SPEEDUP * rates.stream_bytes)
     else:
         per_tap = samples * size * (p.in_per_group + 3 * p.out_per_group)
-        few = p.out_per_group <= _FEW_OUTPUTS and _memory_bound(p, backend)
-        speedup = CACHE_SPEEDUP if few else GEMM_CACHE_SPEEDUP
+        speedup = CACHE_SPEEDUP if _memory_bound(p, backend) else GEMM_CACHE_SPEEDUP
         seconds = p.mac_flops * p.macs / rates.gemm_rate(p.dtype, backend.name, p.out_per_group) + n_taps * per_tap / (speedup * rates.stream_bytes)
     if not p.unit_stride:  # each tap's stepped view is copied before its product (:meth:`Layout.tap_block`)
         seconds += n_taps * samples * p.in_per_group * size * STRIDED_COPY_PASSES / rates.stream_bytes
