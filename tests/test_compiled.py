@@ -222,6 +222,29 @@ def test_every_boundary_rule_on_each_path(compiled, rng, boundary):
 
 
 @pytest.mark.parametrize("boundary", EDGE_RULES)
+def test_volumes_in_blocks_of_several_planes(compiled, rng, monkeypatch, boundary):
+    """Blocks made small, so that a volume's large planes run in bands of rows of several
+    planes (each input plane copied once a block, in a ring of the kernel's depth) and
+    small ones several planes a block: the reference's values, and the same bits as whole
+    planes a block."""
+    x, w = random(rng, (11, 13, 9), "float64"), random(rng, (3, 2, 4), "float64")
+
+    def run(block_samples: int):
+        monkeypatch.setattr(_compiled, "_BLOCK_SAMPLES", block_samples)
+        monkeypatch.setattr(_compiled, "_BAND_PLANES", 4)
+        ac.clear_caches()
+        _compiled._geometry.cache_clear()
+        return ac.correlate(x, w, "same", "direct", boundary=boundary)
+
+    banded, small_planes, whole = run(40), run(300), run(1 << 16)
+    assert_matches(banded, _extended_reference(x, w, "same", boundary), dtype="float64")
+    np.testing.assert_array_equal(small_planes, banded)
+    np.testing.assert_array_equal(whole, banded)
+    ac.clear_caches()
+    _compiled._geometry.cache_clear()
+
+
+@pytest.mark.parametrize("boundary", EDGE_RULES)
 def test_a_plans_bound_call_gives_the_full_paths_bits(compiled, rng, boundary):
     """A plan of a small problem calls its loops bound to the input's shape, skipping its
     other steps (into a new result or a C-contiguous `out`); a strided `out` takes every
