@@ -59,8 +59,8 @@ MAX_ROW_TAPS = 32
 _BLOCK_SAMPLES = 1 << 16
 # A volume's blocks of large planes, under a kernel of several planes: bands of rows of this
 # many planes, so that a block's copy of its input rows (``halo_taps``) holds each input
-# plane once for them all, not once for each kernel plane (3x3x3 on 64x256x256: 2.4x fewer
-# rows copied, 0.85x the time).
+# plane once for them all, not once for each kernel plane (3x3x3 over planes of 256x256:
+# 2.4x fewer rows copied).
 _BAND_PLANES = 8
 # The model of the form's time on each thread (fitted.json; ``python -m bench.filters --fit``):
 # seconds per multiply-add (twice that without wide vectors: :func:`_mac_bytes`), per tap of the
