@@ -245,6 +245,21 @@ def test_volumes_in_blocks_of_several_planes(compiled, rng, monkeypatch, boundar
 
 
 @pytest.mark.parametrize("boundary", EDGE_RULES)
+@pytest.mark.parametrize("shape, kernel", [((23, 17), (5, 4)), ((7, 12, 10), (3, 3, 2)), ((6, 9, 11), (2, 5, 3))])
+def test_halo_rows_as_one_line_in_segments_or_one_by_one(rng, monkeypatch, boundary, shape, kernel):
+    """The copy's rows read as one line: segments of a few output rows (a shorter last
+    one) and each row on its own give the reference's values."""
+    x, w = random(rng, shape, "float64"), random(rng, kernel, "float64")
+    reference = _extended_reference(x, w, "same", boundary)
+    for line_samples, line_rows in [(3 * (shape[-1] + kernel[-1] - 1) + 2, 2), (1 << 11, 1 << 20)]:
+        monkeypatch.setattr(_compiled, "_LINE_SAMPLES", line_samples)
+        monkeypatch.setattr(_compiled, "_LINE_ROWS", line_rows)
+        with _forced(halo=True):
+            assert _compiled._geometry.cache_info().currsize == 0
+            assert_matches(ac.correlate(x, w, "same", "direct", boundary=boundary), reference, dtype="float64")
+
+
+@pytest.mark.parametrize("boundary", EDGE_RULES)
 def test_a_plans_bound_call_gives_the_full_paths_bits(compiled, rng, boundary):
     """A plan of a small problem calls its loops bound to the input's shape, skipping its
     other steps (into a new result or a C-contiguous `out`); a strided `out` takes every

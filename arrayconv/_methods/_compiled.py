@@ -15,7 +15,8 @@ each position of the padded axis, or the fill value): zeros past the edges, a pe
 problem and every boundary rule make no padded copy of the input. Images of rows up to
 512 outputs wide (4096 for kernel rows of 7 taps or more, :data:`_HALO_WIDTH`) copy each
 block's input rows, extended past their edges, into a buffer in cache, so that no column
-runs in the scalar loop at a row's ends.
+runs in the scalar loop at a row's ends; where its rows are short, the buffer's rows end to
+end are one line, and each kernel row one pass over a segment of several output rows.
 They also read integer images of up to 16 bits, and float32 images summed in float64,
 without a converted copy of the input (:func:`reads_dtype`).
 
@@ -55,6 +56,10 @@ from .._spec.problem import Problem
 
 # Kernel rows of at most this many taps (code is generated per row length).
 MAX_ROW_TAPS = 32
+# Output samples of a segment of halo_taps's line, at most: its line stays in the first cache
+# level; and its output rows, at least, else each row runs on its own, straight into the result
+# (3x3x3 on 256^3: the copy from the line costs more than the short rows' overheads it saves).
+_LINE_SAMPLES, _LINE_ROWS = 2048, 8
 # Output samples of one block of work, at least: blocks cut by rows (or planes) to about this.
 _BLOCK_SAMPLES = 1 << 16
 # A volume's blocks of large planes, under a kernel of several planes: bands of rows of this
@@ -280,7 +285,7 @@ def _bound(kernel: CompiledTaps, problem: Problem, x_shape: tuple[int, ...], wor
 
         def blocks(jobs: np.ndarray) -> None:
             buf = scratch("compiled.halo", at.buffer, p.dtype, NUMPY) if at.buffer else no_buffer
-            jobs_of(x3, flat, taps, fill_rows, o3, *maps, jobs, *columns, fill, buf)
+            jobs_of(x3, flat, taps, fill_rows, o3, *maps, jobs, *columns, fill, buf, at.segment_rows)
 
         if one_call is not None:
             blocks(one_call)
@@ -296,8 +301,9 @@ class _Geometry:
     ``deep_taps`` where `deep_rows`), the index maps (planes, rows, columns), the columns
     ``(c_lo, c_hi, shift)`` (output column c of the interior ``[c_lo, c_hi)`` reads input
     column ``c + j - shift``), the fill value, the blocks of work (a row ``(b, g, o, z0,
-    z1, r0, r1)`` each) in `calls` shared by `lanes` threads, and the shape of
-    ``halo_taps``'s copy on each thread (None where the loops read the input)."""
+    z1, r0, r1)`` each) in `calls` shared by `lanes` threads, the shape of ``halo_taps``'s
+    copy on each thread (None where the loops read the input) and the output rows of its
+    line's segments (1: each row on its own, see :data:`_LINE_SAMPLES`)."""
 
     code: ModuleType
     deep_rows: bool
@@ -307,6 +313,7 @@ class _Geometry:
     calls: tuple[np.ndarray, ...]
     lanes: int
     buffer: tuple[int, int] | None
+    segment_rows: int
 
 
 @functools.lru_cache(maxsize=64)
@@ -334,7 +341,9 @@ def _geometry(problem: Problem, edges: Edges | None, source: tuple[int, int, int
     buffer = None
     if halo:  # the input rows of a block, of each of the kernel's planes
         buffer = ((int(np.max(jobs[:, 6] - jobs[:, 5])) + kh - 1) * (p.kernel[0] if len(p.kernel) == 3 else 1), maps[2].size)
-    return _Geometry(code, bool(deep_rows), maps, (c_lo, c_hi, shift), pads.fill, tuple(np.array_split(jobs, calls)), lanes, buffer)  # type: ignore[arg-type]
+    segment = _LINE_SAMPLES // maps[2].size
+    return _Geometry(code, bool(deep_rows), maps, (c_lo, c_hi, shift), pads.fill, tuple(np.array_split(jobs, calls)), lanes,  # type: ignore[arg-type]
+                     buffer, segment if segment >= _LINE_ROWS else 1)
 
 
 def _halo(problem: Problem, pads: Edges) -> bool:
@@ -543,7 +552,7 @@ def window_scores(x, kh, kw, offset, numerator, scores, flat):
 '''
 
 
-_VERSION = 17  # bump when the generated code changes: numba keys its cache by file
+_VERSION = 18  # bump when the generated code changes: numba keys its cache by file
 
 
 def weights_held() -> int:
@@ -601,18 +610,48 @@ def rows{g}_{kw}(x, rows, w, dst, c_lo, c_hi, shift, assign):
 
 
 def _span_function(g: int, piece: int, last: int) -> str:
-    """``span{g}``: ``rows{g}`` over a whole kernel row, piece by piece (see :func:`_pieces`);
-    piece ``j`` reads the input `j` columns on."""
-    tail = (f"    if j < w.shape[1]:\n"
-            f"        rows{g}_{last}(x, rows, w[:, j:], dst, c_lo, c_hi, shift - j, assign and j == 0)\n") if last else ""
+    """``span{g}``: ``rows{g}`` over a whole kernel row (:func:`_in_pieces`)."""
+    return _in_pieces(f"span{g}", "x, rows, w, dst, c_lo, c_hi, shift, assign",
+                      f"rows{g}_{{k}}(x, rows, {{w}}, dst, c_lo, c_hi, shift - j, assign and j == 0)", piece, last)
+
+
+def _in_pieces(name: str, params: str, call: str, piece: int, last: int) -> str:
+    """``{name}({params})``: `call` (with the width ``{k}`` and the weights ``{w}`` of a
+    piece of `w`'s rows, whose first tap is ``j``) over the whole rows, piece by piece (see
+    :func:`_pieces`)."""
+    tail = f"    if j < w.shape[1]:\n        {call.format(k=last, w='w[:, j:]')}\n" if last else ""
     return f"""
 @njit(inline="always", nogil=True, cache=True, fastmath=CONTRACT)
-def span{g}(x, rows, w, dst, c_lo, c_hi, shift, assign):
+def {name}({params}):
     j = 0
     while j + {piece} <= w.shape[1]:
-        rows{g}_{piece}(x, rows, w[:, j : j + {piece}], dst, c_lo, c_hi, shift - j, assign and j == 0)
+        {call.format(k=piece, w=f'w[:, j : j + {piece}]')}
         j += {piece}
 {tail}"""
+
+
+def _line_function(g: int, kw: int) -> str:
+    """``line{g}_{kw}``: as ``rows{g}_{kw}``, over one line of `x` (1-D) read from each of
+    `starts` plus `at`: the first `n` samples of `dst` (= or +=), in one vectorized loop
+    (unsigned indices: no check for negative ones)."""
+    weights = "".join(f"    w{i}_{j} = w[{i}, {j}]\n" for i in range(g) for j in range(kw))
+    sources = "".join(f"    s{i} = np.uint64(starts[{i}] + at)\n" for i in range(g))
+    terms = " + ".join(f"w{i}_{j} * x[s{i} + c{f' + np.uint64({j})' if j else ''}]" for i in range(g) for j in range(kw))
+    return f"""
+@njit(inline="always", nogil=True, cache=True, fastmath=CONTRACT)
+def line{g}_{kw}(x, starts, at, w, dst, n, assign):
+{weights}{sources}    if assign:
+        for c in range(np.uint64(n)):
+            dst[c] = {terms}
+    else:
+        for c in range(np.uint64(n)):
+            dst[c] += {terms}
+"""
+
+
+def _lines_function(g: int, piece: int, last: int) -> str:
+    """``lines{g}``: ``line{g}`` over a whole kernel row (:func:`_in_pieces`)."""
+    return _in_pieces(f"lines{g}", "x, starts, w, dst, n, assign", f"line{g}_{{k}}(x, starts, j, {{w}}, dst, n, assign and j == 0)", piece, last)
 
 
 def _weights_function(g: int, pair: bool) -> str:
@@ -648,6 +687,7 @@ def _source(piece: int, last: int, fused: int, dtype: str, deep: int = 0) -> str
     widths = [w for w in (piece, last) if w]
     groups = sorted({1, fused, *([deep] if deep else [])})
     functions = [_rows_function(g, w) for g in groups for w in widths] + [_span_function(g, piece, last) for g in groups]
+    functions += [_line_function(g, w) for g in groups for w in widths] + [_lines_function(g, piece, last) for g in groups]
     functions += [_weights_function(g, pair) for g in (*_BUFFER_PASSES, max(_BUFFER_PASSES) + 1) for pair in (False, True)]
     most = max(_BUFFER_PASSES)
     passes, pair_passes = (f"        if left % {most} == 1 and left > 1:  # one pass of {most + 1}, not a last one of 1\n"
@@ -856,7 +896,7 @@ def _jobs_function(deep: int) -> str:
     the input's planes as rows), in one call: no Python between blocks. One entry point
     each, so that a call compiles only the loops it runs."""
     calls = {
-        "halo": "halo_taps(x[b, g], w[g, o], out[b, g, o], planes, rows, cols, z0, z1, r0, r1, shift, fill, buf)",
+        "halo": "halo_taps(x[b, g], w[g, o], out[b, g, o], planes, rows, cols, z0, z1, r0, r1, shift, fill, buf, per)",
         "taps": "taps(x[b, g], w[g, o], fill_rows[g, o], out[b, g, o], planes, rows, cols, z0, z1, r0, r1, c_lo, c_hi, shift, fill)",
     }
     if deep:
@@ -866,7 +906,7 @@ def _jobs_function(deep: int) -> str:
     return "".join(f'''
 
 @njit(nogil=True, cache=True, fastmath=CONTRACT)
-def {name}_jobs(x, flat, w, fill_rows, out, planes, rows, cols, jobs, c_lo, c_hi, shift, fill, buf):
+def {name}_jobs(x, flat, w, fill_rows, out, planes, rows, cols, jobs, c_lo, c_hi, shift, fill, buf, per):
     for u in range(jobs.shape[0]):
         b, g, o, z0, z1, r0, r1 = jobs[u, 0], jobs[u, 1], jobs[u, 2], jobs[u, 3], jobs[u, 4], jobs[u, 5], jobs[u, 6]
         {call}
@@ -876,24 +916,28 @@ def {name}_jobs(x, flat, w, fill_rows, out, planes, rows, cols, jobs, c_lo, c_hi
 def _halo_function(fused: int, deep: int) -> str:
     """``halo_taps``: as ``taps``, from a copy of the block's input rows in `buf`, each
     extended past the column edges (`cols`, the fill where -1; a volume's planes in a ring
-    of the kernel's depth, each copied once a block): every output column runs
-    in the vectorized loop, and every kernel row in passes of `fused` (or of all `deep`
-    rows of a volume's kernel)."""
+    of the kernel's depth, each copied once a block). The copy's rows, end to end, are one
+    line, and so are the output rows of a segment at the copy's width: every kernel row is
+    one pass over the segment's line (no short rows), in passes of `fused` kernel rows (or
+    of all `deep` rows of a volume's kernel), the columns past each output row's end made
+    and dropped."""
     deep_arrays = '''
     stacked, deep_idx = w.reshape(kd * kh, w.shape[2]), np.empty(kd * kh, np.int64)''' if deep else ""
     deep_pass = f'''
             if kd * kh == {deep}:
                 for d in range(kd):
                     for i in range(kh):
-                        deep_idx[d * kh + i] = (z + d) % kd * n + r - r0 + i
-                span{deep}(buf, deep_idx, stacked, o, 0, width, 0, True)
-                continue''' if deep else ""
+                        deep_idx[d * kh + i] = ((z + d) % kd * n + top + i) * pw
+                lines{deep}(flat, deep_idx, stacked, dst, m, True)
+                assign = False''' if deep else ""
     return f'''
 
 @njit(nogil=True, cache=True, fastmath=CONTRACT)
-def halo_taps(x, w, out, planes, rows, cols, z0, z1, r0, r1, shift, fill, buf):
+def halo_taps(x, w, out, planes, rows, cols, z0, z1, r0, r1, shift, fill, buf, per):
     kd, kh = w.shape[0], w.shape[1]{deep_arrays}
-    n, width = r1 - r0 + kh - 1, out.shape[-1]
+    n, width, pw = r1 - r0 + kh - 1, out.shape[-1], buf.shape[1]
+    flat = buf.reshape(-1)
+    seg = np.empty(min(per, r1 - r0) * pw if per > 1 else 1, F)
     idx, one = np.empty({fused}, np.int64), np.empty(1, np.int64)
     for z in range(z0, z1):
         for d in range(0 if z == z0 else kd - 1, kd):  # each plane copied once: a ring of kd
@@ -909,22 +953,29 @@ def halo_taps(x, w, out, planes, rows, cols, z0, z1, r0, r1, shift, fill, buf):
                 for q in range(inner.shape[0]):  # the input row as it is: a vectorized copy
                     inner[q] = F(given[q])
                 extend(line, src, cols, lo, hi, fill)  # past its ends, by the boundary rule
-        for r in range(r0, r1):
-            o = out[z, r]{deep_pass}
-            assign = True
-            for d in range(kd):
+        for r in range(r0, r1, per):
+            k = min(per, r1 - r)
+            top, m = r - r0, k * pw - (pw - width)  # the last row's columns past the result: not made
+            dst = out[z, r] if per == 1 else seg
+            assign = True{deep_pass}
+            for d in range(kd if assign else 0):
+                base = ((z + d) % kd * n + top) * pw
                 i = 0
                 while i + {fused} <= kh:
                     for q in range({fused}):
-                        idx[q] = (z + d) % kd * n + r - r0 + i + q
-                    span{fused}(buf, idx, w[d, i : i + {fused}], o, 0, width, 0, assign)
+                        idx[q] = base + (i + q) * pw
+                    lines{fused}(flat, idx, w[d, i : i + {fused}], dst, m, assign)
                     assign = False
                     i += {fused}
                 while i < kh:
-                    one[0] = (z + d) % kd * n + r - r0 + i
-                    span1(buf, one, w[d, i : i + 1], o, 0, width, 0, assign)
+                    one[0] = base + i * pw
+                    lines1(flat, one, w[d, i : i + 1], dst, m, assign)
                     assign = False
                     i += 1
+            for t in range(k if per > 1 else 0):  # each output row's columns (unsigned: a vectorized copy)
+                o, at = out[z, r + t], np.uint64(t * pw)
+                for c in range(np.uint64(width)):
+                    o[c] = seg[at + c]
 '''
 
 
