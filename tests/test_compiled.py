@@ -307,22 +307,33 @@ def test_a_plans_bound_call_shares_a_large_problem_on_the_workers(compiled, rng)
     assert_matches(results[0], _extended_reference(x, w, "same", "symmetric"), dtype="float32")
 
 
+@pytest.mark.parametrize("segments", [True, False])
 @pytest.mark.parametrize("paired", [True, False])
 @pytest.mark.parametrize("boundary", ["constant", "wrap"])
-def test_an_outer_products_passes_one_or_two_rows_and_planes_a_pass(compiled, rng, monkeypatch, paired, boundary):
-    """Column passes make two rows a pass (one for the last of an odd count), and a volume's
+def test_an_outer_products_passes_one_or_two_rows_and_planes_a_pass(compiled, rng, monkeypatch, segments, paired, boundary):
+    """Column passes make two rows a pass (one for the last of an odd count) or, with
+    `segments`, a few rows a pass as one line where the rows are in order; a volume's
     plane pass two planes where they are small enough (one where not): odd and even counts
-    of rows and planes, rows and planes past the edges, as the reference."""
+    of rows and planes, rows and planes past the edges, strided inputs and results, as the
+    reference."""
     monkeypatch.setattr(_compiled, "_PAIRED_PLANE_BYTES", 1 << 20 if paired else 0)
+    monkeypatch.setattr(_compiled, "_LINE_SAMPLES", 30)
+    monkeypatch.setattr(_compiled, "_SEPARABLE_LINE_ROWS", 2 if segments else 1 << 20)
     fill = -0.5 if boundary == "constant" else 0.0
-    for shape, k in (((7, 12, 9), (3, 5, 2)), ((6, 11, 10), (4, 2, 3)), ((15, 14), (5, 4))):
+    for shape, k in (((7, 12, 9), (3, 5, 2)), ((6, 11, 10), (4, 2, 3)), ((15, 14), (5, 4)), ((5, 13, 8), (3, 3, 3))):
         x = random(rng, shape, "float64")
+        strided = np.empty((*shape[:-1], 2 * shape[-1]))[..., ::2]
+        strided[...] = x
         w = np.ones(())
         for n in k:
             w = np.multiply.outer(w, random(rng, (n,), "float64"))
         for mode in ("same", "full", "valid"):
-            got = ac.correlate(x, w, mode, "direct", boundary=boundary, fillvalue=fill)
-            assert_matches(got, _extended_reference(x, w, mode, boundary, fill), dtype="float64")
+            expected = _extended_reference(x, w, mode, boundary, fill)
+            assert_matches(ac.correlate(x, w, mode, "direct", boundary=boundary, fillvalue=fill), expected, dtype="float64")
+            assert_matches(ac.correlate(strided, w, mode, "direct", boundary=boundary, fillvalue=fill), expected, dtype="float64")
+            given = np.empty((*expected.shape[:-1], 2 * expected.shape[-1]))[..., ::2]
+            ac.correlate(x, w, mode, "direct", boundary=boundary, fillvalue=fill, out=given)
+            assert_matches(given, expected, dtype="float64")
 
 
 @pytest.mark.parametrize(("dtype", "kernel_dtype"), [("uint8", "float32"), ("int8", "float32"), ("uint16", "float32"), ("int16", "float32"), ("float32", "float64")])

@@ -60,6 +60,10 @@ MAX_ROW_TAPS = 32
 # level; and its output rows, at least, else each row runs on its own, straight into the result
 # (3x3x3 on 256^3: the copy from the line costs more than the short rows' overheads it saves).
 _LINE_SAMPLES, _LINE_ROWS = 2048, 8
+# An outer product's column and row passes over output rows as wide as the input's, at least
+# this many a segment (a Gaussian, sigma 1, single-threaded on 4M samples: rows of 512 0.85x the
+# time, of 256 0.75x; of 1024, two a segment, 1.13x): else two rows at a time.
+_SEPARABLE_LINE_ROWS = 4
 # Output samples of one block of work, at least: blocks cut by rows (or planes) to about this.
 _BLOCK_SAMPLES = 1 << 16
 # A volume's blocks of large planes, under a kernel of several planes: bands of rows of this
@@ -254,18 +258,23 @@ def _bound(kernel: CompiledTaps, problem: Problem, x_shape: tuple[int, ...], wor
         fz, fy, fx = kernel.factors
         deep = fz.shape[-1] > 1  # the input's planes as rows, for the plane pass
         planes = 2 if source[1] * source[2] * p.dtype.itemsize <= _PAIRED_PLANE_BYTES else 1
+        kw, shift, width = fx.shape[-1], columns[2], p.out_spatial[-1]
+        banded = width == source[2] and kw <= width <= _LINE_SAMPLES // _SEPARABLE_LINE_ROWS and shift < kw  # rows in segments (plane_rows)
 
         def separable(x: Array, out: Array) -> None:
             x3, o3 = _read_only(x.reshape(x3_shape)), out.reshape(o3_shape)
             as_rows = x3.reshape(*x3.shape[:2], source[0], -1) if deep else None
+            x_flat = x3.reshape(-1) if banded and x3.flags.c_contiguous else _read_only(np.empty(0, x3.dtype))
+            out_flat = o3.reshape(-1) if banded and o3.flags.c_contiguous else np.empty(0, o3.dtype)
 
             def blocks(jobs: np.ndarray) -> None:
                 line = scratch("compiled.line", (2, maps[2].size), p.dtype, NUMPY)
+                band = scratch("compiled.band", (_LINE_SAMPLES if banded else 0,), p.dtype, NUMPY)
                 if not deep:
-                    code.image_jobs(x3, fy, fx, o3, *maps, jobs, columns[2], fill, line)
+                    code.image_jobs(x3, fy, fx, o3, *maps, jobs, shift, fill, line, x_flat, out_flat, band)
                     return
                 plane = scratch("compiled.plane", (planes, source[1] * source[2]), p.dtype, NUMPY)
-                code.volume_jobs(x3, as_rows, fz, fy, fx, o3, *maps, jobs, columns[2], fill, plane, _read_only(plane), line)
+                code.volume_jobs(x3, as_rows, fz, fy, fx, o3, *maps, jobs, shift, fill, plane, _read_only(plane), line, out_flat, band)
 
             run_parallel(at.calls, blocks, at.lanes)
 
@@ -654,18 +663,20 @@ def _lines_function(g: int, piece: int, last: int) -> str:
     return _in_pieces(f"lines{g}", "x, starts, w, dst, n, assign", f"line{g}_{{k}}(x, starts, j, {{w}}, dst, n, assign and j == 0)", piece, last)
 
 
-def _weights_function(g: int, pair: bool) -> str:
+def _weights_function(g: int, pair: bool, flat: bool = False) -> str:
     """``buffer{g}``: `d` (= or +=) the sum of `g` rows of `b` from `first`, weighted by `a`;
     with `pair`, ``pair{g}``: the same, and `e` from the row after (the rows they share
-    read once)."""
-    named = "".join(f"    a{i} = a[{i}]\n" for i in range(g)) + "".join(f"    r{i} = b[first + {i}]\n" for i in range(g + pair))
+    read once); with `flat`, ``flat{g}``: the same from a line `x`, its rows `step`
+    samples apart from `start`, as long as `d`."""
+    rows = "x[start + {i} * step : start + {i} * step + d.shape[0]]" if flat else "b[first + {i}]"
+    named = "".join(f"    a{i} = a[{i}]\n" for i in range(g)) + "".join(f"    r{i} = {rows.format(i=i)}\n" for i in range(g + pair))
     loads = "".join(f"            v{i} = F(r{i}[c])\n" for i in range(g + pair))
     results = ("d", "e") if pair else ("d",)
     sums = {op: "".join(f"            {o}[c] {op} " + " + ".join(f"a{i} * v{i + k}" for i in range(g)) + "\n" for k, o in enumerate(results))
             for op in ("=", "+=")}
     return f"""
 @njit(nogil=True, cache=True, fastmath=CONTRACT)
-def {'pair' if pair else 'buffer'}{g}(a, b, first, {', '.join(results)}, assign):
+def {'flat' if flat else 'pair' if pair else 'buffer'}{g}(a, {'x, start, step' if flat else 'b, first'}, {', '.join(results)}, assign):
 {named}    if assign:
         for c in range(d.shape[0]):
 {loads}{sums['=']}    else:
@@ -688,16 +699,26 @@ def _source(piece: int, last: int, fused: int, dtype: str, deep: int = 0) -> str
     groups = sorted({1, fused, *([deep] if deep else [])})
     functions = [_rows_function(g, w) for g in groups for w in widths] + [_span_function(g, piece, last) for g in groups]
     functions += [_line_function(g, w) for g in groups for w in widths] + [_lines_function(g, piece, last) for g in groups]
-    functions += [_weights_function(g, pair) for g in (*_BUFFER_PASSES, max(_BUFFER_PASSES) + 1) for pair in (False, True)]
+    counts = (*_BUFFER_PASSES, max(_BUFFER_PASSES) + 1)
+    functions += [_weights_function(g, pair) for g in counts for pair in (False, True)] + [_weights_function(g, False, True) for g in counts]
     most = max(_BUFFER_PASSES)
-    passes, pair_passes = (f"        if left % {most} == 1 and left > 1:  # one pass of {most + 1}, not a last one of 1\n"
-        f"            {name}{most + 1}(a[i:], b, first + i, {results}, i == 0)\n"
-        f"            i += {most + 1}\n" + "".join(
-        f"        elif left >= {g}:\n"
-        f"            {name}{g}(a[i:], b, first + i, {results}, i == 0)\n"
-        f"            i += {g}\n"
-        for g in sorted(_BUFFER_PASSES, reverse=True)
-    ) for name, results in (("buffer", "d"), ("pair", "d, e")))
+    weighings = "".join(f"""
+@njit(nogil=True, cache=True, fastmath=CONTRACT)
+def {name}({params}):
+    \"\"\"{doc}\"\"\"
+    i = 0
+    while i < a.shape[0]:
+        left = a.shape[0] - i
+        if left % {most} == 1 and left > 1:  # one pass of {most + 1}, not a last one of 1
+            {passes}{most + 1}(a[i:], {rows}, i == 0)
+            i += {most + 1}
+""" + "".join(f"""        elif left >= {g}:
+            {passes}{g}(a[i:], {rows}, i == 0)
+            i += {g}
+""" for g in sorted(_BUFFER_PASSES, reverse=True)) for name, params, doc, passes, rows in (
+        ("weigh", "a, b, first, d", f"d = sum_i a[i] * b[first + i], up to {most} rows a pass.", "buffer", "b, first + i, d"),
+        ("weigh_pair", "a, b, first, d, e", "d as ``weigh``'s, e the same from the row after.", "pair", "b, first + i, d, e"),
+        ("weigh_flat", "a, x, start, step, d", "d = sum_i a[i] * x[start + i * step :], as long as d.", "flat", "x, start + i * step, step, d")))
     return f'''"""Generated by arrayconv._methods._compiled: kernel rows in pieces of {piece} (last {last}) taps in {cast}."""
 import numpy as np
 from numba import njit
@@ -717,22 +738,7 @@ def extend(line, src, cols, lo, hi, fill):
         k = cols[q]
         line[q] = F(src[k]) if k >= 0 else F(fill)
 
-
-@njit(nogil=True, cache=True, fastmath=CONTRACT)
-def weigh(a, b, first, d):
-    """d = sum_i a[i] * b[first + i], up to {max(_BUFFER_PASSES)} rows a pass."""
-    i = 0
-    while i < a.shape[0]:
-        left = a.shape[0] - i
-{passes}
-
-@njit(nogil=True, cache=True, fastmath=CONTRACT)
-def weigh_pair(a, b, first, d, e):
-    """d as ``weigh``'s, e the same from the row after."""
-    i = 0
-    while i < a.shape[0]:
-        left = a.shape[0] - i
-{pair_passes}
+{weighings}
 
 @njit(nogil=True, cache=True, fastmath=CONTRACT)
 def put(d, v, assign):
@@ -795,6 +801,23 @@ def edges(x, rows, w, cols, dst, c_lo, c_hi, fill, assign):
                 dst[c] += t
 
 
+@njit(inline="always", nogil=True, cache=True, fastmath=CONTRACT)
+def row_ends(x, at, w, cols, dst, to, n, c_lo, c_hi, fill, ends):
+    """dst[to + c] = sum_j w[j] * x[at + cols[c + j]] (the fill where cols is -1) for the
+    columns c of a row of `n` outside the interior [c_lo, c_hi): each end's samples gathered
+    into `ends` first, then summed without a branch."""
+    for part in range(2):
+        lo, hi = (0, c_lo) if part == 0 else (c_hi, n)
+        for q in range(hi - lo + w.shape[0] - 1):
+            k = cols[lo + q]
+            ends[q] = F(x[at + k]) if k >= 0 else F(fill)
+        for c in range(hi - lo):
+            t = F(0)
+            for j in range(w.shape[0]):
+                t += w[j] * ends[c + j]
+            dst[to + lo + c] = t
+
+
 @njit(nogil=True, cache=True, fastmath=CONTRACT)
 def taps(x, w, fill_rows, out, planes, rows, cols, z0, z1, r0, r1, c_lo, c_hi, shift, fill):
     """out[z, r] for planes z0:z1 and rows r0:r1: every tap w[d, i, j] over the input
@@ -838,21 +861,28 @@ def taps(x, w, fill_rows, out, planes, rows, cols, z0, z1, r0, r1, c_lo, c_hi, s
 
 
 @njit(nogil=True, cache=True, fastmath=CONTRACT)
-def image_jobs(x, fy, fx, out, planes, rows, cols, jobs, shift, fill, line):
+def image_jobs(x, fy, fx, out, planes, rows, cols, jobs, shift, fill, line, x_flat, out_flat, band):
     """The blocks ``(b, g, o, z0, z1, r0, r1)`` of `jobs` of an outer product's correlation
-    with a kernel one plane deep (images, as volumes one plane deep): ``plane_rows``."""
+    with a kernel one plane deep (images, as volumes one plane deep): ``plane_rows`` (with
+    `x_flat` and `out_flat` the samples of `x` and `out`, or empty)."""
+    size, out_size = x.shape[3] * x.shape[4], out.shape[4] * out.shape[5]
     for u in range(jobs.shape[0]):
         b, g, o, z0, z1, r0, r1 = jobs[u, 0], jobs[u, 1], jobs[u, 2], jobs[u, 3], jobs[u, 4], jobs[u, 5], jobs[u, 6]
         for z in range(z0, z1):
-            plane_rows(x[b, g, planes[z]], fy[g, o], fx[g, o], out[b, g, o, z], rows, cols, r0, r1, shift, F(fill), line)
+            at = ((b * x.shape[1] + g) * x.shape[2] + planes[z]) * size
+            to = (((b * out.shape[1] + g) * out.shape[2] + o) * out.shape[3] + z) * out_size
+            flat = x_flat[at : at + size] if x_flat.shape[0] else x_flat
+            dst = out_flat[to : to + out_size] if out_flat.shape[0] else out_flat
+            plane_rows(x[b, g, planes[z]], flat, fy[g, o], fx[g, o], out[b, g, o, z], dst, rows, cols, r0, r1, shift, F(fill), line, band)
 
 
 @njit(nogil=True, cache=True, fastmath=CONTRACT)
-def volume_jobs(x, volume, fz, fy, fx, out, planes, rows, cols, jobs, shift, fill, plane, plane_read, line):
+def volume_jobs(x, volume, fz, fy, fx, out, planes, rows, cols, jobs, shift, fill, plane, plane_read, line, out_flat, band):
     """The same on volumes: for each output plane, the plane pass into a row of `plane`
     (an input plane's samples in a row; two planes a pass where it has two rows;
     `plane_read` the same, read-only, so that the passes that follow read one type;
     `volume` the input's planes as rows), then ``plane_rows``."""
+    out_size = out.shape[4] * out.shape[5]
     for u in range(jobs.shape[0]):
         b, g, o, z0, z1, r0, r1 = jobs[u, 0], jobs[u, 1], jobs[u, 2], jobs[u, 3], jobs[u, 4], jobs[u, 5], jobs[u, 6]
         wz, wy, wx, dst = fz[g, o], fy[g, o], fx[g, o], out[b, g, o]
@@ -865,20 +895,40 @@ def volume_jobs(x, volume, fz, fy, fx, out, planes, rows, cols, jobs, shift, fil
             else:
                 weigh_mapped(wz, volume[b, g], planes, z, plane[0], fill)
             for t in range(made):
-                plane_rows(plane_read[t].reshape(x.shape[3], x.shape[4]), wy, wx, dst[z + t], rows, cols, r0, r1, shift, fill_z, line)
+                to = (((b * out.shape[1] + g) * out.shape[2] + o) * out.shape[3] + z + t) * out_size
+                flat = out_flat[to : to + out_size] if out_flat.shape[0] else out_flat
+                plane_rows(plane_read[t].reshape(x.shape[3], x.shape[4]), plane_read[t], wy, wx, dst[z + t], flat, rows, cols, r0, r1, shift, fill_z, line, band)
 
 
 @njit(nogil=True, cache=True, fastmath=CONTRACT)
-def plane_rows(plane, fy, fx, out, rows, cols, r0, r1, shift, fill, line):
-    """out[r0:r1] of one plane's column and row passes (`fill` past its edges): two rows'
-    column passes into the rows of `line` at `shift`, each extended past its ends by
-    `cols`, then their row passes over every column."""
+def plane_rows(plane, flat, fy, fx, out, out_flat, rows, cols, r0, r1, shift, fill, line, band):
+    """out[r0:r1] of one plane's column and row passes (`fill` past its edges). Where `flat`
+    and `out_flat` hold the samples of `plane` and `out` (else they are empty; `out` as wide
+    as `plane`), the output rows whose input rows lie in the plane in order run several at a
+    time: their column passes as one line into `band`, their row passes as one line into
+    `out_flat`, each row's ends by ``edges``. Others two at a time: two rows' column passes
+    into the rows of `line` at `shift`, each extended past its ends by `cols`, then their
+    row passes over every column."""
     at = np.arange(2)
     w = fx.reshape(1, fx.shape[0])
     fill_cols = fill * fy.sum()  # past the edges of the column pass's result
-    n = plane.shape[1]
+    n, ky = plane.shape[1], fy.shape[0]
     first, second = line[0, shift : shift + n], line[1, shift : shift + n]
-    for r in range(r0, r1, 2):
+    per = band.shape[0] // n if flat.shape[0] and out_flat.shape[0] else 0
+    c_lo, c_hi = shift, n + shift - w.shape[1] + 1  # the interior: output columns whose input columns all lie in the row
+    start, ends = np.full(1, c_lo - shift, np.int64), np.empty(2 * w.shape[1], F)
+    r = r0
+    while r < r1:
+        k, s = min(per, r1 - r), rows[r]
+        while k >= 2 and (s < 0 or rows[r + k + ky - 2] != s + k + ky - 2):  # input rows s, s + 1, ... in order
+            k -= 1
+        if k >= 2:
+            weigh_flat(fy, flat, s * n, n, band[: k * n])
+            lines1(band, start, w, out_flat[r * n + c_lo : (r + k - 1) * n + c_hi], (k - 1) * n + c_hi - c_lo, True)
+            for t in range(k):  # the columns near each row's ends (the line made them from the rows beside)
+                row_ends(band, t * n, fx, cols, out_flat, (r + t) * n, n, c_lo, c_hi, fill_cols, ends)
+            r += k
+            continue
         made = min(2, r1 - r)
         if made == 2:
             weigh_mapped_pair(fy, plane, rows, r, first, second, fill)
@@ -887,6 +937,7 @@ def plane_rows(plane, fy, fx, out, rows, cols, r0, r1, shift, fill, line):
         for t in range(made):
             extend(line[t], line[t, shift : shift + n], cols, shift, shift + n, fill_cols)
             span1(line, at[t:], w, out[r + t], 0, out.shape[1], 0, True)
+        r += made
 ''' + _halo_function(fused, deep) + (_deep_function(deep) if deep else "") + _jobs_function(deep)
 
 
