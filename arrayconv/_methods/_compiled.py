@@ -61,9 +61,10 @@ MAX_ROW_TAPS = 32
 # (3x3x3 on 256^3: the copy from the line costs more than the short rows' overheads it saves).
 _LINE_SAMPLES, _LINE_ROWS = 2048, 8
 # An outer product's column and row passes over output rows as wide as the input's, at least
-# this many a segment (a Gaussian, sigma 1, single-threaded on 4M samples: rows of 512 0.85x the
-# time, of 256 0.75x; of 1024, two a segment, 1.13x): else two rows at a time.
-_SEPARABLE_LINE_ROWS = 4
+# this many a segment, with rows of at most this many taps: else two rows at a time. Each row's
+# ends are summed in scalar loops, their cost growing as the square of the taps (Gaussians on 1M
+# samples: 9 taps on rows of 64 to 256 0.61-0.86x the time, of 512 0.96x; 17 taps 1.11-1.25x).
+_SEPARABLE_LINE_ROWS, _SEPARABLE_LINE_TAPS = 8, 9
 # Output samples of one block of work, at least: blocks cut by rows (or planes) to about this.
 _BLOCK_SAMPLES = 1 << 16
 # A volume's blocks of large planes, under a kernel of several planes: bands of rows of this
@@ -259,17 +260,17 @@ def _bound(kernel: CompiledTaps, problem: Problem, x_shape: tuple[int, ...], wor
         deep = fz.shape[-1] > 1  # the input's planes as rows, for the plane pass
         planes = 2 if source[1] * source[2] * p.dtype.itemsize <= _PAIRED_PLANE_BYTES else 1
         kw, shift, width = fx.shape[-1], columns[2], p.out_spatial[-1]
-        banded = width == source[2] and kw <= width <= _LINE_SAMPLES // _SEPARABLE_LINE_ROWS and shift < kw  # rows in segments (plane_rows)
+        banded = width == source[2] and kw <= min(width, _SEPARABLE_LINE_TAPS) and width <= _LINE_SAMPLES // _SEPARABLE_LINE_ROWS and shift < kw
 
         def separable(x: Array, out: Array) -> None:
             x3, o3 = _read_only(x.reshape(x3_shape)), out.reshape(o3_shape)
             as_rows = x3.reshape(*x3.shape[:2], source[0], -1) if deep else None
-            x_flat = x3.reshape(-1) if banded and x3.flags.c_contiguous else _read_only(np.empty(0, x3.dtype))
-            out_flat = o3.reshape(-1) if banded and o3.flags.c_contiguous else np.empty(0, o3.dtype)
+            x_flat = x3.reshape(-1) if banded and x3.flags.c_contiguous else _no_samples(x3.dtype)
+            out_flat = o3.reshape(-1) if banded and o3.flags.c_contiguous else _no_samples(o3.dtype, writable=True)
 
             def blocks(jobs: np.ndarray) -> None:
                 line = scratch("compiled.line", (2, maps[2].size), p.dtype, NUMPY)
-                band = scratch("compiled.band", (_LINE_SAMPLES if banded else 0,), p.dtype, NUMPY)
+                band = scratch("compiled.band", (_LINE_SAMPLES,), p.dtype, NUMPY) if banded else _no_samples(p.dtype, writable=True)
                 if not deep:
                     code.image_jobs(x3, fy, fx, o3, *maps, jobs, shift, fill, line, x_flat, out_flat, band)
                     return
@@ -381,6 +382,14 @@ def _units(problem: Problem, out: tuple[int, int, int], whole_planes: bool) -> l
     rows_per = max(1, _BLOCK_SAMPLES // max(1, width * planes_per))
     return [(*m, z, min(depth, z + planes_per), r, min(height, r + rows_per))
             for m in maps for z in range(0, depth, planes_per) for r in range(0, height, rows_per)]
+
+
+@functools.cache
+def _no_samples(dtype: np.dtype[Any], writable: bool = False) -> np.ndarray:
+    """An empty array of `dtype` (read-only unless `writable`): the loops' stand-in for
+    samples they are not given."""
+    empty = np.empty(0, dtype)
+    return empty if writable else _read_only(empty)
 
 
 def _read_only(x: np.ndarray) -> np.ndarray:
