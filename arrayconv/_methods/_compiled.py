@@ -910,6 +910,21 @@ def volume_jobs(x, volume, fz, fy, fx, out, planes, rows, cols, jobs, shift, fil
 
 
 @njit(nogil=True, cache=True, fastmath=CONTRACT)
+def segment_rows(flat, s, n, fy, fx, out_flat, r, k, cols, shift, fill, band):
+    """Output rows r:r+k of a plane (samples `out_flat`, rows of `n`) from its input rows
+    from `s` on (samples `flat`, as wide): their column passes as one line into `band`,
+    their row passes as one line into `out_flat`, each row's ends by ``row_ends`` (`fill`
+    past the edges of the column passes' result)."""
+    w = fx.reshape(1, fx.shape[0])
+    c_lo, c_hi = shift, n + shift - w.shape[1] + 1  # the interior: output columns whose input columns all lie in the row
+    start, ends = np.full(1, c_lo - shift, np.int64), np.empty(2 * w.shape[1], F)
+    weigh_flat(fy, flat, s * n, n, band[: k * n])
+    lines1(band, start, w, out_flat[r * n + c_lo : (r + k - 1) * n + c_hi], (k - 1) * n + c_hi - c_lo, True)
+    for t in range(k):  # the columns near each row's ends (the line made them from the rows beside)
+        row_ends(band, t * n, fx, cols, out_flat, (r + t) * n, n, c_lo, c_hi, fill, ends)
+
+
+@njit(nogil=True, cache=True, fastmath=CONTRACT)
 def plane_rows(plane, flat, fy, fx, out, out_flat, rows, cols, r0, r1, shift, fill, line, band):
     """out[r0:r1] of one plane's column and row passes (`fill` past its edges). Where `flat`
     and `out_flat` hold the samples of `plane` and `out` (else they are empty; `out` as wide
@@ -924,18 +939,13 @@ def plane_rows(plane, flat, fy, fx, out, out_flat, rows, cols, r0, r1, shift, fi
     n, ky = plane.shape[1], fy.shape[0]
     first, second = line[0, shift : shift + n], line[1, shift : shift + n]
     per = band.shape[0] // n if flat.shape[0] and out_flat.shape[0] else 0
-    c_lo, c_hi = shift, n + shift - w.shape[1] + 1  # the interior: output columns whose input columns all lie in the row
-    start, ends = np.full(1, c_lo - shift, np.int64), np.empty(2 * w.shape[1], F)
     r = r0
     while r < r1:
         k, s = min(per, r1 - r), rows[r]
         while k >= 2 and (s < 0 or rows[r + k + ky - 2] != s + k + ky - 2):  # input rows s, s + 1, ... in order
             k -= 1
         if k >= 2:
-            weigh_flat(fy, flat, s * n, n, band[: k * n])
-            lines1(band, start, w, out_flat[r * n + c_lo : (r + k - 1) * n + c_hi], (k - 1) * n + c_hi - c_lo, True)
-            for t in range(k):  # the columns near each row's ends (the line made them from the rows beside)
-                row_ends(band, t * n, fx, cols, out_flat, (r + t) * n, n, c_lo, c_hi, fill_cols, ends)
+            segment_rows(flat, s, n, fy, fx, out_flat, r, k, cols, shift, fill_cols, band)
             r += k
             continue
         made = min(2, r1 - r)
