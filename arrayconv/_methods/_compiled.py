@@ -7,8 +7,8 @@ weights in the CPU's vector registers), in one loop over the row that the compil
 vectorizes (one load and one multiply-add per tap and sample, the input rows in cache). A
 kernel that is an outer product of 1-D kernels (a Gaussian, a box) runs its passes fused:
 the column pass of two output rows at a time into lines in cache (the input rows the two
-share read once), then each one's row pass from its line; a volume's plane pass first, two
-output planes a pass.
+share read once), then each one's row pass from its line (short rows, several a pass as one
+line); a volume's plane pass first, two output planes a pass.
 
 The loops read the input as it is, through index maps (one per axis: the input sample at
 each position of the padded axis, or the fill value): zeros past the edges, a periodic
@@ -929,8 +929,7 @@ def plane_rows(plane, flat, fy, fx, out, out_flat, rows, cols, r0, r1, shift, fi
     """out[r0:r1] of one plane's column and row passes (`fill` past its edges). Where `flat`
     and `out_flat` hold the samples of `plane` and `out` (else they are empty; `out` as wide
     as `plane`), the output rows whose input rows lie in the plane in order run several at a
-    time: their column passes as one line into `band`, their row passes as one line into
-    `out_flat`, each row's ends by ``edges``. Others two at a time: two rows' column passes
+    time (``segment_rows``). Others two at a time: two rows' column passes
     into the rows of `line` at `shift`, each extended past its ends by `cols`, then their
     row passes over every column."""
     at = np.arange(2)
