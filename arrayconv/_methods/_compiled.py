@@ -265,8 +265,9 @@ def _bound(kernel: CompiledTaps, problem: Problem, x_shape: tuple[int, ...], wor
         def separable(x: Array, out: Array) -> None:
             x3, o3 = _read_only(x.reshape(x3_shape)), out.reshape(o3_shape)
             as_rows = x3.reshape(*x3.shape[:2], source[0], -1) if deep else None
-            x_flat = x3.reshape(-1) if banded and x3.flags.c_contiguous else _no_samples(x3.dtype)
             out_flat = o3.reshape(-1) if banded and o3.flags.c_contiguous else _no_samples(o3.dtype, writable=True)
+            # the input's samples for the passes of an image's planes (a volume's read its plane pass's)
+            x_flat = None if deep else x3.reshape(-1) if banded and x3.flags.c_contiguous else _no_samples(x3.dtype)
 
             def blocks(jobs: np.ndarray) -> None:
                 line = scratch("compiled.line", (2, maps[2].size), p.dtype, NUMPY)
