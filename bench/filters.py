@@ -2,7 +2,7 @@
 
 Usage: ``python -m bench.filters [--sides 1024,4096,8192] [--int-sides 1024,4096]
 [--kernels 3,5,7,11,15] [--sigmas 0.5,1,2,3,8] [--borders-side 2048] [--volumes 128,256]
-[--repeats 5] [--out bench/results]``; ``--fit`` instead fits the
+[--volume-flat-sigmas 1] [--repeats 5] [--out bench/results]``; ``--fit`` instead fits the
 compiled form's cost constants (:mod:`arrayconv._methods._compiled`) to its timings.
 
 2-D float32 images of each side, and uint8 and uint16 images of the integer sides (random
@@ -14,7 +14,9 @@ taps) and ``scipy.ndimage.correlate`` / ``gaussian_filter`` (``output=float32``)
 plain calls that make their result, and arrayconv and OpenCV writing into a given array.
 Every boundary rule OpenCV shares (constant, replicate, reflect-101, reflect; OpenCV's
 filters refuse wrap) runs on the float32 images of ``--borders-side``; the others take
-constant (zeros). 3-D float32 volumes against scipy.ndimage (OpenCV has no 3-D filter).
+constant (zeros). 3-D float32 volumes against scipy.ndimage (OpenCV has no 3-D filter),
+and Gaussians of ``--volume-flat-sigmas`` over two of a volume's axes, one tap along the
+third (``gaussian_filter`` with sigma 0 there, which it skips).
 Each row has the memory floor measured beside it: one read and one write of the image
 (``numpy.copyto`` into a given array of the result's dtype). All calls of a row run
 interleaved after a warm-up, the median of `repeats` rounds kept. The first call's compile
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import json
 import math
 import os
@@ -72,14 +75,16 @@ def image(shape: tuple[int, ...], dtype: str, rng: np.random.Generator) -> np.nd
     return rng.integers(info.min, info.max, shape, dtype=dtype, endpoint=True)
 
 
-def row_calls(x: np.ndarray, kernel: str, size: float, border: str) -> tuple[dict[str, Callable[[], object]], dict[str, str], int]:
-    """The calls of one row (name -> call), why any peer is missing, and the taps of the kernel."""
+def row_calls(x: np.ndarray, kernel: str, size: float, border: str, flat: int | None = None) -> tuple[dict[str, Callable[[], object]], dict[str, str], int]:
+    """The calls of one row (name -> call), why any peer is missing, and the taps of the
+    kernel (a Gaussian of one tap along axis `flat`, where given)."""
     rng = np.random.default_rng(1)
     boundary, cv_border, nd_mode = BORDERS[border]
     out = np.empty(x.shape, np.float32)
     if kernel == "gaussian":
         g = gaussian(size)
-        w = np.multiply.outer(g, g) if x.ndim == 2 else np.multiply.outer(np.multiply.outer(g, g), g)
+        w = functools.reduce(np.multiply.outer, [np.ones(1, np.float32) if axis == flat else g for axis in range(x.ndim)])
+        sigmas = [0.0 if axis == flat else size for axis in range(x.ndim)]
     else:
         w = rng.random((int(size),) * x.ndim, dtype=np.float32)
     plan = ac.plan_correlate(w, x.shape, "same", boundary=boundary, dtype=x.dtype)
@@ -105,7 +110,7 @@ def row_calls(x: np.ndarray, kernel: str, size: float, border: str) -> tuple[dic
                 calls["OpenCV"] = lambda: cv2.filter2D(x, cv2.CV_32F, w, borderType=flag)
                 calls["OpenCV dst="] = lambda: cv2.filter2D(x, cv2.CV_32F, w, dst=out, borderType=flag)
     if kernel == "gaussian":
-        calls["scipy.ndimage"] = lambda: ndi.gaussian_filter(x, size, mode=nd_mode, output=np.float32)
+        calls["scipy.ndimage"] = lambda: ndi.gaussian_filter(x, sigmas, mode=nd_mode, output=np.float32)
     elif x.size * w.size <= MAX_NDIMAGE_MACS:
         calls["scipy.ndimage"] = lambda: ndi.correlate(x, w, mode=nd_mode, output=np.float32)
     else:
@@ -113,11 +118,11 @@ def row_calls(x: np.ndarray, kernel: str, size: float, border: str) -> tuple[dic
     return calls, missing, w.size
 
 
-def time_row(shape: tuple[int, ...], dtype: str, kernel: str, size: float, border: str, repeats: int) -> dict:
+def time_row(shape: tuple[int, ...], dtype: str, kernel: str, size: float, border: str, repeats: int, flat: int | None = None) -> dict:
     """Median seconds of every call of one row, and the largest difference between
     arrayconv's result and each peer's, relative to the largest magnitude."""
     x = image(shape, dtype, np.random.default_rng(0))
-    calls, missing, taps = row_calls(x, kernel, size, border)
+    calls, missing, taps = row_calls(x, kernel, size, border, flat)
     results = {name: np.asarray(call()) for name, call in calls.items() if name in ("arrayconv", "OpenCV", "scipy.ndimage")}  # warm-up
     for name, call in calls.items():
         if name not in results:
@@ -128,7 +133,7 @@ def time_row(shape: tuple[int, ...], dtype: str, kernel: str, size: float, borde
     median = interleaved_medians(calls, {name: time_call for name in calls}, repeats)
     return {
         "shape": list(shape), "dtype": dtype, "kernel": kernel, "size": size, "taps": taps, "border": border,
-        "median_s": median, "missing": missing, "difference": agree,
+        "median_s": median, "missing": missing, "difference": agree, "flat_axis": flat,
     }
 
 
@@ -183,6 +188,8 @@ def write(rows: list[dict], compiled: dict[str, float], folder: Path, argv: list
         s = r["median_s"]
         ms = {name: f"{1e3 * t:.1f}" for name, t in s.items()}
         kernel = f"{r['size']:g}" + ("x" + f"{r['size']:g}") * (len(r["shape"]) - 1) if r["kernel"] == "random" else f"Gaussian sigma {r['size']:g}"
+        if r.get("flat_axis") is not None:
+            kernel += f", one tap along axis {r['flat_axis']}"
         ratio = f"{s['OpenCV'] / s['arrayconv']:.2f}" if "OpenCV" in s else "-"
         ratio_out = f"{s['OpenCV dst='] / s['arrayconv out=']:.2f}" if "OpenCV dst=" in s else "-"
         differences = ", ".join(f"{name} {d:.0e}" for name, d in r["difference"].items()) or "-"
@@ -290,6 +297,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--volumes", default="128,256", help="sides of the 3-D float32 volumes")
     parser.add_argument("--volume-kernels", default="3,5")
     parser.add_argument("--volume-sigmas", default="1,2")
+    parser.add_argument("--volume-flat-sigmas", default="1", help="Gaussians over two axes of the volumes, one tap along each axis in turn")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--no-compile-time", action="store_true", help="skip timing numba's first compile")
     parser.add_argument("--fit", action="store_true", help="fit the compiled form's cost constants instead")
@@ -301,16 +309,19 @@ def main(argv: list[str] | None = None) -> int:
     numbers = lambda text, kind=float: [kind(s) for s in text.split(",") if s]
     kernels = [("random", k) for k in numbers(args.kernels, int)] + [("gaussian", s) for s in numbers(args.sigmas)]
     images = [(side, "float32") for side in numbers(args.sides, int)] + [(side, dtype) for side in numbers(args.int_sides, int) for dtype in ("uint8", "uint16")]
-    plan = [((side, side), dtype, kernel, size, "constant") for side, dtype in images for kernel, size in kernels]
-    plan += [((args.borders_side,) * 2, "float32", kernel, size, border) for border in BORDERS if border != "constant" for kernel, size in kernels]
-    volume_kernels = [("random", k) for k in numbers(args.volume_kernels, int)] + [("gaussian", s) for s in numbers(args.volume_sigmas)]
-    plan += [((side,) * 3, "float32", kernel, size, border) for side in numbers(args.volumes, int) for kernel, size in volume_kernels for border in ("constant", "reflect101")]
+    plan: list[tuple[tuple[int, ...], str, str, float, str, int | None]]
+    plan = [((side, side), dtype, kernel, size, "constant", None) for side, dtype in images for kernel, size in kernels]
+    plan += [((args.borders_side,) * 2, "float32", kernel, size, border, None) for border in BORDERS if border != "constant" for kernel, size in kernels]
+    volume_kernels = [("random", k, None) for k in numbers(args.volume_kernels, int)] + [("gaussian", s, None) for s in numbers(args.volume_sigmas)]
+    volume_kernels += [("gaussian", s, axis) for s in numbers(args.volume_flat_sigmas) for axis in range(3)]
+    plan += [((side,) * 3, "float32", kernel, size, border, flat) for side in numbers(args.volumes, int) for kernel, size, flat in volume_kernels for border in ("constant", "reflect101")]
     rows = []
     started = time.perf_counter()
-    for shape, dtype, kernel, size, border in plan:
-        rows.append(time_row(shape, dtype, kernel, size, border, args.repeats))
+    for shape, dtype, kernel, size, border, flat in plan:
+        rows.append(time_row(shape, dtype, kernel, size, border, args.repeats, flat))
         s = rows[-1]["median_s"]
-        print(f"{'x'.join(map(str, shape))} {dtype} {kernel} {size:g} {border}: " + ", ".join(f"{n} {1e3 * t:.1f}" for n, t in s.items()) + " ms", flush=True)
+        along = "" if flat is None else f" (one tap along axis {flat})"
+        print(f"{'x'.join(map(str, shape))} {dtype} {kernel} {size:g}{along} {border}: " + ", ".join(f"{n} {1e3 * t:.1f}" for n, t in s.items()) + " ms", flush=True)
     compiled = {} if args.no_compile_time else compile_seconds()
     print(f"{math.ceil(time.perf_counter() - started)} s")
     print(write(rows, compiled, Path(args.out), argv))

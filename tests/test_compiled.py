@@ -307,6 +307,27 @@ def test_a_plans_bound_call_shares_a_large_problem_on_the_workers(compiled, rng)
     assert_matches(results[0], _extended_reference(x, w, "same", "symmetric"), dtype="float32")
 
 
+@pytest.mark.parametrize("boundary", ["constant", "symmetric"])
+def test_kernels_with_an_axis_of_one_tap(compiled, rng, boundary):
+    """An outer product with one tap along an axis (a Gaussian over two axes of a volume)
+    runs the fused passes, a pass of one tap along that axis; kernel rows of one tap are
+    summed many a pass. Both as the reference."""
+    fill = -0.5 if boundary == "constant" else 0.0
+    for shape, k in (((7, 12, 9), (5, 4, 1)), ((6, 11, 10), (4, 1, 5)), ((5, 13, 8), (1, 6, 3)), ((15, 14), (9, 1)), ((6, 13, 8), (2, 7, 1))):
+        x = random(rng, shape, "float64")
+        for outer in (True, False):
+            w = random(rng, k, "float64")
+            if outer:
+                w = np.ones(())
+                for n in k:
+                    w = np.multiply.outer(w, random(rng, (n,), "float64"))  # not 1 where n is 1
+            plan = ac.plan_correlate(w, x.shape, "same", "direct", boundary=boundary, fillvalue=fill)
+            problem = plan._spec.problem
+            assert _plan_is_compiled(plan)
+            assert (plan._kernel.factors is not None) == (outer and sum(n > 1 for n in k) > 1) == problem.rank_one
+            assert_matches(plan(x), _extended_reference(x, w, "same", boundary, fill), dtype="float64")
+
+
 @pytest.mark.parametrize("segments", [True, False])
 @pytest.mark.parametrize("paired", [True, False])
 @pytest.mark.parametrize("boundary", ["constant", "wrap"])

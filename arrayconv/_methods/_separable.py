@@ -60,11 +60,11 @@ class SeparableTaps:
 
 def eligible(problem: Problem, backend: Backend) -> bool:
     """Whether `problem`'s kernel, if an outer product, could run in passes: NumPy, one
-    float or complex 2-D or 3-D kernel of at least two taps along each axis on one input
-    channel, unit stride, no dilation."""
+    float or complex 2-D or 3-D kernel of at least two taps along two axes or more on one
+    input channel, unit stride, no dilation."""
     p = problem
     one_kernel = p.groups * p.in_per_group * p.out_per_group == 1
-    shape = len(p.kernel) in (2, 3) and min(p.kernel) > 1 and p.unit_stride and all(d == 1 for d in p.dilation)
+    shape = len(p.kernel) in (2, 3) and sum(k > 1 for k in p.kernel) > 1 and p.unit_stride and all(d == 1 for d in p.dilation)
     return backend.name == "numpy" and one_kernel and shape and p.dtype.char in "fdFD"
 
 
@@ -94,9 +94,16 @@ def rank_one(w: Array, problem: Problem, backend: Backend) -> bool:
     return eligible(problem, backend) and factors(w, problem) is not None
 
 
-def takes(problem: Problem, backend: Backend) -> bool:
-    """Whether the passes apply: a problem marked rank one, and :func:`eligible`."""
+def outer_product(problem: Problem, backend: Backend) -> bool:
+    """Whether `problem` is marked rank one and :func:`eligible`: the compiled loops run
+    its passes (a pass of one tap along an axis of one)."""
     return problem.rank_one and eligible(problem, backend)
+
+
+def takes(problem: Problem, backend: Backend) -> bool:
+    """Whether these passes apply: :func:`outer_product`, with at least two taps along
+    every axis."""
+    return outer_product(problem, backend) and min(problem.kernel) > 1
 
 
 def row_problem(problem: Problem) -> Problem:

@@ -136,7 +136,7 @@ def _estimate_forms(problem: Problem, backend: Backend, rates: Rates, settings: 
         estimates[("channels", 0)] = _channels.seconds(p, rates, settings.workers)
     if _compiled.takes(p, backend):
         estimates[("compiled", 0)] = _compiled.seconds(p, rates, False, settings.workers)
-        if _separable.takes(p, backend):  # an outer product: its passes fused, in cache
+        if _separable.outer_product(p, backend):  # its passes fused, in cache
             estimates[("compiled", 1)] = _compiled.seconds(p, rates, True, settings.workers)
     return estimates
 
