@@ -84,9 +84,10 @@ _BAND_PLANES = 8
 _MAC_BYTES, _EDGE_TAP_BYTES = fitted("compiled", "MAC_BYTES"), fitted("compiled", "EDGE_TAP_BYTES")
 _BYTE_BYTES = fitted("compiled", "BYTE_BYTES")
 _CALLS = fitted("compiled", "CALLS")
-# Calls of fewer multiply-adds run on the calling thread: waking another costs more (a
-# second thread took 0.1-0.15 ms more than it saved on 1-2M multiply-adds, 2 cores).
-_THREADED_MACS = 1 << 22
+# Calls of fewer multiply-adds run on the calling thread: waking another costs more (with
+# the pool woken by a lock, a second thread saves time from about 1M on 2 cores: 3x3 on
+# 512x512 0.84x the time, a Gaussian on 48^3 0.68x; at 4M before).
+_THREADED_MACS = 1 << 20
 # Kernel rows summed in one pass over an output row, at most.
 _FUSED_ROWS = 5
 # Taps' weights a pass holds in registers, with 16 vector registers and with 32 (AVX-512):
