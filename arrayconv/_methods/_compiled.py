@@ -13,10 +13,10 @@ line); a volume's plane pass first, two output planes a pass.
 The loops read the input as it is, through index maps (one per axis: the input sample at
 each position of the padded axis, or the fill value): zeros past the edges, a periodic
 problem and every boundary rule make no padded copy of the input. Images of rows up to
-512 outputs wide (4096 for kernel rows of 7 taps or more, :data:`_HALO_WIDTH`) copy each
-block's input rows, extended past their edges, into a buffer in cache, so that no column
-runs in the scalar loop at a row's ends; where its rows are short, the buffer's rows end to
-end are one line, and each kernel row one pass over a segment of several output rows.
+512 outputs wide (4096 for kernels of 5 rows or 7 columns or more, :data:`_HALO_WIDTH`)
+copy each block's input rows, extended past their edges, into a buffer in cache, so that no
+column runs in the scalar loop at a row's ends; where its rows are short, the buffer's rows
+end to end are one line, and each kernel row one pass over a segment of several output rows.
 They also read integer images of up to 16 bits, and float32 images summed in float64,
 without a converted copy of the input (:func:`reads_dtype`).
 
@@ -114,10 +114,11 @@ _BUFFER_PASSES = (1, 4, 8)
 # once) where two planes take at most this many bytes each; one above.
 _PAIRED_PLANE_BYTES = 4 << 20
 # Output rows at most this wide, with columns past the input's edges, run from a copy of
-# their input rows extended past the edges (``halo_taps``), for kernel rows of under 7 taps
-# and of 7 or more: the scalar loop at each row's ends and the rows summed one at a time
-# there cost more than the copy (7x7 on 56x56: 28 -> 9 us; on 1024^2 1.42 -> 1.19 ms, on
-# 4096^2 18.5 -> 16.6 ms); 3x3 and 5x5 on 4096^2 cost 8-22% more from the copy.
+# their input rows extended past the edges (``halo_taps``), for kernels of under 5 rows and
+# under 7 columns, and for the others: the scalar loop at each row's ends and the rows summed
+# one at a time there cost more than the copy (7x7 on 56x56: 28 -> 9 us; on 1024^2 1.42 ->
+# 1.19 ms; 5x5 and 6x6 on 1024^2 0.78-0.92x the time, on 2048^2 0.93-0.94x); 3x3 from
+# 768^2 on, 2x2 and 4x4 cost up to 16% more from the copy.
 _HALO_WIDTH = (512, 4096)
 # Blocks are handed to the threads in calls of at least this many multiply-adds, and at
 # least this many calls a thread: each call's hand-over of the GIL costs tens of
@@ -366,7 +367,8 @@ def _geometry(problem: Problem, edges: Edges | None, source: tuple[int, int, int
 def _halo(problem: Problem, pads: Edges) -> bool:
     """Whether `problem`'s taps run from a copy of each block's input rows extended past
     the column edges `pads` (see :data:`_HALO_WIDTH`)."""
-    return any(pads.pads[-1]) and problem.out_spatial[-1] <= _HALO_WIDTH[problem.kernel[-1] >= 7]
+    many = problem.kernel[-2] >= 5 or problem.kernel[-1] >= 7
+    return any(pads.pads[-1]) and problem.out_spatial[-1] <= _HALO_WIDTH[many]
 
 
 Unit = tuple[int, int, int, int, int, int, int]
