@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import arrayconv as ac
-from bench import accuracy, deconvolve, images, layers, lines, match, overhead, page, plans, run, sweep
+from bench import accuracy, deconvolve, forms, images, layers, lines, match, overhead, page, plans, run, sweep
 from bench.cases import CASES, Case, random_array
 from bench.devices import device
 from bench.peers import QUICK_MAX_DIRECT_MACS, peer_callables
@@ -285,6 +285,15 @@ def test_lines_bench_times_each_method_and_scipy_on_lines_with_their_own_filters
     assert set(point["median_s"]) == {"arrayconv", *(f"arrayconv {m}" for m in lines.METHODS), *lines.PEERS}
     assert point["difference"] < 1e-5 and point["method"] in lines.METHODS
     assert "| 3 x 50 | 7 | float32 | same |" in next(tmp_path.glob("lines-*.md")).read_text()
+
+
+def test_forms_bench_times_each_form_that_takes_a_row_filter_and_names_autos(tmp_path):
+    assert forms.main(["--problems", "6x40:5", "--repeats", "1", "--out", str(tmp_path)]) == 0
+    points = json.loads(next(tmp_path.glob("forms-*.json")).read_text())["points"]
+    assert {p["workers"] for p in points} == {1, forms._config.cores()}
+    for p in points:
+        assert set(p["median_s"]) <= set(forms.FORMS) and "rows" in p["median_s"] and p["picked"] in p["estimate_s"]
+    assert "| 6x40 | 5 | 1 |" in next(tmp_path.glob("forms-*.md")).read_text()
 
 
 def test_match_bench_finds_the_template_and_names_the_peers_not_run(tmp_path, monkeypatch):
