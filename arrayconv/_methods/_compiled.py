@@ -61,10 +61,11 @@ MAX_ROW_TAPS = 32
 # level; and its output rows, at least, else each row runs on its own, straight into the result
 # (3x3x3 on 256^3: the copy from the line costs more than the short rows' overheads it saves).
 _LINE_SAMPLES, _LINE_ROWS = 2048, 8
-# The vectorized loops run over a multiple of this many samples (:func:`_split_loop`), and
-# read the weights of kernel rows' taps (``w{i}_{j}``) or of weighed rows (``a{i}``).
+# The vectorized loops run over a multiple of this many samples (:func:`_split_loop`).
 _VECTOR_SAMPLES = 8
-_NAMED_TAP, _TAP_IN_MEMORY = r"\bw(\d+)_(\d+)\b", r"w[\1, \2]"
+# The generated loops' weights held in named variables: kernel rows' taps ``w{i}_{j}`` (of
+# ``w[i, j]``) and weighed rows' ``a{i}`` (of ``a[i]``).
+_NAMED_WEIGHT = re.compile(r"\b([aw])(\d+)(?:_(\d+))?\b")
 # An outer product's column and row passes over output rows as wide as the input's, at least
 # this many a segment, with rows of at most this many taps: else two rows at a time. Each row's
 # ends are summed in scalar loops, their cost growing as the square of the taps (Gaussians on 1M
@@ -608,14 +609,14 @@ def _deep_rows(kernel: tuple[int, ...]) -> int:
     return kernel[0] * kernel[1] if deep else 0
 
 
-def _split_loop(count: str, body: str, held: str, memory: str, unsigned: bool = False) -> str:
+def _split_loop(count: str, body: str, unsigned: bool = False) -> str:
     """`body` (statements indented 12, over index ``c``) for ``c`` in ``range(count)`` (an
     int; as unsigned ints with `unsigned`) as two loops: the vectorized one over a multiple
-    of :data:`_VECTOR_SAMPLES`, then the rest with its weights (the names matching the
-    pattern `held`, replaced by `memory`) read from memory. The vector loop so has no scalar
-    epilogue keeping its weights in registers: with 16 vector registers (AVX2), a 9-tap
-    loop spilled them and ran 1.3x slower."""
-    cast, rest = "np.uint64" if unsigned else "", re.sub(held, memory, body)
+    of :data:`_VECTOR_SAMPLES`, then the rest with its weights (:data:`_NAMED_WEIGHT`) read
+    from memory. The vector loop so has no scalar epilogue keeping its weights in registers:
+    with 16 vector registers (AVX2), a 9-tap loop spilled them and ran 1.3x slower."""
+    cast = "np.uint64" if unsigned else ""
+    rest = _NAMED_WEIGHT.sub(lambda m: f"{m[1]}[{', '.join(i for i in m.groups()[1:] if i)}]", body)
     return f"""        most = {cast}({count} // {_VECTOR_SAMPLES} * {_VECTOR_SAMPLES})
         for c in range(most):
 {body}        for c in range(most, {cast}({count})):
@@ -638,7 +639,7 @@ def _rows_function(g: int, kw: int) -> str:
         sources = "    a, lo = np.uint64(c_lo - shift), np.uint64(c_lo)\n" + "".join(f"    s{i} = np.uint64(rows[{i}])\n" for i in range(g))
         at, stored = (lambda i, j: f"x[s{i}, a + c{f' + np.uint64({j})' if j else ''}]"), "dst[lo + c]"
     terms = " + ".join(f"w{i}_{j} * F({at(i, j)})" for i in range(g) for j in range(kw))
-    loops = {op: _split_loop("n", f"            {stored} {op} {terms}\n", _NAMED_TAP, _TAP_IN_MEMORY, g > 1) for op in ("=", "+=")}
+    loops = {op: _split_loop("n", f"            {stored} {op} {terms}\n", g > 1) for op in ("=", "+=")}
     return f"""
 @njit(inline="always", nogil=True, cache=True, fastmath=CONTRACT)
 def rows{g}_{kw}(x, rows, w, dst, c_lo, c_hi, shift, assign):
@@ -678,7 +679,7 @@ def _line_function(g: int, kw: int) -> str:
     weights = "".join(f"    w{i}_{j} = w[{i}, {j}]\n" for i in range(g) for j in range(kw))
     sources = "".join(f"    s{i} = np.uint64(starts[{i}] + at)\n" for i in range(g))
     terms = " + ".join(f"w{i}_{j} * x[s{i} + c{f' + np.uint64({j})' if j else ''}]" for i in range(g) for j in range(kw))
-    loops = {op: _split_loop("n", f"            dst[c] {op} {terms}\n", _NAMED_TAP, _TAP_IN_MEMORY, True) for op in ("=", "+=")}
+    loops = {op: _split_loop("n", f"            dst[c] {op} {terms}\n", True) for op in ("=", "+=")}
     return f"""
 @njit(inline="always", nogil=True, cache=True, fastmath=CONTRACT)
 def line{g}_{kw}(x, starts, at, w, dst, n, assign):
@@ -701,9 +702,8 @@ def _weights_function(g: int, pair: bool, flat: bool = False) -> str:
     named = "".join(f"    a{i} = a[{i}]\n" for i in range(g)) + "".join(f"    r{i} = {rows.format(i=i)}\n" for i in range(g + pair))
     loads = "".join(f"            v{i} = F(r{i}[c])\n" for i in range(g + pair))
     results = ("d", "e") if pair else ("d",)
-    sums = {op: _split_loop("d.shape[0]", loads + "".join(f"            {o}[c] {op} " + " + ".join(f"a{i} * v{i + k}" for i in range(g)) + "\n"
-                                                          for k, o in enumerate(results)), r"\ba(\d+)\b", r"a[\1]")
-            for op in ("=", "+=")}
+    stores = "".join(f"            {o}[c] {{op}} " + " + ".join(f"a{i} * v{i + k}" for i in range(g)) + "\n" for k, o in enumerate(results))
+    sums = {op: _split_loop("d.shape[0]", loads + stores.format(op=op)) for op in ("=", "+=")}
     return f"""
 @njit(nogil=True, cache=True, fastmath=CONTRACT)
 def {'flat' if flat else 'pair' if pair else 'buffer'}{g}(a, {'x, start, step' if flat else 'b, first'}, {', '.join(results)}, assign):
