@@ -86,8 +86,9 @@ _MAC_BYTES, _EDGE_TAP_BYTES = fitted("compiled", "MAC_BYTES"), fitted("compiled"
 _BYTE_BYTES = fitted("compiled", "BYTE_BYTES")
 _CALLS = fitted("compiled", "CALLS")
 # Calls of fewer multiply-adds run on the calling thread: waking another costs more (with
-# the pool woken by a lock, a second thread saves time from about 1M on 2 cores: 3x3 on
-# 512x512 0.84x the time, a Gaussian on 48^3 0.68x; at 4M before).
+# the pool woken by a lock, a second thread saves time from about 1M on 2 cores: depthwise
+# 3x3 and 5x5 layers at batch 1 0.63-0.74x the time, a Gaussian on 48^3 0.64-0.66x; at 4M
+# before).
 _THREADED_MACS = 1 << 20
 # Kernel rows summed in one pass over an output row, at most.
 _FUSED_ROWS = 5
