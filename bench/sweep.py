@@ -289,7 +289,8 @@ def rescore(report: dict, memory_limit: int | None = None) -> tuple[dict, list[s
 
 @contextlib.contextmanager
 def _priced_as(report: dict) -> Iterator[None]:
-    """Price the compiled loops' multiply-adds as the sweep's CPU did: with wide vectors
+    """Price the compiled loops as the sweep's CPU ran them (the weights they hold in
+    registers, :func:`arrayconv._methods._compiled.weights_held`): with wide vectors
     where its name carries the AVX-512 mark (:func:`arrayconv._runtime.machine.cpu_name`) or
     it is an arm64 machine, without where it names another CPU; this machine's where it
     names none."""

@@ -422,8 +422,8 @@ def test_rescore_takes_random_kernels_as_the_sweeps_timed(numpy_forms):
 
 @pytest.mark.parametrize(("processor", "wide"), [("Some CPU (AVX-512)", True), ("Some CPU", False)])
 def test_rescore_prices_the_compiled_loops_as_the_sweeps_cpu(monkeypatch, processor, wide):
-    """A sweep's picks are remade with its CPU's vector width (the multiply-add's cost of
-    the compiled loops), not this machine's, and this machine's comes back after."""
+    """A sweep's picks are remade with its CPU's vector width (the weights the compiled
+    loops hold in registers), not this machine's, and this machine's comes back after."""
     from arrayconv._methods import _compiled
 
     seen, real = [], sweep._choice

@@ -35,8 +35,8 @@ KNOWN = {
 
 @pytest.fixture(autouse=True)
 def _timings_machines_vectors():
-    """Price as the machine the timings ran on: its vector width sets the compiled loops'
-    cost per multiply-add (as a rescored sweep's)."""
+    """Price as the machine the timings ran on: its vector width sets the weights the
+    compiled loops hold in registers (as a rescored sweep's)."""
     with _priced_as(TIMINGS):
         yield
 

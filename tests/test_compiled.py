@@ -410,18 +410,3 @@ def test_the_compiled_loops_are_taken_where_they_skip_a_copy_of_the_input(rng, b
     plan = ac.plan_correlate(w, x.shape, "same", "direct", boundary=boundary, dtype=x.dtype)
     assert _plan_is_compiled(plan) and plan._as_given
     assert_matches(plan(x), _extended_reference(x, w, "same", boundary), dtype="float64")
-
-
-def test_a_multiply_add_costs_twice_as_much_without_wide_vectors(monkeypatch):
-    """The loops' cost per multiply-add was fitted where an instruction takes 16 float32
-    lanes (AVX-512); AVX2 takes 8, so there it is charged twice, and nothing else moves."""
-    from arrayconv._runtime.backend import NUMPY
-    from arrayconv._runtime.rates import rates_for
-
-    problem = ac.plan_correlate(np.ones((7, 7), np.float32), (1024, 1024), "same", method="direct")._spec.problem
-    estimates = {}
-    for wide in (True, False):
-        monkeypatch.setattr(_compiled, "wide_vectors", lambda wide=wide: wide)
-        estimates[wide] = _compiled.seconds(problem, rates_for(NUMPY), False, 1)
-    macs = 1024 * 1024 * 49
-    assert estimates[False] - estimates[True] == pytest.approx(_compiled._MAC_BYTES * macs / rates_for(NUMPY).stream_bytes)

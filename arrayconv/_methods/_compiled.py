@@ -79,9 +79,9 @@ _BLOCK_SAMPLES = 1 << 16
 # 2.4x fewer rows copied).
 _BAND_PLANES = 8
 # The model of the form's time on each thread (fitted.json; ``python -m bench.filters --fit``):
-# seconds per multiply-add (twice that without wide vectors: :func:`_mac_bytes`), per tap of the
-# scalar loop at a row's ends, and per byte read or written, as multiples of a byte at the
-# stream rate; array calls per block and per call.
+# seconds per multiply-add (on any vector width), per tap of the scalar loop at a row's ends,
+# and per byte read or written, as multiples of a byte at the stream rate; array calls per
+# block and per call.
 _MAC_BYTES, _EDGE_TAP_BYTES = fitted("compiled", "MAC_BYTES"), fitted("compiled", "EDGE_TAP_BYTES")
 _BYTE_BYTES = fitted("compiled", "BYTE_BYTES")
 _CALLS = fitted("compiled", "CALLS")
@@ -473,18 +473,11 @@ def loop_seconds(macs: int, moved: int, blocks: int, lanes: int, rates: Rates, e
     """Estimated time of compiled loops making `macs` vectorized multiply-adds and
     `edge_taps` scalar ones, moving `moved` bytes, in `blocks` units of work shared by
     `lanes` threads (see :data:`_MAC_BYTES`)."""
-    work = (_mac_bytes() * macs + _EDGE_TAP_BYTES * edge_taps + _BYTE_BYTES * moved) / rates.stream_bytes
+    work = (_MAC_BYTES * macs + _EDGE_TAP_BYTES * edge_taps + _BYTE_BYTES * moved) / rates.stream_bytes
     lanes = min(lanes, blocks)
     # Handing work to other threads costs what a second one saves at _THREADED_MACS: half its time.
-    handover = 0.0 if lanes == 1 else _mac_bytes() * _THREADED_MACS / 2 / rates.stream_bytes
+    handover = 0.0 if lanes == 1 else _MAC_BYTES * _THREADED_MACS / 2 / rates.stream_bytes
     return (work + _CALLS * blocks * rates.call_seconds) / lanes + _CALLS * rates.call_seconds + handover
-
-
-def _mac_bytes() -> float:
-    """:data:`_MAC_BYTES` on a CPU with wide vectors (AVX-512's 16 float32 lanes an
-    instruction, where it was fitted), twice it on one without (AVX2's 8): on four held-out
-    sweeps on an AVX2 machine the loops ran 1.9-5x their estimate, the FFTs about 1-1.4x."""
-    return _MAC_BYTES if wide_vectors() else 2 * _MAC_BYTES
 
 
 def _pieces(row_taps: int, one_row: bool) -> tuple[int, int]:
