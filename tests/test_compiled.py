@@ -328,16 +328,21 @@ def test_kernels_with_an_axis_of_one_tap(compiled, rng, boundary):
             assert_matches(plan(x), _extended_reference(x, w, "same", boundary, fill), dtype="float64")
 
 
+@pytest.mark.parametrize("whole_planes", [True, False], ids=["whole-planes", "small-planes"])
 @pytest.mark.parametrize("segments", [True, False])
 @pytest.mark.parametrize("paired", [True, False])
 @pytest.mark.parametrize("boundary", ["constant", "wrap"])
-def test_an_outer_products_passes_one_or_two_rows_and_planes_a_pass(compiled, rng, monkeypatch, segments, paired, boundary):
+def test_an_outer_products_passes_one_or_two_rows_and_planes_a_pass(compiled, rng, monkeypatch, whole_planes, segments, paired, boundary):
     """Column passes make two rows a pass (one for the last of an odd count) or, with
     `segments`, a few rows a pass as one line where the rows are in order; a volume's
-    plane pass two planes where they are small enough (one where not): odd and even counts
-    of rows and planes, rows and planes past the edges, strided inputs and results, as the
-    reference."""
+    plane pass two planes where they are small enough (one where not), in blocks of
+    several small planes or, with `whole_planes`, of as many large ones as a pass makes:
+    odd and even counts of rows and planes, rows and planes past the edges, strided inputs
+    and results, as the reference."""
     monkeypatch.setattr(_compiled, "_PAIRED_PLANE_BYTES", 1 << 20 if paired else 0)
+    monkeypatch.setattr(_compiled, "_BLOCK_SAMPLES", 40 if whole_planes else 1 << 16)
+    _compiled._geometry.cache_clear()
+    ac.clear_caches()
     monkeypatch.setattr(_compiled, "_LINE_SAMPLES", 30)
     monkeypatch.setattr(_compiled, "_SEPARABLE_LINE_ROWS", 2 if segments else 1 << 20)
     fill = -0.5 if boundary == "constant" else 0.0

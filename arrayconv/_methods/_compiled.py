@@ -267,7 +267,7 @@ def _bound(kernel: CompiledTaps, problem: Problem, x_shape: tuple[int, ...], wor
     if kernel.factors is not None:
         fz, fy, fx = kernel.factors
         deep = fz.shape[-1] > 1  # the input's planes as rows, for the plane pass
-        planes = 2 if source[1] * source[2] * p.dtype.itemsize <= _PAIRED_PLANE_BYTES else 1
+        planes = _plane_step(source, p.dtype)
         kw, shift, width = fx.shape[-1], columns[2], p.out_spatial[-1]
         banded = width == source[2] and kw <= min(width, _SEPARABLE_LINE_TAPS) and width <= _LINE_SAMPLES // _SEPARABLE_LINE_ROWS and shift < kw
 
@@ -354,7 +354,7 @@ def _geometry(problem: Problem, edges: Edges | None, source: tuple[int, int, int
     code = _module(*_pieces(kw, separable or p.kernel[-2] == 1), fused, p.dtype.char, deep_rows)
     deep = separable and len(p.kernel) == 3 and p.kernel[0] > 1  # each input plane's pass made once per output plane
     kh = p.kernel[-2]
-    jobs = np.array(_units(p, out, deep), np.int64).reshape(-1, 7)  # type: ignore[arg-type]
+    jobs = np.array(_units(p, out, _plane_step(source, p.dtype) if deep else 0), np.int64).reshape(-1, 7)  # type: ignore[arg-type]
     jobs.flags.writeable = False
     lanes = _lanes(p, separable, workers)
     calls = calls_for(len(jobs), _macs(p, separable), lanes)
@@ -364,6 +364,13 @@ def _geometry(problem: Problem, edges: Edges | None, source: tuple[int, int, int
     segment = _LINE_SAMPLES // maps[2].size
     return _Geometry(code, bool(deep_rows), maps, (c_lo, c_hi, shift), pads.fill, tuple(np.array_split(jobs, calls)), lanes,  # type: ignore[arg-type]
                      buffer, segment if segment >= _LINE_ROWS else 1)
+
+
+def _plane_step(source: tuple[int, int, int], dtype: np.dtype[Any]) -> int:
+    """Output planes an outer product's plane pass makes at once, on input planes of
+    `source` (planes, rows, columns)."""
+    plane_bytes = source[1] * source[2] * dtype.itemsize
+    return 2 if plane_bytes <= _PAIRED_PLANE_BYTES else 1
 
 
 def _halo(problem: Problem, pads: Edges) -> bool:
@@ -376,19 +383,21 @@ def _halo(problem: Problem, pads: Edges) -> bool:
 Unit = tuple[int, int, int, int, int, int, int]
 
 
-def _units(problem: Problem, out: tuple[int, int, int], whole_planes: bool) -> list[Unit]:
+def _units(problem: Problem, out: tuple[int, int, int], whole_planes: int) -> list[Unit]:
     """Blocks of about :data:`_BLOCK_SAMPLES` outputs of `problem` (`out`: planes, rows,
     columns a map), ``(b, g, o, z0, z1, r0, r1)``: several planes of small ones, else
     bands of rows of one plane, or under a kernel of several planes of up to
-    :data:`_BAND_PLANES` planes (whole planes if `whole_planes`)."""
+    :data:`_BAND_PLANES` planes (whole planes, a multiple of `whole_planes` a block,
+    where not 0)."""
     depth, height, width = out
     p = problem
     maps = [(b, g, o) for b in range(p.batch) for g in range(p.groups) for o in range(p.out_per_group)]
+    step = max(1, whole_planes)
     if height * width < _BLOCK_SAMPLES:
-        planes_per = _BLOCK_SAMPLES // max(1, height * width)
+        planes_per = max(step, _BLOCK_SAMPLES // max(1, height * width) // step * step)
         return [(*m, z, min(depth, z + planes_per), 0, height) for m in maps for z in range(0, depth, planes_per)]
     if whole_planes:
-        return [(*m, z, z + 1, 0, height) for m in maps for z in range(depth)]
+        return [(*m, z, min(depth, z + step), 0, height) for m in maps for z in range(0, depth, step)]
     planes_per = min(depth, _BAND_PLANES) if len(p.kernel) == 3 and p.kernel[0] > 1 else 1
     rows_per = max(1, _BLOCK_SAMPLES // max(1, width * planes_per))
     return [(*m, z, min(depth, z + planes_per), r, min(height, r + rows_per))
