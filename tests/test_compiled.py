@@ -12,8 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import arrayconv as ac
-from arrayconv._methods import _compiled, direct
+from arrayconv._methods import _compiled, _separable, direct
+from arrayconv._runtime import config as _config
 from arrayconv._runtime.backend import NUMPY
+from arrayconv._runtime.rates import rates_for
 from arrayconv._spec.shapes import mode_padding
 
 pytestmark = pytest.mark.skipif(not _compiled.available(), reason="numba is not installed (the numba extra)")
@@ -29,7 +31,7 @@ def _forced(halo: bool = True, held: int | None = None):
 
     def form(problem, backend, rates, settings):
         if _compiled.takes(problem, NUMPY):
-            return ("compiled", int(problem.rank_one))
+            return ("compiled", int(_in_passes(problem)))
         return real(problem, backend, rates, settings)
 
     with pytest.MonkeyPatch.context() as patch:
@@ -42,6 +44,12 @@ def _forced(halo: bool = True, held: int | None = None):
         yield
     ac.clear_caches()
     _compiled._geometry.cache_clear()
+
+
+def _in_passes(problem) -> bool:
+    """Whether the compiled loops run `problem` as an outer product's passes: marked rank
+    one, but a column (always rank one) only where direct runs it so."""
+    return problem.rank_one and (not _separable.column(problem) or direct._columns_in_passes(problem))
 
 
 @pytest.fixture(params=[True, False], ids=["halo", "in-place"])
@@ -85,7 +93,7 @@ def test_matches_the_reference(ndim, sizes, kernel, mode, dtype, flip, outer, ha
         plan = (ac.plan_convolve if flip else ac.plan_correlate)(w, x.shape, mode, "direct", dtype=dtype)
         problem = plan._spec.problem  # leading axes where the kernel is 1 long are batch axes: 1-D problems take the rows
         assert _plan_is_compiled(plan) == _compiled.takes(problem, NUMPY)
-        assert not _plan_is_compiled(plan) or (plan._kernel.factors is not None) == problem.rank_one
+        assert not _plan_is_compiled(plan) or (plan._kernel.factors is not None) == _in_passes(problem)
         assert_matches(plan(x), reference_correlate(x, w, mode, flip=flip), dtype=dtype)
 
 
@@ -324,8 +332,29 @@ def test_kernels_with_an_axis_of_one_tap(compiled, rng, boundary):
             plan = ac.plan_correlate(w, x.shape, "same", "direct", boundary=boundary, fillvalue=fill)
             problem = plan._spec.problem
             assert _plan_is_compiled(plan)
-            assert (plan._kernel.factors is not None) == (outer and sum(n > 1 for n in k) > 1) == problem.rank_one
+            assert (plan._kernel.factors is not None) == (outer and sum(n > 1 for n in k) > 1)
+            assert problem.rank_one == (plan._kernel.factors is not None or _separable.column(problem))
             assert_matches(plan(x), _extended_reference(x, w, "same", boundary, fill), dtype="float64")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("boundary", ["constant", "symmetric", "wrap"])
+def test_columns_along_planes_or_taller_than_a_pass_run_as_passes(compiled, rng, dtype, boundary):
+    """A filter one tap wide along a volume's planes (9 taps and more) or along an image's
+    columns (taller than a pass's weights) runs only as an outer product's passes (one tap
+    wide, any kernel is one), shorter ones as kernel rows: as the reference in every mode."""
+    fill = -0.5 if boundary == "constant" else 0.0
+    tall = _compiled.weights_held() + 2
+    for shape, k, passes in (((11, 6, 7), (9, 1, 1), True), ((20, 5, 9), (17, 1, 1), True), ((9, 6, 7), (5, 1, 1), False),
+                             ((2 * tall, 9), (tall, 1), True), ((tall + 3, 12), (tall + 1, 1), True), ((12, 10), (7, 1), False)):
+        x, w = random(rng, shape, dtype), random(rng, k, dtype)
+        for mode in ("same", "full", "valid"):
+            options = dict(boundary=boundary, fillvalue=fill) if mode == "same" else {}
+            plan = ac.plan_correlate(w, x.shape, mode, "direct", dtype=dtype, **options)
+            forms = direct._form_seconds(plan._spec.problem, NUMPY, rates_for(NUMPY), _config.settings("numpy"))
+            assert (("compiled", 0) not in forms) == passes and (plan._kernel.factors is not None) == passes
+            expected = _extended_reference(x, w, mode, boundary, fill) if mode == "same" else reference_correlate(x, w, mode)
+            assert_matches(plan(x), expected, dtype=dtype)
 
 
 @pytest.mark.parametrize("whole_planes", [True, False], ids=["whole-planes", "small-planes"])

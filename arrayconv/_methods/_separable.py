@@ -60,12 +60,19 @@ class SeparableTaps:
 
 def eligible(problem: Problem, backend: Backend) -> bool:
     """Whether `problem`'s kernel, if an outer product, could run in passes: NumPy, one
-    float or complex 2-D or 3-D kernel of at least two taps along two axes or more on one
-    input channel, unit stride, no dilation."""
+    float or complex 2-D or 3-D kernel of at least two taps along two axes or more, or a
+    :func:`column`, on one input channel, unit stride, no dilation."""
     p = problem
     one_kernel = p.groups * p.in_per_group * p.out_per_group == 1
-    shape = len(p.kernel) in (2, 3) and sum(k > 1 for k in p.kernel) > 1 and p.unit_stride and all(d == 1 for d in p.dilation)
+    taps = len(p.kernel) in (2, 3) and (sum(k > 1 for k in p.kernel) > 1 or column(p))
+    shape = taps and p.unit_stride and all(d == 1 for d in p.dilation)
     return backend.name == "numpy" and one_kernel and shape and p.dtype.char in "fdFD"
+
+
+def column(problem: Problem) -> bool:
+    """Whether `problem`'s kernel is one tap wide, with taps along one other axis: a filter
+    along an image's columns or a volume's rows or planes."""
+    return problem.kernel[-1] == 1 and sum(k > 1 for k in problem.kernel) == 1
 
 
 def factors(w: Array, problem: Problem) -> list[np.ndarray] | None:

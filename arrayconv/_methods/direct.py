@@ -54,6 +54,12 @@ _form_estimates = LRUCache("direct_form_estimates", maxsize=256)
 # Whether the CUDA kernel takes each problem (asked by the cost, the kernel's form and the run).
 _gpu_problems = LRUCache("direct_cuda_problems", maxsize=256)
 
+# The compiled loops run a column (one tap a row) along a volume's planes of more taps than
+# this as an outer product's passes: 9 taps on 64^3-256^3 0.5-0.9x the time, 17 on 128^3 30 ->
+# 3.2 ms on one thread; 3 and 5 taps on 200^3-256^3 ran 1.3x slower so. Along an image's
+# columns, one taller than a pass's weights (13-25 taps on 512^2-4096^2: 0.5-0.8x the time).
+_VOLUME_COLUMN_TAPS = 8
+
 
 def _bytes_per_sample(problem: Problem) -> int:
     return problem.groups * (problem.in_per_group + problem.out_per_group) * problem.dtype.itemsize
@@ -135,10 +141,22 @@ def _estimate_forms(problem: Problem, backend: Backend, rates: Rates, settings: 
     if _channels.takes(p, backend):
         estimates[("channels", 0)] = _channels.seconds(p, rates, settings.workers)
     if _compiled.takes(p, backend):
-        estimates[("compiled", 0)] = _compiled.seconds(p, rates, False, settings.workers)
-        if _separable.outer_product(p, backend):  # its passes fused, in cache
+        passes = _separable.outer_product(p, backend)
+        if not (passes and _columns_in_passes(p)):
+            estimates[("compiled", 0)] = _compiled.seconds(p, rates, False, settings.workers)
+        if passes:  # its passes fused, in cache
             estimates[("compiled", 1)] = _compiled.seconds(p, rates, True, settings.workers)
     return estimates
+
+
+def _columns_in_passes(problem: Problem) -> bool:
+    """Whether the compiled loops run a :func:`._separable.column` only as an outer
+    product's passes (its taps summed over lines of several rows): along an image's
+    columns, one taller than a pass's weights (:func:`._compiled.weights_held`), along a
+    volume's planes, one of more than :data:`_VOLUME_COLUMN_TAPS`."""
+    p = problem
+    most = _VOLUME_COLUMN_TAPS if len(p.kernel) == 3 else _compiled.weights_held()
+    return _separable.column(p) and max(p.kernel) > most
 
 
 def reading_in_place(kernel: Kernel, w: Array, problem: Problem, backend: Backend, copied_bytes: int) -> Kernel:
