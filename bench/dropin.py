@@ -34,6 +34,7 @@ IMAGE_CALLS: list[Call] = [
     ("ndimage", "correlate", lambda k: ((k["3x3"],), {})),
     ("ndimage", "convolve", lambda k: ((k["7x7"],), {"mode": "nearest"})),
     ("ndimage", "correlate1d", lambda k: ((k["9"],), {"axis": 0})),
+    ("ndimage", "gaussian_filter1d", lambda k: ((2.0,), {"axis": 0})),
     ("ndimage", "gaussian_filter", lambda k: ((2.0,), {})),
     ("ndimage", "uniform_filter", lambda k: ((5,), {})),
     ("ndimage", "sobel", lambda k: ((), {"axis": 0})),
@@ -46,6 +47,7 @@ IMAGE_CALLS: list[Call] = [
 ]
 VOLUME_CALLS: list[Call] = [
     ("ndimage", "correlate", lambda k: ((k["3x3x3"],), {})),
+    ("ndimage", "gaussian_filter1d", lambda k: ((2.0,), {"axis": 0})),
     ("ndimage", "gaussian_filter", lambda k: ((2.0,), {})),
     ("ndimage", "uniform_filter", lambda k: ((5,), {})),
     ("ndimage", "sobel", lambda k: ((), {"axis": 0})),
