@@ -232,11 +232,11 @@ def _plot(rows: list[dict], path: Path) -> None:
 
 
 def fit(repeats: int) -> dict[str, float]:
-    """Least-squares fit of the compiled form's cost constants (per multiply-add, per tap of
-    the loops at a row's ends, per byte moved: the "compiled" weights ``MAC_BYTES``,
-    ``EDGE_TAP_BYTES`` and ``BYTE_BYTES`` of arrayconv/_runtime/fitted.json) to its timings
-    on 2-D and 3-D float32 images, in the model's units
-    (the other methods' estimates run 1.3x their times)."""
+    """Least-squares fit of the compiled form's cost constants (per multiply-add and per tap
+    of the loops at a row's ends: the "compiled" weights ``MAC_BYTES`` and ``EDGE_TAP_BYTES``
+    of arrayconv/_runtime/fitted.json) to its timings on 2-D and 3-D float32 images, in the
+    model's units (the other methods' estimates run 1.3x their times; a byte moved counts
+    one byte at the stream rate)."""
     from arrayconv._methods import _compiled, direct
     from arrayconv._runtime import config as _config
     from arrayconv._runtime.backend import NUMPY
@@ -262,16 +262,16 @@ def fit(repeats: int) -> dict[str, float]:
                     plan = ac.plan_correlate(w, shape, "same", "direct")
                     seconds = interleaved_medians({"plan": lambda: plan(x)}, {"plan": time_call}, repeats)["plan"]
                     p = plan._spec.problem
-                    saved = (_compiled._MAC_BYTES, _compiled._EDGE_TAP_BYTES, _compiled._BYTE_BYTES)
+                    saved = (_compiled._MAC_BYTES, _compiled._EDGE_TAP_BYTES)
                     parts = []
-                    for i in range(3):  # each constant's share of the estimate, one at a time
-                        _compiled._MAC_BYTES, _compiled._EDGE_TAP_BYTES, _compiled._BYTE_BYTES = (float(i == j) for j in range(3))
+                    for i in range(2):  # each constant's share of the estimate, one at a time
+                        _compiled._MAC_BYTES, _compiled._EDGE_TAP_BYTES = (float(i == j) for j in range(2))
                         parts.append(_compiled.seconds(p, rates, outer, workers))
-                    _compiled._MAC_BYTES, _compiled._EDGE_TAP_BYTES, _compiled._BYTE_BYTES = (0.0, 0.0, 0.0)
-                    calls = _compiled.seconds(p, rates, outer, workers)
-                    _compiled._MAC_BYTES, _compiled._EDGE_TAP_BYTES, _compiled._BYTE_BYTES = saved
-                    features.append([part - calls for part in parts])
-                    targets.append(1.3 * seconds - calls)
+                    _compiled._MAC_BYTES, _compiled._EDGE_TAP_BYTES = (0.0, 0.0)
+                    rest = _compiled.seconds(p, rates, outer, workers)  # the bytes moved and the calls
+                    _compiled._MAC_BYTES, _compiled._EDGE_TAP_BYTES = saved
+                    features.append([part - rest for part in parts])
+                    targets.append(1.3 * seconds - rest)
                     print(f"{shape} k={k} outer={outer}: {1e3 * seconds:.3f} ms", flush=True)
     finally:
         direct._fastest_form = real
@@ -282,7 +282,7 @@ def fit(repeats: int) -> dict[str, float]:
     constants, _ = nnls(a * weights[:, None], b * weights)
     errors = np.abs(a @ constants - b) / np.maximum(b, 1e-9)
     print(f"median relative error {np.median(errors):.2f}, worst {errors.max():.2f}")
-    return dict(zip(("MAC_BYTES", "EDGE_TAP_BYTES", "BYTE_BYTES"), (round(float(c), 2) for c in constants)))
+    return dict(zip(("MAC_BYTES", "EDGE_TAP_BYTES"), (round(float(c), 2) for c in constants)))
 
 
 def main(argv: list[str] | None = None) -> int:

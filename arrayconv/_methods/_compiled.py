@@ -79,11 +79,10 @@ _BLOCK_SAMPLES = 1 << 16
 # 2.4x fewer rows copied).
 _BAND_PLANES = 8
 # The model of the form's time on each thread (fitted.json; ``python -m bench.filters --fit``):
-# seconds per multiply-add (on any vector width), per tap of the scalar loop at a row's ends,
-# and per byte read or written, as multiples of a byte at the stream rate; array calls per
-# block and per call.
+# seconds per multiply-add (on any vector width) and per tap of the scalar loop at a row's ends,
+# as multiples of a byte at the stream rate (each byte read or written counts one); array
+# calls per block and per call.
 _MAC_BYTES, _EDGE_TAP_BYTES = fitted("compiled", "MAC_BYTES"), fitted("compiled", "EDGE_TAP_BYTES")
-_BYTE_BYTES = fitted("compiled", "BYTE_BYTES")
 _CALLS = fitted("compiled", "CALLS")
 # Calls of fewer multiply-adds run on the calling thread: waking another costs more (with
 # the pool woken by a lock, a second thread saves time from about 1M on 2 cores: depthwise
@@ -482,7 +481,7 @@ def loop_seconds(macs: int, moved: int, blocks: int, lanes: int, rates: Rates, e
     """Estimated time of compiled loops making `macs` vectorized multiply-adds and
     `edge_taps` scalar ones, moving `moved` bytes, in `blocks` units of work shared by
     `lanes` threads (see :data:`_MAC_BYTES`)."""
-    work = (_MAC_BYTES * macs + _EDGE_TAP_BYTES * edge_taps + _BYTE_BYTES * moved) / rates.stream_bytes
+    work = (_MAC_BYTES * macs + _EDGE_TAP_BYTES * edge_taps + moved) / rates.stream_bytes
     lanes = min(lanes, blocks)
     # Handing work to other threads costs what a second one saves at _THREADED_MACS: half its time.
     handover = 0.0 if lanes == 1 else _MAC_BYTES * _THREADED_MACS / 2 / rates.stream_bytes

@@ -33,11 +33,11 @@ _MAX_SEGMENT_TAPS = 32
 # Threads that fill the GPU; with fewer, the kernel runs at that fraction of its rate.
 _FULL_THREADS = 1 << 16
 # A tap's instructions per thread, in multiply-adds at the GEMM rate: its OB * R multiply-adds, OB
-# weight reads and its input reads (reads set the pace); the launches of a call and of the
-# kernel's form.
+# weight reads and its input reads (reads set the pace); the launches' worth of time of a call
+# (the kernel's form's counted with it).
 _MULTIPLY_ADD, _WEIGHT_READ = fitted("direct_cuda", "MULTIPLY_ADD"), fitted("direct_cuda", "WEIGHT_READ")
 _INPUT_READ = fitted("direct_cuda", "INPUT_READ")
-_CALLS, _PREPARE_CALLS = fitted("direct_cuda", "CALLS"), fitted("direct_cuda", "PREPARE_CALLS")
+_CALLS = fitted("direct_cuda", "CALLS")
 
 _launches = LRUCache("direct_cuda_launches", maxsize=256)
 
@@ -155,13 +155,12 @@ def takes(problem: Problem) -> bool:
     return not p.circular and len(p.spatial) <= 3 and max(extents) < 2**31
 
 
-def cost(problem: Problem, rates: Rates) -> tuple[float, int, float]:
-    """Estimated seconds, temporary bytes (none) and, of the seconds, the kernel's form's.
+def cost(problem: Problem, rates: Rates) -> float:
+    """Estimated seconds (the kernel runs without temporaries).
 
     Each thread's taps (padded output channels included) at :func:`_tap_cost` multiply-adds
     apiece at the GEMM rate, scaled by the share of the GPU the threads fill; input and
-    output once at the stream rate; the fixed costs of
-    :data:`_CALLS` and :data:`_PREPARE_CALLS`.
+    output once at the stream rate; the fixed cost of :data:`_CALLS`.
     """
     p = problem
     ob = channels_per_thread(p)
@@ -170,7 +169,5 @@ def cost(problem: Problem, rates: Rates) -> tuple[float, int, float]:
     thread_taps = threads * p.in_per_group * math.prod(p.kernel)
     occupancy = min(1.0, threads / _FULL_THREADS)
     moved = (math.prod(p.x_shape) + math.prod(p.y_shape)) * p.dtype.itemsize
-    prepare = _PREPARE_CALLS * rates.call_seconds
     compute = 2 * thread_taps * _tap_cost(p, ob, run_length) / (rates.gemm_flops * occupancy)
-    seconds = compute + moved / rates.stream_bytes + _CALLS * rates.call_seconds
-    return seconds + prepare, 0, prepare
+    return compute + moved / rates.stream_bytes + _CALLS * rates.call_seconds

@@ -47,7 +47,7 @@ _ROWS_CHUNK_BYTES = 1 << 20
 _MEMORY_BOUND_INTENSITY = fitted("direct", "MEMORY_BOUND_INTENSITY")
 CACHE_SPEEDUP, GEMM_CACHE_SPEEDUP = fitted("direct", "CACHE_SPEEDUP"), fitted("direct", "GEMM_CACHE_SPEEDUP")
 _MATVEC_SPEEDUP = fitted("direct", "MATVEC_SPEEDUP")
-STRIDED_COPY_PASSES, ONE_MAP_CALL_SHARE = fitted("direct", "STRIDED_COPY_PASSES"), fitted("direct", "ONE_MAP_CALL_SHARE")
+STRIDED_COPY_PASSES = fitted("direct", "STRIDED_COPY_PASSES")
 
 _forms = LRUCache("direct_forms", maxsize=256)
 _form_estimates = LRUCache("direct_form_estimates", maxsize=256)
@@ -215,14 +215,6 @@ def _single_map(problem: Problem, rows: bool, backend: Backend) -> _one_map.OneM
     if backend.name != "numpy":
         return None
     return _one_map.one_map(problem, rows, _chunk_bytes(problem, rows, backend), _bytes_per_sample(problem))
-
-
-def _call_rates(problem: Problem, rows: bool, backend: Backend, rates: Rates) -> Rates:
-    """`rates`, with each array call charged :data:`ONE_MAP_CALL_SHARE` of a call where the
-    taps or `rows` run on one map in one chunk."""
-    if _single_map(problem, rows, backend) is None:
-        return rates
-    return replace(rates, call_seconds=rates.call_seconds * ONE_MAP_CALL_SHARE)
 
 
 Kernel = Array | _banded.BandedTaps | _rows.RowKernels | _one_map.MapKernel | _separable.SeparableTaps | _compiled.CompiledTaps | _channels.ChannelTaps
@@ -441,7 +433,7 @@ def cost(problem: Problem, backend: Backend, rates: Rates, settings: Settings) -
     """
     p = problem
     if _on_gpu(p, backend):
-        return Cost(*_direct_cuda.cost(p, rates))
+        return Cost(_direct_cuda.cost(p, rates), 0)
     chosen = _form_cost(p, backend, rates, settings)
     if pointwise(p):
         return chosen
@@ -512,8 +504,7 @@ def _taps_cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     if not p.unit_stride:  # each tap's stepped view is copied before its product (:meth:`Layout.tap_block`)
         seconds += n_taps * samples * p.in_per_group * size * STRIDED_COPY_PASSES / rates.stream_bytes
     calls = n_taps * n_chunks  # the batch items and groups of a chunk are one batched matmul
-    call_seconds = _call_rates(p, False, backend, rates).call_seconds
-    return Cost(seconds + once + calls * call_seconds, padded_bytes(p) + _chunk_temp(p, chunk_bytes))
+    return Cost(seconds + once + calls * rates.call_seconds, padded_bytes(p) + _chunk_temp(p, chunk_bytes))
 
 
 def _rows_cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
@@ -526,7 +517,7 @@ def _rows_cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
         return Cost(_rows.line_seconds(p, pieces, 1, rates), _ROWS_CHUNK_BYTES)
     chunks = layout(p).chunks(_bytes_per_sample(p), _ROWS_CHUNK_BYTES)
     runs = p.groups * sum(c.b1 - c.b0 for c in chunks)
-    seconds = _rows.seconds(p, _samples(p), runs, 1, _call_rates(p, True, backend, rates)) + _once_seconds(p, rates)
+    seconds = _rows.seconds(p, _samples(p), runs, 1, rates) + _once_seconds(p, rates)
     return Cost(seconds, padded_bytes(p) + _chunk_temp(p, _ROWS_CHUNK_BYTES))
 
 

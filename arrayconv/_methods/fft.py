@@ -55,12 +55,11 @@ _FIXED_CALLS, _FIXED_KERNEL_CALLS = fitted("fft", "FIXED_CALLS"), fitted("fft", 
 _ONE_AXIS_CALL_SHARE, _ONE_AXIS_MAC_PASSES = fitted("fft", "ONE_AXIS_CALL_SHARE"), fitted("fft", "ONE_AXIS_MAC_PASSES")
 _LINES_TRANSFORM_WEIGHT = fitted("fft", "LINES_TRANSFORM_WEIGHT")
 # The channel sum's per-frequency GEMMs of small (B, Cg) x (Cg, Og) complex matrices reach
-# a * B^b * Og^c * Cg^d of the large-GEMM rate; the sum's weight on the CPU (in an
-# overlap-save block, in cache: lower) and on a GPU.
+# a * B^b * Og^c * Cg^d of the large-GEMM rate; the sum's weight (on a GPU too; in a CPU's
+# overlap-save block, in cache: lower).
 _SMALL_GEMM_EFFICIENCY = fitted("fft", "SMALL_GEMM_EFFICIENCY")
 CONTRACTION_WEIGHT = fitted("fft", "CONTRACTION_WEIGHT")
 _BLOCK_CONTRACTION_WEIGHT = fitted("fft", "BLOCK_CONTRACTION_WEIGHT")
-_GPU_CONTRACTION_WEIGHT = fitted("fft", "GPU_CONTRACTION_WEIGHT")
 # On the CPU a transform whose maps outgrow the cache runs slower per n log n: counted from the
 # bytes of all maps one N-D call transforms, or of one line along one axis.
 _CACHE_BYTES, _LINE_CACHE_BYTES = fitted("fft", "CACHE_BYTES"), fitted("fft", "LINE_CACHE_BYTES")
@@ -461,7 +460,7 @@ def _contraction_seconds(problem: Problem, frequencies: float, kernels: int, bac
     p = problem
     flops = 8 * p.batch * p.groups * p.in_per_group * p.out_per_group * frequencies
     if backend.name == "cupy":
-        return _GPU_CONTRACTION_WEIGHT * flops / rates.gemm_flops + kernels / rates.stream_bytes
+        return CONTRACTION_WEIGHT * flops / rates.gemm_flops + kernels / rates.stream_bytes
     scale, batch, filters, channels = _SMALL_GEMM_EFFICIENCY
     efficiency = min(1.0, scale * p.batch**batch * p.out_per_group**filters * p.in_per_group**channels)
     return weight * max(flops / (rates.gemm_rate(work_dtype(p), backend.name) * efficiency), 1.1 * kernels / rates.stream_bytes)

@@ -38,19 +38,18 @@ _CHUNK_BYTES = 32 << 20
 _CPU_TAP_BYTES = 512 << 10
 _CPU_CHUNK_BYTES = 2 << 20
 _CPU_MAX_CHUNK_BYTES = 8 << 20
-# Passes at stream speed over the CPU's columns (written by the gather, read by the GEMM, in
-# cache) and over the result (written by the GEMMs).
-_EXACT_COLUMN_PASSES = fitted("im2col", "EXACT_COLUMN_PASSES")
+# Passes at stream speed over the result the CPU's GEMMs write (the columns, written by the
+# gather and read by the GEMM in cache, are one pass).
 _EXACT_RESULT_PASSES = fitted("im2col", "EXACT_RESULT_PASSES")
 # Columns at most this deep (a 1x1 kernel over one channel per group) are charged no less than
 # direct's run and the gather: a product of one term runs far below the GEMM rate.
 _SHALLOW_DEPTH = 1
 # On a GPU, launches cost tens of microseconds: fewer, larger chunks.
 _GPU_CHUNK_BYTES = 1 << 30
-# On a GPU: the GEMM's and the passes' weights, the launches of each chunk and of the kernel's
-# form, and the launches' worth of time building the operator matrix takes per axis.
+# On a GPU: the GEMM's and the passes' weights, the launches of each chunk (the kernel's form's
+# counted with them), and the launches' worth of time building the operator matrix takes per axis.
 _GPU_GEMM_WEIGHT, _GPU_PASS_WEIGHT = fitted("im2col", "GPU_GEMM_WEIGHT"), fitted("im2col", "GPU_PASS_WEIGHT")
-_GPU_CALLS_PER_CHUNK, _GPU_PREPARE_CALLS = fitted("im2col", "GPU_CALLS_PER_CHUNK"), fitted("im2col", "GPU_PREPARE_CALLS")
+_GPU_CALLS_PER_CHUNK = fitted("im2col", "GPU_CALLS_PER_CHUNK")
 _GPU_OPERATOR_AXIS_CALLS = fitted("im2col", "GPU_OPERATOR_AXIS_CALLS")
 # The operator matrix is used up to this size, and when the image has at most this many
 # times the kernel's taps (the share of the operator's zeros).
@@ -449,16 +448,14 @@ def cost(problem: Problem, backend: Backend, rates: Rates, settings: Settings) -
     chunk_columns = min(samples, _CHUNK_BYTES // (depth * p.dtype.itemsize))
     gemm = p.mac_flops * p.macs / (rates.gemm_rate(p.dtype, backend.name) * _gemm_efficiency(p.out_per_group, depth, chunk_columns, backend))
     calls = max(1, cols_bytes // _GPU_CHUNK_BYTES) * _GPU_CALLS_PER_CHUNK
-    prepare = _GPU_PREPARE_CALLS * rates.call_seconds
     passes = _GPU_PASS_WEIGHT * (2 * cols_bytes + 4 * out_bytes) / rates.stream_bytes
-    seconds = passes + _GPU_GEMM_WEIGHT * gemm + calls * rates.call_seconds + prepare
-    return Cost(seconds, padded_bytes(p) + min(cols_bytes, _CHUNK_BYTES) + min(out_bytes, _CHUNK_BYTES), prepare)
+    seconds = passes + _GPU_GEMM_WEIGHT * gemm + calls * rates.call_seconds
+    return Cost(seconds, padded_bytes(p) + min(cols_bytes, _CHUNK_BYTES) + min(out_bytes, _CHUNK_BYTES))
 
 
 def _exact_cost(problem: Problem, rates: Rates, settings: Settings) -> Cost:
     """Cost of :func:`_run_exact` (the CPU's columns): passes over the padded input, the
-    columns and the result at stream speed (:data:`_EXACT_COLUMN_PASSES`,
-    :data:`_EXACT_RESULT_PASSES`), the columns' shared by the threads that gather them
+    columns (one) and the result (:data:`_EXACT_RESULT_PASSES`) at stream speed, the columns' shared by the threads that gather them
     (the result's, written by the GEMMs, as on one thread);
     the GEMMs' arithmetic at the GEMM rate of their output channels (:func:`.._rates.rows_gain`)
     scaled down for few output channels, shallow columns or few columns per GEMM (one
@@ -483,7 +480,7 @@ def _exact_cost(problem: Problem, rates: Rates, settings: Settings) -> Cost:
     lanes = min(lanes, chunks)
     calls = chunks * ((math.prod(p.kernel) if p.unit_stride else min(math.prod(p.kernel), _STRIDED_CALLED_TAPS)) + 1)
     padding, padding_memory = _exact_padding_bytes(p, chunk, lanes)
-    passes = padding + _EXACT_COLUMN_PASSES * cols_bytes / lanes + _EXACT_RESULT_PASSES * out_bytes
+    passes = padding + cols_bytes / lanes + _EXACT_RESULT_PASSES * out_bytes
     seconds = passes / rates.stream_bytes + gemm + calls * rates.call_seconds
     if depth <= _SHALLOW_DEPTH or (direct.pointwise(p) and p.unit_stride):  # direct's run, and a copy of the input
         seconds = max(seconds, direct.cost(p, NUMPY, rates, settings).seconds + 2 * cols_bytes / rates.stream_bytes)
