@@ -135,7 +135,7 @@ def _estimate_forms(problem: Problem, backend: Backend, rates: Rates, settings: 
         block = _banded.best_block(p, _samples(p), rates)
         estimates[("banded", block)] = _banded.seconds(p, block, _samples(p), rates)
     if _rows.takes(p, backend):
-        estimates[("rows", 0)] = _rows_cost(p, backend, rates).seconds
+        estimates[("rows", 0)] = _rows_cost(p, rates).seconds
     if _separable.takes(p, backend) and (separable := _separable.cost(p, backend, rates, settings, METHOD)).temp_bytes <= settings.budget:
         estimates[("separable", 0)] = separable.seconds
     if _channels.takes(p, backend):
@@ -463,7 +463,7 @@ def _form_cost(problem: Problem, backend: Backend, rates: Rates, settings: Setti
         temp = padded_bytes(p) + block * p.batch * p.groups * p.dtype.itemsize + 2 * _chunk_temp(p, _CHUNK_BYTES)
         return Cost(_banded.seconds(p, block, _samples(p), rates), temp)
     if form == "rows":
-        return _rows_cost(p, backend, rates)
+        return _rows_cost(p, rates)
     if form == "separable":
         return _separable.cost(p, backend, rates, settings, METHOD)
     if form == "pointwise":
@@ -507,7 +507,7 @@ def _taps_cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
     return Cost(seconds + once + calls * rates.call_seconds, padded_bytes(p) + _chunk_temp(p, chunk_bytes))
 
 
-def _rows_cost(problem: Problem, backend: Backend, rates: Rates) -> Cost:
+def _rows_cost(problem: Problem, rates: Rates) -> Cost:
     """:func:`cost` of the row form (see :func:`_taps_cost` for the passes made once); on
     1-D lines read in place, one pass storing the result instead. On one thread:
     ``numpy.correlate`` holds the GIL, so threads would only wait for one another."""
