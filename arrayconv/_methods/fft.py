@@ -58,6 +58,8 @@ _LINES_TRANSFORM_WEIGHT = fitted("fft", "LINES_TRANSFORM_WEIGHT")
 # a * B^b * Og^c * Cg^d of the large-GEMM rate; the sum's weight (on a GPU too; in a CPU's
 # overlap-save block, in cache: lower).
 _SMALL_GEMM_EFFICIENCY = fitted("fft", "SMALL_GEMM_EFFICIENCY")
+# The channel sum takes at least this many passes over the kernel spectra at the stream rate.
+_KERNEL_SPECTRA_PASSES = fitted("fft", "KERNEL_SPECTRA_PASSES")
 CONTRACTION_WEIGHT = fitted("fft", "CONTRACTION_WEIGHT")
 _BLOCK_CONTRACTION_WEIGHT = fitted("fft", "BLOCK_CONTRACTION_WEIGHT")
 # On the CPU a transform whose maps outgrow the cache runs slower per n log n: counted from the
@@ -463,7 +465,7 @@ def _contraction_seconds(problem: Problem, frequencies: float, kernels: int, bac
         return CONTRACTION_WEIGHT * flops / rates.gemm_flops + kernels / rates.stream_bytes
     scale, batch, filters, channels = _SMALL_GEMM_EFFICIENCY
     efficiency = min(1.0, scale * p.batch**batch * p.out_per_group**filters * p.in_per_group**channels)
-    return weight * max(flops / (rates.gemm_rate(work_dtype(p), backend.name) * efficiency), 1.1 * kernels / rates.stream_bytes)
+    return weight * max(flops / (rates.gemm_rate(work_dtype(p), backend.name) * efficiency), _KERNEL_SPECTRA_PASSES * kernels / rates.stream_bytes)
 
 
 METHOD = register(Method("fft", prepare, run, work_dtype, unsupported, cost))

@@ -23,7 +23,7 @@ from .._runtime import config as _config
 from .._runtime.backend import NUMPY, Array, Backend
 from .._runtime.config import Settings
 from .._runtime.fitted import fitted
-from .._runtime.rates import Rates
+from .._runtime.rates import GEMM_ROWS, Rates
 from .._runtime.scratch import scratch
 from .._runtime.threads import Gemm, gemm_lanes, run_gemm_jobs
 from .._spec.problem import Problem
@@ -58,6 +58,14 @@ _OPERATOR_WASTE = fitted("im2col", "OPERATOR_WASTE")
 # On the CPU the operator's GEMM is the slower of its arithmetic (at least this share of the GEMM
 # rate) and its bytes (the matrix, read from cache as a GEMM tap's: direct.GEMM_CACHE_SPEEDUP).
 _OPERATOR_GEMM_FLOOR = fitted("im2col", "OPERATOR_GEMM_FLOOR")
+# The operator matrix's GEMM reaches the GEMM rate from this many batch items and columns.
+_OPERATOR_FULL_RATE = fitted("im2col", "OPERATOR_FULL_RATE")
+# The columns' GEMMs reach it from GEMM_ROWS output channels, columns this deep and chunks this
+# many columns wide; on the CPU, shallow and narrow ones at least a measured share
+# (a * filters^b * depth^c); on a GPU, at least a floor.
+_FULL_RATE_GEMM = fitted("im2col", "FULL_RATE_GEMM")
+_MEASURED_GEMM_EFFICIENCY = fitted("im2col", "MEASURED_GEMM_EFFICIENCY")
+_GPU_GEMM_FLOOR = fitted("im2col", "GPU_GEMM_FLOOR")
 # When the last axis's taps alone make columns this deep (taps x input channels), only they are
 # gathered.
 _LAST_AXIS_DEPTH = 512
@@ -425,11 +433,11 @@ def cost(problem: Problem, backend: Backend, rates: Rates, settings: Settings) -
     p = problem
     if _operator_fits(p, settings.budget):
         rows, columns = p.groups * p.in_per_group * math.prod(p.spatial), p.groups * p.out_per_group * math.prod(p.out_spatial)
-        efficiency = min(1.0, p.batch / 64) * min(1.0, columns / 64)
+        efficiency = min(1.0, p.batch / _OPERATOR_FULL_RATE["batch"]) * min(1.0, columns / _OPERATOR_FULL_RATE["columns"])
         flops = p.mac_flops * p.batch * rows * columns
         data = (p.batch * (rows + columns) + rows * columns) * p.dtype.itemsize
         if backend.name == "cupy":  # as first fitted (unrefitted on a GPU)
-            product = flops / (rates.gemm_flops * max(efficiency, 0.05)) + data / rates.stream_bytes
+            product = flops / (rates.gemm_flops * max(efficiency, _GPU_GEMM_FLOOR)) + data / rates.stream_bytes
         else:
             product = max(flops / (rates.gemm_rate(p.dtype, backend.name) * max(efficiency, _OPERATOR_GEMM_FLOOR)), data / (direct.GEMM_CACHE_SPEEDUP * rates.stream_bytes))
         building = _operator_seconds(p, rates, backend)
@@ -538,16 +546,16 @@ def _gemm_efficiency(filters: int, depth: int, columns: int, backend: Backend) -
     """Share of the GEMM rate reached with `filters` output channels, columns `depth` deep
     and `columns` wide per chunk.
 
-    The first term was fitted to the sweep (at least 5% on the GPU, where it is unrefitted).
-    On the CPU the second, measured on (filters x depth) x (depth x 65536) float32 GEMMs
-    (OpenBLAS; 1-256 x 4-1024; 12-160 GFLOP/s), keeps shallow, narrow GEMMs from being
-    charged far below what they reach (at 4 x 25, 23 GFLOP/s, not 5).
+    The first term (:data:`_FULL_RATE_GEMM`) was fitted to a sweep (on a GPU, at least
+    :data:`_GPU_GEMM_FLOOR`). On the CPU the second (:data:`_MEASURED_GEMM_EFFICIENCY`) keeps
+    shallow, narrow GEMMs from being charged far below what they reach.
     """
-    fitted = min(1.0, filters / 16) * min(1.0, depth / 64)
+    shape = min(1.0, filters / GEMM_ROWS) * min(1.0, depth / _FULL_RATE_GEMM["depth"])
+    wide = min(1.0, columns / _FULL_RATE_GEMM["columns"])
     if backend.name == "cupy":
-        return max(0.05, fitted * min(1.0, columns / 512))
-    measured = min(1.0, 0.217 * filters**0.094 * depth**0.178)
-    return max(fitted, measured) * min(1.0, columns / 512)
+        return max(_GPU_GEMM_FLOOR, shape * wide)
+    scale, by_filters, by_depth = _MEASURED_GEMM_EFFICIENCY
+    return max(shape, min(1.0, scale * filters**by_filters * depth**by_depth)) * wide
 
 
 def _last_axis_cost(problem: Problem, rates: Rates) -> Cost:
