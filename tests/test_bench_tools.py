@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import arrayconv as ac
-from bench import accuracy, deconvolve, forms, images, layers, lines, match, overhead, page, plans, run, sweep
+from bench import accuracy, deconvolve, forms, images, layers, lines, match, overhead, page, plans, run, sweep, weights
 from bench.cases import CASES, Case, random_array
 from bench.devices import device
 from bench.peers import QUICK_MAX_DIRECT_MACS, peer_callables
@@ -392,6 +392,21 @@ def test_rescore_judges_recorded_timings_by_todays_picks(where):
     assert stats == {"points": 2, "within_1.2x": 0.0, "worst_ratio": math.inf, "over_2x": 2}
     assert changed == [f"p0 (2, 3, 20, 20) x (4, 3, 3, 3): {other} (1.00) -> {pick} (3.00)",
                        f"p1 (2, 3, 20, 20) x (4, 3, 3, 3): {other} (1.00) -> {pick} (not timed in this sweep)"]
+
+
+def test_weights_bench_rescores_with_a_weight_changed_in_a_new_process(tmp_path):
+    point = {"id": "p0", "op": "correlate", "x": (512, 512), "w": (63, 63), "mode": "same"}
+    pick = sweep._choice(point, np.empty(point["x"], np.float32), np.empty(point["w"], np.float32)).method
+    assert pick in ("fft", "oa")  # estimated 80x faster than direct and im2col
+    timed = {**point, "chosen": pick, "ratio": 1.0, "median_s": {m: 0.001 if m == pick else 0.003 for m in ac.METHODS}}
+    path = tmp_path / "timings.jsonl"
+    path.write_text(json.dumps({"name": "s", "device": "cpu", "note": "held out", "points": [timed]}) + "\n")
+    assert weights.score([str(path)]) == {"s": {"points": 1, "within": 1, "over": 0, "held_out": True, "changed": []}}
+    moved = weights.scored_with(weights.parse(["fft.SPECTRUM_PASSES=1e9"]), [str(path)])["s"]  # the transforms priced far off
+    assert moved["within"] == 0 and moved["over"] == 1
+    assert moved["changed"][0].startswith(f"p0 (512, 512) x (63, 63): {pick} (1.00) -> ")
+    with pytest.raises(ValueError, match="GROUP.NAME=VALUE"):
+        weights.parse(["rates.NO_SUCH_WEIGHT=1"])
 
 
 def test_rescore_picks_under_the_memory_limit_the_sweep_recorded():
