@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import arrayconv as ac
+from arrayconv._runtime.fitted import table as fitted_table
 
 from .sweep import committed_sweeps, rescore
 
@@ -47,7 +48,7 @@ def score(paths: list[str]) -> dict[str, dict[str, Any]]:
 def parse(assignments: list[str]) -> dict[str, Any]:
     """``{"GROUP.NAME": value}`` of ``GROUP.NAME=VALUE`` assignments, each a weight of
     fitted.json."""
-    table = json.loads((Path(ac.__file__).parent / "_runtime" / "fitted.json").read_text())
+    table = fitted_table()
     weights = {}
     for assignment in assignments:
         key, _, value = assignment.partition("=")

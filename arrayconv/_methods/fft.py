@@ -58,10 +58,11 @@ _LINES_TRANSFORM_WEIGHT = fitted("fft", "LINES_TRANSFORM_WEIGHT")
 # a * B^b * Og^c * Cg^d of the large-GEMM rate; the sum's weight (on a GPU too; in a CPU's
 # overlap-save block, in cache: lower).
 _SMALL_GEMM_EFFICIENCY = fitted("fft", "SMALL_GEMM_EFFICIENCY")
-# The channel sum takes at least this many passes over the kernel spectra at the stream rate.
-_KERNEL_SPECTRA_PASSES = fitted("fft", "KERNEL_SPECTRA_PASSES")
 CONTRACTION_WEIGHT = fitted("fft", "CONTRACTION_WEIGHT")
 _BLOCK_CONTRACTION_WEIGHT = fitted("fft", "BLOCK_CONTRACTION_WEIGHT")
+# On the CPU the channel sum takes at least this many passes over the kernel spectra at the
+# stream rate.
+_KERNEL_SPECTRA_PASSES = fitted("fft", "KERNEL_SPECTRA_PASSES")
 # On the CPU a transform whose maps outgrow the cache runs slower per n log n: counted from the
 # bytes of all maps one N-D call transforms, or of one line along one axis.
 _CACHE_BYTES, _LINE_CACHE_BYTES = fitted("fft", "CACHE_BYTES"), fitted("fft", "LINE_CACHE_BYTES")
