@@ -5,8 +5,10 @@ functions with SciPy's signatures, defaults, edge modes (``'reflect'``, ``'mirro
 ``'nearest'``, ``'wrap'``, ``'constant'`` and the ``'grid-*'`` names), ``cval``,
 ``origin``, ``axes``, ``output`` (an array or a dtype) and results: sums in float64, the
 result in the input's dtype (or `output`'s), integers truncated toward zero as SciPy's C
-code casts them, and separable filters as one pass per axis where SciPy makes one (so
-integer outputs are truncated between passes as SciPy's are). Errors are SciPy's types.
+code casts them. Separable filters with an integer output run one pass per axis, as
+SciPy's, truncated between passes; with a float output, one pass over their outer product
+(arrayconv fuses its passes in cache), rounded once where SciPy rounds between passes: the
+results differ by the output's rounding. Errors are SciPy's types.
 The sums run on arrayconv's methods (compiled loops for small kernels, FFTs for large
 ones); CuPy arrays run on their GPU. NumPy inputs too small to repay a call's setup (up
 to 16384 samples and 100000 multiply-adds) run in scipy.ndimage itself.
@@ -38,7 +40,9 @@ from scipy.ndimage import correlate1d as _scipy_correlate1d
 
 from ._api.correlate import correlate as _typed_correlate
 from ._runtime.backend import NUMPY, array_module
+from ._runtime.config import workers
 from ._runtime.scratch import REUSED_BYTES, reused
+from ._runtime.threads import run_parallel
 
 _ac_correlate: Callable[..., Any] = _typed_correlate  # validated SciPy arguments: str, not its Literal types
 
@@ -61,6 +65,9 @@ __all__ = [
 # NumPy inputs of at most this many samples and multiply-adds run in scipy.ndimage: its C
 # loop is done in 5-60 us, before arrayconv's call (50-80 us of setup) would be.
 _SCIPY_SAMPLES, _SCIPY_MACS = 1 << 14, 100_000
+
+# Results of at least this many bytes are stored in parts, on every worker.
+_PARALLEL_STORE_BYTES = 1 << 20
 
 # scipy.ndimage's edge modes (filters) -> arrayconv's boundary rules.
 _MODES = {
@@ -301,10 +308,10 @@ def _filter_into(output: Any, input: Any, weights: Any, boundary: str, cval: Any
         result = full[tuple(slice(k - 1 - k // 2 - o, k - 1 - k // 2 - o + n) for k, o, n in zip(weights.shape, origins, x.shape))]
         _store(output, _divided(result, divide, input))
         return
-    for part in _slabs(x, weights):
-        into = reused("ndimage.result", x[part].shape, np.dtype(np.float64), NUMPY) if isinstance(x, np.ndarray) else None
-        result = _ac_correlate(x[part], weights, "same", boundary=boundary, fillvalue=fill, out=into)
-        _store(output[part], _divided(result, divide, input))
+    for read, kept, written in _slabs(x, weights, boundary):
+        into = reused("ndimage.result", x[read].shape, np.dtype(np.float64), NUMPY) if isinstance(x, np.ndarray) else None
+        result = _ac_correlate(x[read], weights, "same", boundary=boundary, fillvalue=fill, out=into)
+        _store(output[written], _divided(result[kept], divide, input))
 
 
 # arrayconv's boundary rules -> the scipy.ndimage modes that give them.
@@ -318,24 +325,45 @@ def _divided(result: Any, divide: int, input: Any) -> Any:
     return result / divide if np.may_share_memory(result, input) else array_module(result).divide(result, divide, out=result)
 
 
-def _slabs(x: Any, weights: Any) -> list[tuple[slice, ...]]:
-    """`x` in slabs along an axis the weights do not reach across, each slab's float64
-    result small enough for a kept buffer (fresh pages for a whole large image's float64
-    sums cost more than the filter); the whole of `x` where no such axis or no need."""
-    whole = [(slice(None),) * x.ndim]
-    free = [ax for ax, k in enumerate(weights.shape) if k == 1 and x.shape[ax] > 1]
-    if not isinstance(x, np.ndarray) or x.size * 8 <= REUSED_BYTES or not free:
+def _slabs(x: Any, weights: Any, boundary: str) -> list[tuple[tuple[slice, ...], tuple[slice, ...], tuple[slice, ...]]]:
+    """`x` in slabs ``(read, kept, written)``: each slab's float64 result small enough for a
+    kept buffer (fresh pages for a whole large image's float64 sums cost more than the
+    filter). Along an axis the weights do not reach across where there is one; else along
+    the longest axis, each slab read with the rows its outputs' windows reach (its result's
+    `kept` part written), unless the edges wrap. The whole of `x` where no need or no way."""
+    everything = (slice(None),) * x.ndim
+    whole = [(everything, everything, everything)]
+    if not isinstance(x, np.ndarray) or x.size * 8 <= REUSED_BYTES:
         return whole
-    axis = free[0]
-    step = max(1, REUSED_BYTES // (x.size // x.shape[axis] * 8))
-    before = (slice(None),) * axis
-    return [(*before, slice(i, i + step)) for i in range(0, x.shape[axis], step)]
+    free = [ax for ax, k in enumerate(weights.shape) if k == 1 and x.shape[ax] > 1]
+    if not free and boundary == "wrap":
+        return whole
+    axis = free[0] if free else int(np.argmax(x.shape))
+    k = weights.shape[axis]
+    before, after = k // 2, k - 1 - k // 2  # the rows a 'same' output's window reaches
+    step = max(REUSED_BYTES // (x.size // x.shape[axis] * 8) - (k - 1), 1)
+    if step >= x.shape[axis] or step <= 4 * (k - 1):  # no need, or halos that cost more than the passes
+        return whole
+    slabs = []
+    for lo in range(0, x.shape[axis], step):
+        hi = min(lo + step, x.shape[axis])
+        start, stop = max(lo - before, 0), min(hi + after, x.shape[axis])
+        slabs.append((_cut(axis, start, stop), _cut(axis, lo - start, hi - start), _cut(axis, lo, hi)))
+    return slabs
+
+
+def _cut(axis: int, start: int, stop: int) -> tuple[slice, ...]:
+    """The index of ``start:stop`` along `axis`."""
+    return (*(slice(None),) * axis, slice(start, stop))
 
 
 def _outer_product_into(output: Any, input: Any, lines: list[tuple[int, Any]], mode: str, cval: Any) -> Any:
     """`output` filtered by the outer product of the 1-D `lines` ``(axis, taps)``, in one
-    call (arrayconv runs an outer product as passes fused in cache)."""
+    call (arrayconv runs an outer product as passes fused in cache); the input copied first
+    where it shares the output's memory, so that a filter in place gives the same bits."""
     xp = array_module(input)
+    if np.may_share_memory(input, output):
+        input = input.copy()
     weights = xp.ones((1,) * input.ndim)
     for axis, taps in lines:
         shape = [1] * input.ndim
@@ -349,14 +377,9 @@ def _outer_product_into(output: Any, input: Any, lines: list[tuple[int, Any]], m
 
 def _one_pass(input: Any, output: Any, modes: list[Any]) -> bool:
     """Whether SciPy's passes, one per axis, may run as one: the input real, the result
-    float64 (rounded once between passes, as SciPy's is), one mode for every axis, no
-    overlap."""
-    return (
-        input.dtype.kind in "fiub"
-        and output.dtype == np.float64
-        and all(isinstance(m, str) and m == modes[0] for m in modes)
-        and not np.may_share_memory(input, output)
-    )
+    float (SciPy rounds it between passes, the one pass once: the results differ by the
+    result's rounding; integers are truncated between passes), one mode for every axis."""
+    return input.dtype.kind in "fiub" and output.dtype.kind == "f" and all(isinstance(m, str) and m == modes[0] for m in modes)
 
 
 def _edge_filter(input: Any, axis: int, output: Any, mode: Any, cval: Any, smooth: list[int]) -> Any:
@@ -417,13 +440,22 @@ def _via_real_parts(func: Any, input: Any, weights: Any, output: Any, cval: Any,
 
 def _store(output: Any, result: Any) -> None:
     """`result` (float64) into `output` as SciPy's C code casts: integers truncated toward
-    zero and wrapped past their range."""
+    zero and wrapped past their range; large NumPy arrays in parts on every worker."""
     xp = array_module(result)
-    if output.dtype.kind in "iu":
-        result = xp.trunc(result).astype(np.int64)  # then wrapped, as C casts on x86
-    elif output.dtype == bool:
-        result = result != 0
-    xp.copyto(output, result, casting="unsafe")
+
+    def store(part: Any) -> None:
+        values = result[part]
+        if output.dtype.kind in "iu":
+            values = xp.trunc(values).astype(np.int64)  # then wrapped, as C casts on x86
+        elif output.dtype == bool:
+            values = values != 0
+        xp.copyto(output[part], values, casting="unsafe")
+
+    if not isinstance(output, np.ndarray) or output.ndim == 0 or output.nbytes < _PARALLEL_STORE_BYTES:
+        store(...)
+        return
+    step = -(-output.shape[0] // (4 * workers()))
+    run_parallel([slice(i, i + step) for i in range(0, output.shape[0], step)], store, workers())
 
 
 def _gaussian_kernel1d(sigma: float, order: int, radius: int) -> np.ndarray:

@@ -85,10 +85,26 @@ def test_ndimage_large_images_filtered_in_slabs(dtype, mode, rng, monkeypatch):
 
     monkeypatch.setattr(module, "REUSED_BYTES", 8 * 7 * 10)
     x = random(rng, (23, 5, 10), "float32") * 50 if dtype == "float32" else rng.integers(0, 60000, (23, 5, 10)).astype(dtype)
-    assert len(module._slabs(x, np.ones((3, 1, 1)))) == 5
+    assert len(module._slabs(x, np.ones((3, 1, 1)), "constant")) == 5
     for name, args in [("laplace", ()), ("sobel", (0,)), ("correlate1d", ([0.5, -1.25, 2.0], 1)), ("gaussian_filter", (1.5,))]:
         got = getattr(ndimage, name)(x, *args, mode=mode, cval=2.5)
         _assert_like_scipy(got, getattr(scipy.ndimage, name)(x, *args, mode=mode, cval=2.5))
+
+
+@pytest.mark.parametrize("mode", NDIMAGE_MODES)
+def test_ndimage_large_images_filtered_in_slabs_with_halos(mode, rng, monkeypatch):
+    """Where the weights reach across every axis, slabs along the longest are read with the
+    rows their outputs' windows reach (but where the edges wrap); the same results as SciPy."""
+    import arrayconv.ndimage as module
+
+    monkeypatch.setattr(module, "REUSED_BYTES", 8 * 6 * 7 * 22)
+    x = random(rng, (6, 41, 7), "float32") * 50
+    w = rng.standard_normal((3, 5, 2))
+    assert len(module._slabs(x, w, module._MODES[mode])) == (1 if "wrap" in mode else 3)
+    for name, args, kwargs in [("correlate", (w,), {}), ("gaussian_filter", (1.0,), {"truncate": 2.0}), ("uniform_filter", (4,), {})]:
+        for output in (None, np.float64):
+            got = getattr(ndimage, name)(x, *args, output=output, mode=mode, cval=2.5, **kwargs)
+            _assert_like_scipy(got, getattr(scipy.ndimage, name)(x, *args, output=output, mode=mode, cval=2.5, **kwargs))
 
 
 @pytest.mark.parametrize("name", ["sobel", "prewitt"])
