@@ -328,28 +328,26 @@ def _divided(result: Any, divide: int, input: Any) -> Any:
 def _slabs(x: Any, weights: Any, boundary: str) -> list[tuple[tuple[slice, ...], tuple[slice, ...], tuple[slice, ...]]]:
     """`x` in slabs ``(read, kept, written)``: each slab's float64 result small enough for a
     kept buffer (fresh pages for a whole large image's float64 sums cost more than the
-    filter). Along an axis the weights do not reach across where there is one; else along
-    the longest axis, each slab read with the rows its outputs' windows reach (its result's
-    `kept` part written), unless the edges wrap. The whole of `x` where no need or no way."""
+    filter). Along the first axis (slabs of whole rows) where that costs little, each slab
+    read with the rows its outputs' windows reach (its result's `kept` part written) unless
+    the edges wrap; else along an axis the weights do not reach across; else whole."""
     everything = (slice(None),) * x.ndim
     whole = [(everything, everything, everything)]
     if not isinstance(x, np.ndarray) or x.size * 8 <= REUSED_BYTES:
         return whole
     free = [ax for ax, k in enumerate(weights.shape) if k == 1 and x.shape[ax] > 1]
-    if not free and boundary == "wrap":
-        return whole
-    axis = free[0] if free else int(np.argmax(x.shape))
-    k = weights.shape[axis]
-    before, after = k // 2, k - 1 - k // 2  # the rows a 'same' output's window reaches
-    step = max(REUSED_BYTES // (x.size // x.shape[axis] * 8) - (k - 1), 1)
-    if step >= x.shape[axis] or step <= 4 * (k - 1):  # no need, or halos that cost more than the passes
-        return whole
-    slabs = []
-    for lo in range(0, x.shape[axis], step):
-        hi = min(lo + step, x.shape[axis])
-        start, stop = max(lo - before, 0), min(hi + after, x.shape[axis])
-        slabs.append((_cut(axis, start, stop), _cut(axis, lo - start, hi - start), _cut(axis, lo, hi)))
-    return slabs
+    for axis in dict.fromkeys([0, *free]):
+        k = weights.shape[axis]
+        step = max(REUSED_BYTES // (x.size // x.shape[axis] * 8) - (k - 1), 1)
+        if step < x.shape[axis] and (k == 1 or (boundary != "wrap" and step > 4 * (k - 1))):  # halos cost little
+            return [_slab(axis, lo, min(lo + step, x.shape[axis]), k, x.shape[axis]) for lo in range(0, x.shape[axis], step)]
+    return whole
+
+
+def _slab(axis: int, lo: int, hi: int, k: int, n: int) -> tuple[tuple[slice, ...], tuple[slice, ...], tuple[slice, ...]]:
+    """``(read, kept, written)`` of the slab ``lo:hi`` along `axis` (of `n`) under `k` taps."""
+    start, stop = max(lo - k // 2, 0), min(hi + k - 1 - k // 2, n)  # the rows a 'same' output's window reaches
+    return _cut(axis, start, stop), _cut(axis, lo - start, hi - start), _cut(axis, lo, hi)
 
 
 def _cut(axis: int, start: int, stop: int) -> tuple[slice, ...]:
