@@ -5,10 +5,11 @@ functions with SciPy's signatures, defaults, edge modes (``'reflect'``, ``'mirro
 ``'nearest'``, ``'wrap'``, ``'constant'`` and the ``'grid-*'`` names), ``cval``,
 ``origin``, ``axes``, ``output`` (an array or a dtype) and results: sums in float64, the
 result in the input's dtype (or `output`'s), integers truncated toward zero as SciPy's C
-code casts them. Separable filters with an integer output run one pass per axis, as
-SciPy's, truncated between passes; with a float output, one pass over their outer product
-(arrayconv fuses its passes in cache), rounded once where SciPy rounds between passes: the
-results differ by the output's rounding. Errors are SciPy's types.
+code casts them. Filters SciPy runs as passes (Gaussians, boxes, Sobel, Laplace) run so
+with an integer output, truncated between passes; with a float output and one mode, one
+pass over their kernel (an outer product's passes fused in cache), rounded once where SciPy
+rounds between passes: the results differ by the output's rounding (in constant mode, only
+where SciPy's padding of each pass's result with `cval` allows). Errors are SciPy's types.
 The sums run on arrayconv's methods (compiled loops for small kernels, FFTs for large
 ones); CuPy arrays run on their GPU. NumPy inputs too small to repay a call's setup (up
 to 16384 samples and 100000 multiply-adds) run in scipy.ndimage itself.
@@ -28,6 +29,7 @@ True
 
 from __future__ import annotations
 
+import math
 import numbers
 import operator
 import warnings
@@ -154,7 +156,8 @@ def gaussian_filter(
         return output
     if _one_pass(input, output, [m for *_, m, _ in passes]):
         lines = [(axis, _gaussian_kernel1d(float(s), o, _radius(s, truncate, r))[::-1]) for axis, s, o, _, r in passes]
-        return _outer_product_into(output, input, lines, passes[0][3], cval)
+        if _padded_alike(lines, passes[0][3], cval):
+            return _outer_product_into(output, input, lines, passes[0][3], cval)
     for axis, s, o, m, r in passes:
         gaussian_filter1d(input, s, axis, o, output, m, cval, truncate, radius=r)
         input = output
@@ -197,7 +200,8 @@ def uniform_filter(input: Any, size: Any = 3, output: Any = None, mode: Any = "r
         return output
     if not any(o for *_, o, _ in passes) and input.dtype.kind != "c" and _one_pass(input, output, [m for *_, m in passes]):
         lines = [(axis, np.full(s, 1.0 / s)) for axis, s, _, _ in passes]
-        return _outer_product_into(output, input, lines, passes[0][3], cval)
+        if _padded_alike(lines, passes[0][3], cval):
+            return _outer_product_into(output, input, lines, passes[0][3], cval)
     for axis, s, o, m in passes:
         uniform_filter1d(input, s, axis, output, m, cval, o)
         input = output
@@ -215,7 +219,21 @@ def sobel(input: Any, axis: int = -1, output: Any = None, mode: Any = "reflect",
 
 
 def laplace(input: Any, output: Any = None, mode: Any = "reflect", cval: Any = 0.0, *, axes: Any = None) -> Any:
-    """Laplace filter (second differences), as :func:`scipy.ndimage.laplace`."""
+    """Laplace filter (second differences), as :func:`scipy.ndimage.laplace`: with a float
+    output and one mode, one pass of their sum's kernel (:func:`_one_pass`)."""
+    input = array_module(input).asarray(input)
+    output = _get_output(output, input)
+    checked = _check_axes(axes, input.ndim)
+    modes = _normalize_sequence(mode, len(checked))
+    if checked and _one_pass(input, output, modes):
+        weights = np.zeros([3 if ax in checked else 1 for ax in range(input.ndim)])
+        centre = [1 if ax in checked else 0 for ax in range(input.ndim)]
+        for ax in checked:
+            for step, weight in ((-1, 1.0), (0, -2.0), (1, 1.0)):
+                at = list(centre)
+                at[ax] += step
+                weights[tuple(at)] += weight
+        return _one_kernel_into(output, input, weights, modes[0], cval)
 
     def second(x: Any, axis: int, out: Any, m: str) -> Any:
         return correlate1d(x, [1, -2, 1], axis, out, m, cval, 0)
@@ -357,20 +375,34 @@ def _cut(axis: int, start: int, stop: int) -> tuple[slice, ...]:
 
 def _outer_product_into(output: Any, input: Any, lines: list[tuple[int, Any]], mode: str, cval: Any) -> Any:
     """`output` filtered by the outer product of the 1-D `lines` ``(axis, taps)``, in one
-    call (arrayconv runs an outer product as passes fused in cache); the input copied first
-    where it shares the output's memory, so that a filter in place gives the same bits."""
-    xp = array_module(input)
-    if np.may_share_memory(input, output):
-        input = input.copy()
-    weights = xp.ones((1,) * input.ndim)
+    call (arrayconv runs an outer product as passes fused in cache)."""
+    weights = np.ones((1,) * input.ndim)
     for axis, taps in lines:
         shape = [1] * input.ndim
         shape[axis] = len(taps)
-        weights = weights * xp.asarray(taps, dtype=np.float64).reshape(shape)
+        weights = weights * np.asarray(taps, dtype=np.float64).reshape(shape)
     if any(n < 1 for n in weights.shape):
         raise RuntimeError("no filter weights given")
-    _filter_into(output, input, weights, _mode(mode), cval, [0] * input.ndim)
+    return _one_kernel_into(output, input, weights, mode, cval)
+
+
+def _one_kernel_into(output: Any, input: Any, weights: np.ndarray, mode: str, cval: Any) -> Any:
+    """`output` filtered by the float64 `weights` (centred) in one pass; the input copied
+    first where it shares the output's memory, so that a filter in place gives the same bits."""
+    if np.may_share_memory(input, output):
+        input = input.copy()
+    _filter_into(output, input, array_module(input).asarray(weights), _mode(mode), cval, [0] * input.ndim)
     return output
+
+
+def _padded_alike(lines: list[tuple[int, Any]], mode: str, cval: Any) -> bool:
+    """Whether SciPy's passes of `lines`, in order, read what one pass over their outer
+    product reads past the edges: in constant mode SciPy pads each pass's result with
+    `cval`, where one pass has `cval` times the sum of the passes' weights so far, so only
+    where `cval` is 0 or each pass but the last sums to 1."""
+    if _mode(mode) != "constant" or cval == 0:
+        return True
+    return all(abs(math.fsum(taps) - 1) <= 1e-12 * math.fsum(abs(t) for t in taps) for _, taps in lines[:-1])
 
 
 def _one_pass(input: Any, output: Any, modes: list[Any]) -> bool:
@@ -382,11 +414,15 @@ def _one_pass(input: Any, output: Any, modes: list[Any]) -> bool:
 
 def _edge_filter(input: Any, axis: int, output: Any, mode: Any, cval: Any, smooth: list[int]) -> Any:
     """Sobel and Prewitt: the difference [-1, 0, 1] along `axis`, then `smooth` along each
-    other axis, through `output` as SciPy."""
+    other axis, through `output` as SciPy (or as one pass, :func:`_one_pass`)."""
     input = array_module(input).asarray(input)
     axis = _axis(axis, input.ndim)
     output = _get_output(output, input)
     modes = _normalize_sequence(mode, input.ndim)
+    if _one_pass(input, output, modes):
+        lines = [(axis, [-1, 0, 1])] + [(other, smooth) for other in range(input.ndim) if other != axis]
+        if _padded_alike(lines, modes[0], cval):
+            return _outer_product_into(output, input, lines, modes[0], cval)
     correlate1d(input, [-1, 0, 1], axis, output, modes[axis], cval, 0)
     for other in (ax for ax in range(input.ndim) if ax != axis):
         correlate1d(output, smooth, other, output, modes[other], cval, 0)
