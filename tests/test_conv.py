@@ -855,3 +855,27 @@ def test_3x3_layers_run_by_winograd_match_the_direct_sum(batch, channels, groups
     assert_matches(ac.conv(pad_x, w, groups=groups, method="im2col"), expected, dtype=dtype)
     with ac.config(memory_limit=1 << 20):  # chunks of a tile row or two
         assert_matches(ac.conv(x, w, groups=groups, method="im2col", padding=padding), expected, dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("out_shape", [(10, 14), (9, 13)])
+def test_winograds_compiled_transforms_give_numpys_bits(dtype, out_shape, rng):
+    """numba's loops of F(2x2, 3x3)'s transforms sum each tile as NumPy's array calls do:
+    the same bits, odd outputs cropped."""
+    from arrayconv._methods import _compiled, _winograd
+
+    if not _compiled.available():
+        pytest.skip("numba is not installed")
+    loops = _winograd._compiled_transforms()
+    rows, cols = -(-out_shape[0] // 2), -(-out_shape[1] // 2)
+    grid = random(rng, (2, 3, 2 * rows + 2, 2 * cols + 2), dtype)
+    v, expected_v = (np.full((4, 4, 2, 3, rows, cols), np.nan, dtype) for _ in range(2))
+    loops.input_transform(grid, v)
+    _winograd._input_transform(grid, expected_v, ac._runtime.backend.NUMPY)
+    np.testing.assert_array_equal(v, expected_v)
+    m = random(rng, (4, 4, 2, 5, rows, cols), dtype)
+    out, expected = (np.full((2, 5, *out_shape), np.nan, dtype) for _ in range(2))
+    loops.output_transform(m, out)
+    _winograd._output_transform(m, expected, ac._runtime.backend.NUMPY)
+    np.testing.assert_array_equal(out, expected)
+    assert not np.isnan(out).any()
