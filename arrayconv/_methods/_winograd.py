@@ -39,6 +39,10 @@ _CHUNK_BYTES = 4 << 20
 # calls of one chunk's transforms and GEMMs.
 _PASSES = fitted("winograd", "PASSES")
 _CALLS_PER_CHUNK = fitted("winograd", "CALLS_PER_CHUNK")
+# numba's transforms read each sample once and write its transform once (16 values for each
+# 2x2 outputs' 4 samples: 4 times as many): 5 passes a side; a chunk's calls are the grid's
+# zeros and copy, the two transforms and the GEMMs.
+_COMPILED_PASSES, _COMPILED_CALLS_PER_CHUNK = 5, 5
 # The kernel's transform: ``U = G g G^T`` for each 3x3 kernel ``g``.
 _KERNEL_TRANSFORM = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]])
 
@@ -174,8 +178,8 @@ def sum_three(edge: Array, one: Array, two: Array, sign: int, out: Array) -> Non
 def cost_seconds(problem: Problem, rates: Rates, settings: Settings, efficiency: float) -> float:
     """The 16 GEMMs at the GEMM rate times `efficiency` (their share of it, for their
     channels and tiles per chunk), and the transforms' passes over the input and output
-    (:data:`_PASSES` each) shared by the threads, with a call per
-    chunk for each of the transforms' few dozen array operations."""
+    shared by the threads, with a call per chunk for each of the transforms' few dozen
+    array operations (:data:`_PASSES`, :data:`_CALLS_PER_CHUNK`; numba's loops: a few)."""
     p = problem
     rows, cols = _tiles(p)
     tiles = p.batch * rows * cols
@@ -184,14 +188,16 @@ def cost_seconds(problem: Problem, rates: Rates, settings: Settings, efficiency:
     size = p.dtype.itemsize * p.groups * 4 * tiles
     chunks = p.batch * -(-rows // _chunk_rows(p, settings))
     lanes = max(1, min(gemm_lanes(settings.workers), chunks))
-    passes = _PASSES * (p.in_per_group + p.out_per_group) * size / (lanes * rates.stream_bytes)
-    return gemm + passes + chunks * _CALLS_PER_CHUNK * rates.call_seconds
+    compiled = _compiled.available()
+    per_side, calls = (_COMPILED_PASSES, _COMPILED_CALLS_PER_CHUNK) if compiled else (_PASSES, _CALLS_PER_CHUNK)
+    passes = per_side * (p.in_per_group + p.out_per_group) * size / (lanes * rates.stream_bytes)
+    return gemm + passes + chunks * calls * rates.call_seconds
 
 
 def columns_per_chunk(problem: Problem, settings: Settings) -> int:
     """Columns of one chunk's 16 GEMMs together (tiles in each, 16 times): one call runs
     them all, so few tiles each run near the rate of one GEMM as wide as all of them."""
-    return 16 * min(_tiles(problem)[0], _chunk_rows(problem, settings)) * _tiles(problem)[1]
+    return min(_tiles(problem)[0], _chunk_rows(problem, settings)) * _tiles(problem)[1]
 
 
 def temp_bytes(problem: Problem, settings: Settings) -> int:
