@@ -12,8 +12,10 @@ and run on every thread that may run its own GEMMs.
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 
@@ -29,10 +31,12 @@ from . import _compiled
 from ._taps import pads_periodically, zeros
 
 # Channels in per group from which the 16 GEMMs run near the GEMM rate: fewer channels
-# leave the transforms' passes over memory to dominate, which im2col's columns do not pay.
-# With more channels in than out, the input's transform outweighs the GEMMs saved (256 -> 64
-# ran 1.2x slower than im2col's columns): Winograd needs at least as many out.
-_MIN_CHANNELS = 64
+# leave the transforms' passes over memory to dominate, which im2col's columns do not pay;
+# numba's transforms, a pass each, repay Winograd from fewer (32 -> 32 to 48 -> 96 channels
+# on 14x14 to 224x224: 0.6-0.97x the columns' time on 28 of 35 layers). With more channels
+# in than out, the input's transform outweighs the GEMMs saved (256 -> 64 ran 1.2x slower
+# than im2col's columns): Winograd needs at least as many out.
+_MIN_CHANNELS, _MIN_COMPILED_CHANNELS = 64, 32
 # Transformed input and products of one chunk, per thread: in cache between the passes.
 _CHUNK_BYTES = 4 << 20
 # Passes over the input's and the output's bytes in the transforms, at stream speed, and NumPy
@@ -43,6 +47,8 @@ _CALLS_PER_CHUNK = fitted("winograd", "CALLS_PER_CHUNK")
 # 2x2 outputs' 4 samples: 4 times as many): 5 passes a side; a chunk's calls are the grid's
 # zeros and copy, the two transforms and the GEMMs.
 _COMPILED_PASSES, _COMPILED_CALLS_PER_CHUNK = 5, 5
+# The transforms' 16 planes start this many bytes apart past whole 4 KiB pages (:func:`_sixteen_planes`).
+_PAGE, _PLANE_SKEW = 4096, 256
 # The kernel's transform: ``U = G g G^T`` for each 3x3 kernel ``g``.
 _KERNEL_TRANSFORM = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]])
 
@@ -57,9 +63,11 @@ class WinogradKernel:
 def fits(problem: Problem, backend: Backend) -> bool:
     """Whether `problem` runs by F(2x2, 3x3): a 2-D 3x3 kernel at unit stride and
     dilation, zero padding, real floating point, on NumPy, with enough channels in per
-    group for its GEMMs (:data:`_MIN_CHANNELS`) and at least as many out."""
+    group for its GEMMs (:data:`_MIN_CHANNELS`; with numba's transforms
+    :data:`_MIN_COMPILED_CHANNELS`) and at least as many out."""
     p = problem
-    channels = _MIN_CHANNELS <= p.in_per_group <= p.out_per_group
+    least = _MIN_COMPILED_CHANNELS if _compiled.available() else _MIN_CHANNELS
+    channels = least <= p.in_per_group <= p.out_per_group
     plain = p.unit_stride and all(d == 1 for d in p.dilation) and not pads_periodically(p)
     return backend.name == "numpy" and p.kernel == (3, 3) and plain and channels and p.dtype.kind == "f"
 
@@ -111,20 +119,30 @@ def _run_chunk(x: Array, taps: Array, problem: Problem, backend: Backend, out: A
     lo, hi = max(first, 0), min(first + 2 * rows + 2, p.spatial[0])
     if hi > lo:
         grid[..., lo - first : hi - first, p.pad_lo[1] : p.pad_lo[1] + p.spatial[1]] = x[item, :, :, lo:hi]
-    v = scratch("winograd.v", (4, 4, *lead, rows, cols), x.dtype, backend)
+    v = _sixteen_planes("winograd.v", (*lead, rows, cols), x.dtype, backend)
     loops = _compiled_transforms()
     if loops is not None:
         loops.input_transform(grid, v)
     else:
         _input_transform(grid, v, backend)
-    m = scratch("winograd.m", (4, 4, p.groups, p.out_per_group, rows * cols), x.dtype, backend)
+    m = _sixteen_planes("winograd.m", (p.groups, p.out_per_group, rows, cols), x.dtype, backend)
     gemm(taps, v.reshape(16, *lead, rows * cols), m.reshape(16, p.groups, p.out_per_group, rows * cols))
-    m = m.reshape(4, 4, p.groups, p.out_per_group, rows, cols)
     target = out[item, :, :, 2 * t0 : min(2 * t1, p.out_spatial[0])]
     if loops is not None:
         loops.output_transform(m, target)
     else:
         _output_transform(m, target, backend)
+
+
+def _sixteen_planes(name: str, shape: tuple[int, ...], dtype: np.dtype[Any], backend: Backend) -> Array:
+    """A ``(4, 4, *shape)`` scratch array whose 16 planes (contiguous each) start
+    :data:`_PLANE_SKEW` bytes past a multiple of 4 KiB from one another: a transform reads
+    or writes all 16 at once, and planes a multiple of 4 KiB apart share the L1 cache's
+    sets (32 channels of 8 rows of 112 tiles: the input's transform 16x slower)."""
+    size = math.prod(shape) * dtype.itemsize
+    stride = -(-size // _PAGE) * _PAGE + _PLANE_SKEW
+    flat = scratch(name, (16 * stride // dtype.itemsize,), dtype, backend)
+    return flat.reshape(16, -1)[:, : size // dtype.itemsize].reshape(4, 4, *shape)
 
 
 def _input_transform(grid: Array, v: Array, backend: Backend) -> None:
