@@ -213,8 +213,8 @@ def cost_seconds(problem: Problem, rates: Rates, settings: Settings, efficiency:
 
 
 def columns_per_chunk(problem: Problem, settings: Settings) -> int:
-    """Columns of one chunk's 16 GEMMs together (tiles in each, 16 times): one call runs
-    them all, so few tiles each run near the rate of one GEMM as wide as all of them."""
+    """Columns of each of one chunk's 16 GEMMs: the chunk's tiles (NumPy's matmul of the
+    stack calls BLAS once for each matrix, each at the rate of its own width)."""
     return min(_tiles(problem)[0], _chunk_rows(problem, settings)) * _tiles(problem)[1]
 
 
