@@ -132,6 +132,30 @@ def test_ndimage_large_images_filtered_in_slabs_with_halos(mode, rng, monkeypatc
             _assert_like_scipy(got, getattr(scipy.ndimage, name)(x, *args, output=output, mode=mode, cval=2.5, **kwargs))
 
 
+@settings(max_examples=examples(60), deadline=None)
+@given(
+    shape=st.lists(st.integers(1, 24), min_size=1, max_size=3),
+    kernel=st.lists(st.integers(1, 7), min_size=3, max_size=3),
+    mode=st.sampled_from(NDIMAGE_MODES),
+    kept=st.integers(1, 4000),
+    seed=st.integers(0, 2**16),
+)
+def test_ndimage_slabs_of_any_size_give_scipys_results(shape, kernel, mode, kept, seed):
+    """Whatever the kept buffer's size (slabs with halos along the first axis, along a free
+    axis, or none), the same results as SciPy's, odd and even kernels, every mode."""
+    import arrayconv.ndimage as module
+
+    rng = np.random.default_rng(seed)
+    x = random(rng, tuple(shape), "float32") * 50
+    w = rng.standard_normal(tuple(kernel[: len(shape)]))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(module, "REUSED_BYTES", 8 * kept)
+        patch.setattr(module, "_SCIPY_MACS", 0)
+        got, along_rows = ndimage.correlate(x, w, mode=mode, cval=1.5), ndimage.correlate1d(x, w.ravel()[:5], axis=0, mode=mode)
+    _assert_like_scipy(got, scipy.ndimage.correlate(x, w, mode=mode, cval=1.5))
+    _assert_like_scipy(along_rows, scipy.ndimage.correlate1d(x, w.ravel()[:5], axis=0, mode=mode))
+
+
 @pytest.mark.parametrize("name", ["sobel", "prewitt"])
 @pytest.mark.parametrize("dtype", ["float32", "int32"])
 def test_ndimage_edge_filters(name, dtype, rng):
