@@ -156,6 +156,21 @@ def test_ndimage_slabs_of_any_size_give_scipys_results(shape, kernel, mode, kept
     _assert_like_scipy(along_rows, scipy.ndimage.correlate1d(x, w.ravel()[:5], axis=0, mode=mode))
 
 
+@pytest.mark.parametrize("shape", [(37, 1, 41), (5, 37, 41), (3,), (1, 999)])
+@pytest.mark.parametrize("dtype", ["float32", "int16"])
+def test_ndimage_results_stored_in_parts_as_in_one(shape, dtype, rng, monkeypatch):
+    """Float64 sums stored into the output in parts (along its first axis, on every
+    worker), cast as SciPy's C code casts: the same as one store."""
+    import arrayconv.ndimage as module
+
+    monkeypatch.setattr(module, "_PARALLEL_STORE_BYTES", 0)
+    result = random(rng, shape, "float64") * 1000
+    parts, whole = np.zeros(shape, dtype), np.zeros(shape, dtype)
+    module._store(parts, result)
+    np.copyto(whole, np.trunc(result).astype(np.int64) if dtype == "int16" else result, casting="unsafe")
+    np.testing.assert_array_equal(parts, whole)
+
+
 @pytest.mark.parametrize("name", ["sobel", "prewitt"])
 @pytest.mark.parametrize("dtype", ["float32", "int32"])
 def test_ndimage_edge_filters(name, dtype, rng):
