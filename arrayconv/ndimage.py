@@ -303,7 +303,9 @@ def _correlate_or_convolve(input: Any, weights: Any, output: Any, mode: Any, cva
 def _filter_into(output: Any, input: Any, weights: Any, boundary: str, cval: Any, origins: Sequence[int], divide: int = 1) -> None:
     """`output` = the correlation of real `input` with float64 `weights` (of its ndim), each
     axis's centre at ``k // 2 + origin``, past the edges by `boundary` (an arrayconv rule)
-    with `cval`, summed in float64 (then over `divide`), cast as SciPy's C code casts."""
+    with `cval`, summed in float64 (then over `divide`), cast as SciPy's C code casts. Along
+    an axis of one sample, past whose edges every rule but 'constant' repeats it, the
+    weights are summed first."""
     for a in (input, output):
         if a.dtype.kind not in "biuf" or a.dtype.itemsize > 8 or a.dtype == np.float16:
             msg = f"array type {a.dtype!r} not supported"  # as SciPy's C code: float16 and long double
@@ -312,6 +314,10 @@ def _filter_into(output: Any, input: Any, weights: Any, boundary: str, cval: Any
         return
     if np.iscomplexobj(cval):
         raise ValueError("Cannot provide a complex-valued cval when the input is real.")
+    single = tuple(ax for ax, (n, k) in enumerate(zip(input.shape, weights.shape)) if n == 1 and k > 1)
+    if single and boundary != "constant":  # every tap along an axis of one sample reads that sample
+        weights = weights.sum(axis=single, keepdims=True)
+        origins = [0 if ax in single else o for ax, o in enumerate(origins)]
     x = input.astype(np.uint8) if input.dtype == bool else input
     fill = float(cval) if boundary == "constant" else 0.0
     if divide == 1 and isinstance(x, np.ndarray) and isinstance(output, np.ndarray) and x.size <= _SCIPY_SAMPLES and x.size * weights.size <= _SCIPY_MACS:

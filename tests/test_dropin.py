@@ -156,6 +156,27 @@ def test_ndimage_slabs_of_any_size_give_scipys_results(shape, kernel, mode, kept
     _assert_like_scipy(along_rows, scipy.ndimage.correlate1d(x, w.ravel()[:5], axis=0, mode=mode))
 
 
+@pytest.mark.parametrize("shape", [(1, 30, 20), (30, 1, 20), (1, 1, 50)])
+@pytest.mark.parametrize("mode", NDIMAGE_MODES)
+def test_ndimage_axes_of_one_sample(shape, mode, rng):
+    """Along an axis of one sample every mode but the constant ones repeats it, and the
+    weights along it are summed first: SciPy's results, origins and derivatives included."""
+    x = random(rng, shape, "float32") * 50
+    w = rng.standard_normal((3, 4, 2))
+    calls = [
+        ("correlate", (w,), {"origin": (1, -1, 0)}),
+        ("convolve", (w,), {}),
+        ("gaussian_filter", (1.2,), {}),
+        ("gaussian_filter", (1.2,), {"order": (1, 0, 2)}),
+        ("uniform_filter", (3,), {}),
+        ("correlate1d", (w[:, 0, 0], 0), {}),
+    ]
+    for name, args, kwargs in calls:
+        for output in (None, np.float64):
+            got = getattr(ndimage, name)(x, *args, mode=mode, cval=2.5, output=output, **kwargs)
+            _assert_like_scipy(got, getattr(scipy.ndimage, name)(x, *args, mode=mode, cval=2.5, output=output, **kwargs))
+
+
 @pytest.mark.parametrize("shape", [(37, 1, 41), (5, 37, 41), (3,), (1, 999)])
 @pytest.mark.parametrize("dtype", ["float32", "int16"])
 def test_ndimage_results_stored_in_parts_as_in_one(shape, dtype, rng, monkeypatch):
