@@ -154,10 +154,9 @@ def gaussian_filter(
     if not passes:
         output[...] = input[...]
         return output
-    if _one_pass(input, output, [m for *_, m, _ in passes]):
-        lines = [(axis, _gaussian_kernel1d(float(s), o, _radius(s, truncate, r))[::-1]) for axis, s, o, _, r in passes]
-        if _padded_alike(lines, passes[0][3], cval):
-            return _outer_product_into(output, input, lines, passes[0][3], cval)
+    lines = [(axis, _gaussian_kernel1d(float(s), o, _radius(s, truncate, r))[::-1]) for axis, s, o, _, r in passes]
+    if _ran_as_one_pass(output, input, lines, [m for *_, m, _ in passes], cval):
+        return output
     for axis, s, o, m, r in passes:
         gaussian_filter1d(input, s, axis, o, output, m, cval, truncate, radius=r)
         input = output
@@ -198,10 +197,9 @@ def uniform_filter(input: Any, size: Any = 3, output: Any = None, mode: Any = "r
     if not passes:
         output[...] = input[...]
         return output
-    if not any(o for *_, o, _ in passes) and input.dtype.kind != "c" and _one_pass(input, output, [m for *_, m in passes]):
-        lines = [(axis, np.full(s, 1.0 / s)) for axis, s, _, _ in passes]
-        if _padded_alike(lines, passes[0][3], cval):
-            return _outer_product_into(output, input, lines, passes[0][3], cval)
+    lines = [(axis, np.full(s, 1.0 / s)) for axis, s, _, _ in passes]
+    if not any(o for *_, o, _ in passes) and input.dtype.kind != "c" and _ran_as_one_pass(output, input, lines, [m for *_, m in passes], cval):
+        return output
     for axis, s, o, m in passes:
         uniform_filter1d(input, s, axis, output, m, cval, o)
         input = output
@@ -379,9 +377,13 @@ def _cut(axis: int, start: int, stop: int) -> tuple[slice, ...]:
     return (*(slice(None),) * axis, slice(start, stop))
 
 
-def _outer_product_into(output: Any, input: Any, lines: list[tuple[int, Any]], mode: str, cval: Any) -> Any:
-    """`output` filtered by the outer product of the 1-D `lines` ``(axis, taps)``, in one
-    call (arrayconv runs an outer product as passes fused in cache)."""
+def _ran_as_one_pass(output: Any, input: Any, lines: list[tuple[int, Any]], modes: list[Any], cval: Any) -> bool:
+    """Whether SciPy's passes of the 1-D `lines` ``(axis, taps)``, in order, each in its
+    mode of `modes`, may run as one (:func:`_one_pass`, :func:`_padded_alike`); if so,
+    `output` filtered by their outer product in one call (arrayconv runs an outer product as
+    passes fused in cache)."""
+    if not (_one_pass(input, output, modes) and _padded_alike(lines, modes[0], cval)):
+        return False
     weights = np.ones((1,) * input.ndim)
     for axis, taps in lines:
         shape = [1] * input.ndim
@@ -389,7 +391,8 @@ def _outer_product_into(output: Any, input: Any, lines: list[tuple[int, Any]], m
         weights = weights * np.asarray(taps, dtype=np.float64).reshape(shape)
     if any(n < 1 for n in weights.shape):
         raise RuntimeError("no filter weights given")
-    return _one_kernel_into(output, input, weights, mode, cval)
+    _one_kernel_into(output, input, weights, modes[0], cval)
+    return True
 
 
 def _one_kernel_into(output: Any, input: Any, weights: np.ndarray, mode: str, cval: Any) -> Any:
@@ -420,15 +423,14 @@ def _one_pass(input: Any, output: Any, modes: list[Any]) -> bool:
 
 def _edge_filter(input: Any, axis: int, output: Any, mode: Any, cval: Any, smooth: list[int]) -> Any:
     """Sobel and Prewitt: the difference [-1, 0, 1] along `axis`, then `smooth` along each
-    other axis, through `output` as SciPy (or as one pass, :func:`_one_pass`)."""
+    other axis, through `output` as SciPy (or as one pass, :func:`_ran_as_one_pass`)."""
     input = array_module(input).asarray(input)
     axis = _axis(axis, input.ndim)
     output = _get_output(output, input)
     modes = _normalize_sequence(mode, input.ndim)
-    if _one_pass(input, output, modes):
-        lines = [(axis, [-1, 0, 1])] + [(other, smooth) for other in range(input.ndim) if other != axis]
-        if _padded_alike(lines, modes[0], cval):
-            return _outer_product_into(output, input, lines, modes[0], cval)
+    lines = [(axis, [-1, 0, 1])] + [(other, smooth) for other in range(input.ndim) if other != axis]
+    if _ran_as_one_pass(output, input, lines, [modes[ax] for ax, _ in lines], cval):
+        return output
     correlate1d(input, [-1, 0, 1], axis, output, modes[axis], cval, 0)
     for other in (ax for ax in range(input.ndim) if ax != axis):
         correlate1d(output, smooth, other, output, modes[other], cval, 0)
