@@ -1,11 +1,12 @@
 """Every method on 3x3 multichannel layers, and how far 'auto''s pick is from the fastest.
 
 Usage: ``python -m bench.layer_methods [--channels 64x64,64x128,128x128,96x192,256x256,128x256]
-[--sides 7,14,28,56,112] [--batches 1,8] [--repeats 5] [--out bench/results]``, or
-``--rescore FILE`` to judge a report's timings by today's cost model (times nothing).
+[--sides 7,14,28,56,112] [--batches 1,8] [--dilations 1] [--repeats 5] [--out bench/results]``,
+or ``--rescore FILE`` to judge a report's timings by today's cost model (times nothing).
 Each layer is a random float32 input ``(batch, C, side, side)`` and random filters ``(O, C,
-3, 3)``, padding 1: the layers where im2col runs Winograd's F(2x2, 3x3) (64 channels and
-more) and direct its GEMM taps, which the random sweeps (``bench.sweep``) seldom draw.
+3, 3)`` at each dilation d, padding d: the layers where im2col runs Winograd's F(2x2, 3x3)
+(32 channels and more, on each phase of a dilated kernel) and direct its GEMM taps, which
+the random sweeps (``bench.sweep``) seldom draw.
 ``arrayconv.conv`` with each of 'direct', 'im2col' and 'fft', interleaved after a warm-up;
 the median of the rounds. Layers of more than 3e9 multiply-adds are left out. Ratio: the
 time of 'auto''s method over the fastest one's. Writes ``layer-methods-<date>.md`` and
@@ -31,22 +32,24 @@ METHODS = ("direct", "im2col", "fft")
 _MOST_MACS = 3e9
 
 
-def time_layer(channels: tuple[int, int], side: int, batch: int, repeats: int, rng: np.random.Generator) -> dict:
+def time_layer(channels: tuple[int, int], side: int, batch: int, dilation: int, repeats: int, rng: np.random.Generator) -> dict:
     """Median seconds of each of :data:`METHODS` on one layer."""
     (c, o) = channels
     x = rng.standard_normal((batch, c, side, side), dtype=np.float32)
     w = rng.standard_normal((o, c, 3, 3), dtype=np.float32)
-    calls = {m: (lambda m=m: ac.conv(x, w, padding=1, method=m)) for m in METHODS}
+    calls = {m: (lambda m=m: ac.conv(x, w, padding=dilation, dilation=dilation, method=m)) for m in METHODS}
     for call in calls.values():
         call()  # warm-up
-    return {"channels": [c, o], "side": side, "batch": batch, "median_s": interleaved_medians(calls, {m: time_call for m in calls}, repeats)}
+    median_s = interleaved_medians(calls, {m: time_call for m in calls}, repeats)
+    return {"channels": [c, o], "side": side, "batch": batch, "dilation": dilation, "median_s": median_s}
 
 
 def scored(rows: list[dict]) -> list[dict]:
     """`rows` with today's pick of 'auto' and its time over the fastest method's."""
     for row in rows:
-        (c, o), side, batch = row["channels"], row["side"], row["batch"]
-        pick = ac.choose_method(np.empty((batch, c, side, side), np.float32), np.empty((o, c, 3, 3), np.float32), op="conv", padding=1).method
+        (c, o), side, batch, d = row["channels"], row["side"], row["batch"], row.get("dilation", 1)
+        x, w = np.empty((batch, c, side, side), np.float32), np.empty((o, c, 3, 3), np.float32)
+        pick = ac.choose_method(x, w, op="conv", padding=d, dilation=d).method
         row["auto"], row["ratio"] = pick, row["median_s"][pick] / min(row["median_s"].values())
     return rows
 
@@ -65,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--channels", default="64x64,64x128,128x128,96x192,256x256,128x256")
     parser.add_argument("--sides", default="7,14,28,56,112")
     parser.add_argument("--batches", default="1,8")
+    parser.add_argument("--dilations", default="1")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--rescore", type=Path, help="a report's .json: its timings judged by today's model")
     parser.add_argument("--out", default="bench/results")
@@ -73,25 +77,26 @@ def main(argv: list[str] | None = None) -> int:
         rows = scored(json.loads(args.rescore.read_text())["rows"])
         print(summary(rows))
         for row in rows:
-            print(f"  {row['channels'][0]} -> {row['channels'][1]}, {row['side']}, batch {row['batch']}: {row['auto']} ({row['ratio']:.2f})")
+            print(f"  {row['channels'][0]} -> {row['channels'][1]}, {row['side']}, batch {row['batch']}, dilation {row.get('dilation', 1)}: {row['auto']} ({row['ratio']:.2f})")
         return 0
     channels = [tuple(int(n) for n in pair.split("x")) for pair in args.channels.split(",")]
     rng = np.random.default_rng(0)
     rows = []
-    for (c, o), side, batch in itertools.product(channels, (int(s) for s in args.sides.split(",")), (int(b) for b in args.batches.split(","))):
+    sides, batches, dilations = ([int(n) for n in arg.split(",")] for arg in (args.sides, args.batches, args.dilations))
+    for (c, o), side, batch, d in itertools.product(channels, sides, batches, dilations):
         if c * o * 9 * side * side * batch <= _MOST_MACS:
-            rows.append(time_layer((c, o), side, batch, args.repeats, rng))
+            rows.append(time_layer((c, o), side, batch, d, args.repeats, rng))
             print(rows[-1], flush=True)
     rows = scored(rows)
     report = new_report("python -m bench.layer_methods", argv, versions(), rows=rows)
     table = [
-        f"| {r['channels'][0]} -> {r['channels'][1]} | {r['side']} | {r['batch']} | "
+        f"| {r['channels'][0]} -> {r['channels'][1]} | {r['side']} | {r['batch']} | {r.get('dilation', 1)} | "
         + " | ".join(f"{1e3 * r['median_s'][m]:.2f}" for m in METHODS)
         + f" | {r['auto']} | {r['ratio']:.2f} |"
         for r in rows
     ]
-    prose = ["float32, padding 1; milliseconds, medians of the interleaved rounds. " + summary(rows) + "."]
-    print(save_report(Path(args.out) / f"layer-methods-{report['date']}", report, "Every method on 3x3 multichannel layers", prose, ["channels", "side", "batch", *METHODS, "auto", "ratio"], table))
+    prose = ["float32, padding the dilation; milliseconds, medians of the interleaved rounds. " + summary(rows) + "."]
+    print(save_report(Path(args.out) / f"layer-methods-{report['date']}", report, "Every method on 3x3 multichannel layers", prose, ["channels", "side", "batch", "dilation", *METHODS, "auto", "ratio"], table))
     return 0
 
 

@@ -858,6 +858,31 @@ def test_3x3_layers_run_by_winograd_match_the_direct_sum(batch, channels, groups
         assert_matches(ac.conv(x, w, groups=groups, method="im2col", padding=padding), expected, dtype=dtype)
 
 
+@settings(max_examples=examples(8), deadline=None)
+@given(
+    dilation=st.sampled_from([(2, 2), (2, 1), (1, 3), (3, 2)]),
+    extra=st.tuples(st.integers(0, 3), st.integers(0, 3)),  # odd and even phases of unequal length
+    padding=st.tuples(st.integers(0, 3), st.integers(0, 3)),
+    batch=st.integers(1, 2),
+    dtype=st.sampled_from(["float32", "float64"]),
+    seed=st.integers(0, 2**16),
+)
+def test_dilated_3x3_layers_run_by_winograd_on_phases_match_the_direct_sum(dilation, extra, padding, batch, dtype, seed):
+    # Each phase (outputs a dilation apart) is a plain 3x3 layer of at least 28 outputs a side.
+    from arrayconv._methods import _winograd, im2col
+
+    (c, o) = (32, 40) if _compiled.available() else (64, 64)
+    rng = np.random.default_rng(seed)
+    shape = [28 * d + e + 2 * d - 2 * p for d, e, p in zip(dilation, extra, padding)]  # the output 28 * d + e a side
+    x, w = random(rng, (batch, c, *shape), dtype), random(rng, (o, c, 3, 3), dtype)
+    problem = ac.plan_conv(w, x.shape, method="im2col", padding=padding, dilation=dilation)._spec.problem
+    assert isinstance(im2col.prepare(w, problem, ac._runtime.backend.NUMPY), _winograd.WinogradKernel)
+    expected = reference_conv(x, w, padding=padding, dilation=dilation)
+    assert_matches(ac.conv(x, w, method="im2col", padding=padding, dilation=dilation), expected, dtype=dtype)
+    with ac.config(memory_limit=1 << 20):  # chunks of a tile row or two
+        assert_matches(ac.conv(x, w, method="im2col", padding=padding, dilation=dilation), expected, dtype=dtype)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("out_shape", [(10, 14), (9, 13)])
 def test_winograds_compiled_transforms_give_numpys_bits(dtype, out_shape, rng):

@@ -28,7 +28,7 @@ from .._runtime.scratch import scratch
 from .._runtime.threads import Gemm, even_chunk_length, gemm_lanes, run_gemm_jobs
 from .._spec.problem import Problem
 from . import _compiled
-from ._taps import pads_periodically, zeros
+from ._taps import pads_periodically
 
 # Channels in per group from which the 16 GEMMs run near the GEMM rate: fewer channels
 # leave the transforms' passes over memory to dominate, which im2col's columns do not pay;
@@ -37,6 +37,9 @@ from ._taps import pads_periodically, zeros
 # in than out, the input's transform outweighs the GEMMs saved (256 -> 64 ran 1.2x slower
 # than im2col's columns): Winograd needs at least as many out.
 _MIN_CHANNELS, _MIN_COMPILED_CHANNELS = 64, 32
+# Outputs a side of each phase of a dilated kernel, at least: smaller phases' GEMMs are too
+# narrow (14x14 phases ran 1.5-4x slower than im2col's columns; 28x28 0.7-1.2x, 56x56 0.7-0.9x).
+_MIN_PHASE_OUTPUTS = 28
 # Transformed input and products of one chunk, per thread: in cache between the passes.
 _CHUNK_BYTES = 4 << 20
 # Passes over the input's and the output's bytes in the transforms, at stream speed, and NumPy
@@ -61,14 +64,17 @@ class WinogradKernel:
 
 
 def fits(problem: Problem, backend: Backend) -> bool:
-    """Whether `problem` runs by F(2x2, 3x3): a 2-D 3x3 kernel at unit stride and
-    dilation, zero padding, real floating point, on NumPy, with enough channels in per
-    group for its GEMMs (:data:`_MIN_CHANNELS`; with numba's transforms
-    :data:`_MIN_COMPILED_CHANNELS`) and at least as many out."""
+    """Whether `problem` runs by F(2x2, 3x3): a 2-D 3x3 kernel at unit stride, zero
+    padding, real floating point, on NumPy, with enough channels in per group for its
+    GEMMs (:data:`_MIN_CHANNELS`; with numba's transforms :data:`_MIN_COMPILED_CHANNELS`)
+    and at least as many out. A dilated kernel runs on each phase of the input (the rows
+    and columns a dilation apart), where it is a plain 3x3 kernel, if every phase has
+    :data:`_MIN_PHASE_OUTPUTS` outputs a side."""
     p = problem
     least = _MIN_COMPILED_CHANNELS if _compiled.available() else _MIN_CHANNELS
     channels = least <= p.in_per_group <= p.out_per_group
-    plain = p.unit_stride and all(d == 1 for d in p.dilation) and not pads_periodically(p)
+    phases = all(d == 1 or n // d >= _MIN_PHASE_OUTPUTS for n, d in zip(p.out_spatial, p.dilation))
+    plain = p.unit_stride and phases and not pads_periodically(p)
     return backend.name == "numpy" and p.kernel == (3, 3) and plain and channels and p.dtype.kind == "f"
 
 
@@ -82,22 +88,36 @@ def prepare(w: Array, problem: Problem) -> WinogradKernel:
 
 
 def run(x: Array, kernel: WinogradKernel, problem: Problem, backend: Backend, out: Array, settings: Settings) -> None:
-    """Fill `out` ``(B, G, Og, Ho, Wo)`` from `x`, a chunk of one item's tile rows at a time."""
+    """Fill `out` ``(B, G, Og, Ho, Wo)`` from `x`, a chunk of one item's tile rows of one
+    phase at a time."""
     p = problem
     x = x.reshape(p.batch, p.groups, p.in_per_group, *p.spatial)
-    rows, _ = _tiles(p)
     chunk_rows = _chunk_rows(p, settings)
-    chunks = [(item, t0, min(t0 + chunk_rows, rows)) for item in range(p.batch) for t0 in range(0, rows, chunk_rows)]
+    chunks = [(item, phase, t0, min(t0 + chunk_rows, rows)) for item in range(p.batch) for phase in _phases(p)
+              for rows in [_phase_tiles(p, phase)[0]] for t0 in range(0, rows, chunk_rows)]
 
-    def fill(chunk: tuple[int, int, int], gemm: Gemm) -> None:
+    def fill(chunk: tuple[int, tuple[int, int], int, int], gemm: Gemm) -> None:
         _run_chunk(x, kernel.taps, p, backend, out, gemm, *chunk)
 
     run_gemm_jobs(chunks, fill, gemm_lanes(settings.workers), p.out_per_group * p.in_per_group * chunk_rows * _tiles(p)[1])
 
 
+def _phases(problem: Problem) -> list[tuple[int, int]]:
+    """The first output row and column of each phase: the outputs a dilation apart, which
+    read only the input rows and columns a dilation apart (one phase without dilation)."""
+    (dy, dx), (ho, wo) = problem.dilation, problem.out_spatial
+    return [(py, px) for py in range(min(dy, ho)) for px in range(min(dx, wo))]
+
+
+def _phase_tiles(problem: Problem, phase: tuple[int, int]) -> tuple[int, int]:
+    """Rows and columns of 2x2 output tiles of `phase` (the last ones cropped where its
+    output is odd)."""
+    return tuple(-(-len(range(first, n, d)) // 2) for first, n, d in zip(phase, problem.out_spatial, problem.dilation))  # type: ignore[return-value]
+
+
 def _tiles(problem: Problem) -> tuple[int, int]:
-    """Rows and columns of 2x2 output tiles (the last ones cropped where the output is odd)."""
-    return -(-problem.out_spatial[0] // 2), -(-problem.out_spatial[1] // 2)
+    """Rows and columns of tiles of the largest phase, the first."""
+    return _phase_tiles(problem, (0, 0))
 
 
 def _chunk_rows(problem: Problem, settings: Settings) -> int:
@@ -105,20 +125,31 @@ def _chunk_rows(problem: Problem, settings: Settings) -> int:
     and a quarter of the memory budget, split evenly over the cores."""
     p = problem
     per_row = 16 * p.groups * (p.in_per_group + p.out_per_group) * _tiles(p)[1] * p.dtype.itemsize
-    return even_chunk_length(_tiles(p)[0], min(_CHUNK_BYTES, settings.budget // 4) // per_row, p.batch, _config.cores())
+    return even_chunk_length(_tiles(p)[0], min(_CHUNK_BYTES, settings.budget // 4) // per_row, p.batch * len(_phases(p)), _config.cores())
 
 
-def _run_chunk(x: Array, taps: Array, problem: Problem, backend: Backend, out: Array, gemm: Gemm, item: int, t0: int, t1: int) -> None:
-    """Tile rows ``t0:t1`` of batch item `item`: their input rows, zero-padded; the input's
-    transform ``B^T d B``; the 16 GEMMs; the output's transform ``A^T m A`` into `out`."""
-    p = problem
-    rows, cols = t1 - t0, _tiles(p)[1]
+def _grid_span(first: int, step: int, count: int, length: int) -> tuple[slice, slice]:
+    """The grid's samples ``i < count`` that read input samples ``first + step * i`` within
+    ``[0, length)``, and those input samples."""
+    lo = max(0, -(first // step))
+    hi = max(lo, min(count, -(-(length - first) // step)))
+    return slice(lo, hi), slice(first + step * lo, first + step * hi, step)
+
+
+def _run_chunk(x: Array, taps: Array, problem: Problem, backend: Backend, out: Array, gemm: Gemm, item: int, phase: tuple[int, int], t0: int, t1: int) -> None:
+    """Tile rows ``t0:t1`` of batch item `item` in `phase`: their input rows, zero-padded;
+    the input's transform ``B^T d B``; the 16 GEMMs; the output's transform ``A^T m A``
+    into `out`."""
+    p, (py, px), (dy, dx) = problem, phase, problem.dilation
+    rows, cols = t1 - t0, _phase_tiles(p, phase)[1]
     lead = (p.groups, p.in_per_group)
-    grid = zeros((*lead, 2 * rows + 2, 2 * cols + 2), x.dtype, backend, "winograd.grid")
-    first = 2 * t0 - p.pad_lo[0]  # input row under the grid's first row
-    lo, hi = max(first, 0), min(first + 2 * rows + 2, p.spatial[0])
-    if hi > lo:
-        grid[..., lo - first : hi - first, p.pad_lo[1] : p.pad_lo[1] + p.spatial[1]] = x[item, :, :, lo:hi]
+    grid = scratch("winograd.grid", (*lead, 2 * rows + 2, 2 * cols + 2), x.dtype, backend)
+    grid_rows, x_rows = _grid_span(py + 2 * t0 * dy - p.pad_lo[0], dy, 2 * rows + 2, p.spatial[0])
+    grid_cols, x_cols = _grid_span(px - p.pad_lo[1], dx, 2 * cols + 2, p.spatial[1])
+    grid[..., grid_rows, grid_cols] = x[item, :, :, x_rows, x_cols]
+    for margin in ((..., slice(0, grid_rows.start), slice(None)), (..., slice(grid_rows.stop, None), slice(None)),
+                   (..., grid_rows, slice(0, grid_cols.start)), (..., grid_rows, slice(grid_cols.stop, None))):
+        grid[margin] = 0  # the zero padding, and the grid past the input
     v = _sixteen_planes("winograd.v", (*lead, rows, cols), x.dtype, backend)
     loops = _compiled_transforms()
     if loops is not None:
@@ -127,7 +158,7 @@ def _run_chunk(x: Array, taps: Array, problem: Problem, backend: Backend, out: A
         _input_transform(grid, v, backend)
     m = _sixteen_planes("winograd.m", (p.groups, p.out_per_group, rows, cols), x.dtype, backend)
     gemm(taps, v.reshape(16, *lead, rows * cols), m.reshape(16, p.groups, p.out_per_group, rows * cols))
-    target = out[item, :, :, 2 * t0 : min(2 * t1, p.out_spatial[0])]
+    target = out[item, :, :, py + 2 * t0 * dy : min(py + 2 * t1 * dy, p.out_spatial[0]) : dy, px::dx]
     if loops is not None:
         loops.output_transform(m, target)
     else:
@@ -200,11 +231,12 @@ def cost_seconds(problem: Problem, rates: Rates, settings: Settings, efficiency:
     array operations (:data:`_PASSES`, :data:`_CALLS_PER_CHUNK`; numba's loops: a few)."""
     p = problem
     rows, cols = _tiles(p)
-    tiles = p.batch * rows * cols
+    phases = len(_phases(p))
+    tiles = p.batch * phases * rows * cols
     flops = p.mac_flops * 16 * p.groups * p.out_per_group * p.in_per_group * tiles
     gemm = flops / (rates.gemm_rate(p.dtype, "numpy", p.out_per_group) * efficiency)
     size = p.dtype.itemsize * p.groups * 4 * tiles
-    chunks = p.batch * -(-rows // _chunk_rows(p, settings))
+    chunks = p.batch * phases * -(-rows // _chunk_rows(p, settings))
     lanes = max(1, min(gemm_lanes(settings.workers), chunks))
     compiled = _compiled.available()
     per_side, calls = (_COMPILED_PASSES, _COMPILED_CALLS_PER_CHUNK) if compiled else (_PASSES, _CALLS_PER_CHUNK)
