@@ -248,13 +248,23 @@ def padded_rows(x: Array, chunk: Chunk, problem: Problem, backend: Backend, wide
     first, rows = chunk.r0 * p.stride[0], shape[3]
     if wide:
         shape = (*shape[:3], rows + 1, *shape[4:])
-    grid = zeros(shape, x.dtype, backend, "taps.padded_rows")
+    grid = scratch_or_new("taps.padded_rows", shape, x.dtype, backend)
     lo = max(first, p.pad_lo[0])
-    hi = min(first + rows, p.pad_lo[0] + p.spatial[0])
-    if hi > lo:
-        inner = tuple(slice(pad, pad + n) for pad, n in zip(p.pad_lo[1:], p.spatial[1:]))
-        grid[(..., slice(lo - first, hi - first), *inner)] = x[chunk.b0 : chunk.b1, :, :, lo - p.pad_lo[0] : hi - p.pad_lo[0]]
+    hi = max(lo, min(first + rows, p.pad_lo[0] + p.spatial[0]))
+    inner = (slice(lo - first, hi - first), *(slice(pad, pad + n) for pad, n in zip(p.pad_lo[1:], p.spatial[1:])))
+    grid[(..., *inner)] = x[chunk.b0 : chunk.b1, :, :, lo - p.pad_lo[0] : hi - p.pad_lo[0]]
+    zero_margins(grid, inner)
     return grid.reshape(*shape[:3], -1) if wide else grid
+
+
+def zero_margins(grid: Array, inner: tuple[slice, ...]) -> None:
+    """Zero `grid` outside the box `inner` (slices with a start and stop, of its last
+    axes): a pass over the margins only, where the box holds a copy of the input."""
+    lead = (slice(None),) * (grid.ndim - len(inner))
+    for axis, box in enumerate(inner):
+        before, after = (*lead, *inner[:axis]), (slice(None),) * (len(inner) - axis - 1)
+        grid[(*before, slice(0, box.start), *after)] = 0
+        grid[(*before, slice(box.stop, None), *after)] = 0
 
 
 def chunk_input(whole: Array | None, x: Array, chunk: Chunk, problem: Problem, backend: Backend, wide: bool = False) -> tuple[Array, Chunk]:
@@ -288,6 +298,13 @@ def zeros(shape: tuple[int, ...], dtype: np.dtype[Any], backend: Backend, name: 
         return backend.xp.zeros(shape, dtype)
     buffer.fill(0)
     return buffer
+
+
+def scratch_or_new(name: str, shape: tuple[int, ...], dtype: np.dtype[Any], backend: Backend) -> Array:
+    """Uninitialised: this thread's scratch buffer `name` up to
+    :data:`.._scratch.REUSED_BYTES`, a new array above."""
+    buffer = reused(name, shape, dtype, backend)
+    return backend.xp.empty(shape, dtype) if buffer is None else buffer
 
 
 def flat_length(problem: Problem) -> int:

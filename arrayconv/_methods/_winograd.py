@@ -28,7 +28,7 @@ from .._runtime.scratch import scratch
 from .._runtime.threads import Gemm, even_chunk_length, gemm_lanes, run_gemm_jobs
 from .._spec.problem import Problem
 from . import _compiled
-from ._taps import pads_periodically
+from ._taps import pads_periodically, zero_margins
 
 # Channels in per group from which the 16 GEMMs run near the GEMM rate: fewer channels
 # leave the transforms' passes over memory to dominate, which im2col's columns do not pay;
@@ -147,9 +147,7 @@ def _run_chunk(x: Array, taps: Array, problem: Problem, backend: Backend, out: A
     grid_rows, x_rows = _grid_span(py + 2 * t0 * dy - p.pad_lo[0], dy, 2 * rows + 2, p.spatial[0])
     grid_cols, x_cols = _grid_span(px - p.pad_lo[1], dx, 2 * cols + 2, p.spatial[1])
     grid[..., grid_rows, grid_cols] = x[item, :, :, x_rows, x_cols]
-    for margin in ((..., slice(0, grid_rows.start), slice(None)), (..., slice(grid_rows.stop, None), slice(None)),
-                   (..., grid_rows, slice(0, grid_cols.start)), (..., grid_rows, slice(grid_cols.stop, None))):
-        grid[margin] = 0  # the zero padding, and the grid past the input
+    zero_margins(grid, (grid_rows, grid_cols))  # the zero padding, and the grid past the input
     v = _sixteen_planes("winograd.v", (*lead, rows, cols), x.dtype, backend)
     loops = _compiled_transforms()
     if loops is not None:
