@@ -832,28 +832,34 @@ def test_plan_calls_of_one_direct_call_give_the_bits_of_every_step(x_shape, w_sh
     assert_matches(got, reference_conv(x, w, bias, padding="same"), dtype="float64")
 
 
-@settings(max_examples=examples(25), deadline=None)
+# (kernel side, channels in, channels out) that run by Winograd: 3x3 from 64 channels (32 with
+# numba's transforms), 5x5 with numba's transforms from 32 to 63 channels in.
+_WINOGRAD_LAYERS = [(3, 64, 64), (3, 64, 72), (3, 72, 80)]
+if _compiled.available():
+    _WINOGRAD_LAYERS += [(3, 32, 40), (5, 32, 32), (5, 32, 40), (5, 48, 64)]
+
+
+@settings(max_examples=examples(30), deadline=None)
 @given(
     batch=st.integers(1, 2),
-    channels=st.sampled_from([(64, 64), (64, 72), (72, 80), *([(32, 40)] if _compiled.available() else [])]),  # 32: numba's transforms
+    layer=st.sampled_from(_WINOGRAD_LAYERS),
     groups=st.sampled_from([1, 2]),
-    size=st.tuples(st.integers(3, 13), st.integers(3, 13)),  # past the operator matrix's tiny images
-    padding=st.tuples(st.integers(0, 2), st.integers(0, 2)),
+    size=st.tuples(st.integers(4, 13), st.integers(4, 13)),  # past the operator matrix's tiny images
+    padding=st.tuples(st.integers(0, 4), st.integers(0, 4)),
     dtype=st.sampled_from(["float32", "float64"]),
     seed=st.integers(0, 2**16),
 )
-def test_3x3_layers_run_by_winograd_match_the_direct_sum(batch, channels, groups, size, padding, dtype, seed):
+def test_layers_run_by_winograd_match_the_direct_sum(batch, layer, groups, size, padding, dtype, seed):
     # Odd and even outputs (cropped last tiles), padding, one or several chunks of tile rows.
     from arrayconv._methods import _winograd, im2col
 
-    (c, o), (rows, cols) = channels, padding
+    k, c, o = layer
     rng = np.random.default_rng(seed)
-    x, w = random(rng, (batch, c * groups, size[0] + 2, size[1] + 2), dtype), random(rng, (o * groups, c, 3, 3), dtype)
-    pad_x = np.pad(x, ((0, 0), (0, 0), (rows, rows), (cols, cols)))
-    problem = ac.plan_conv(w, pad_x.shape, groups=groups, method="im2col")._spec.problem
+    x, w = random(rng, (batch, c * groups, size[0] + k - 1, size[1] + k - 1), dtype), random(rng, (o * groups, c, k, k), dtype)
+    problem = ac.plan_conv(w, x.shape, groups=groups, method="im2col", padding=padding)._spec.problem
     assert isinstance(im2col.prepare(w, problem, ac._runtime.backend.NUMPY), _winograd.WinogradKernel)
-    expected = reference_conv(pad_x, w, groups=groups)
-    assert_matches(ac.conv(pad_x, w, groups=groups, method="im2col"), expected, dtype=dtype)
+    expected = reference_conv(x, w, groups=groups, padding=padding)
+    assert_matches(ac.conv(x, w, groups=groups, method="im2col", padding=padding), expected, dtype=dtype)
     with ac.config(memory_limit=1 << 20):  # chunks of a tile row or two
         assert_matches(ac.conv(x, w, groups=groups, method="im2col", padding=padding), expected, dtype=dtype)
 

@@ -1,12 +1,14 @@
-"""Winograd's F(2x2, 3x3): im2col's form for 3x3 multichannel layers on the CPU.
+"""Winograd's F(2x2, 3x3) and F(2x2, 5x5): im2col's form for 3x3 and 5x5 multichannel
+layers on the CPU.
 
-Each 2x2 block of outputs (a tile) reads a 4x4 block of input. Transformed by fixed
-matrices, the 4x4 block's 16 values each meet one transformed tap, so a layer becomes 16
-GEMMs ``(Og, Cg) @ (Cg, tiles)`` with 16 multiplies per tile where the direct sum has 36
-(Lavin and Gray, "Fast Algorithms for Convolutional Neural Networks", 2016). The
-transforms add and subtract only, so float32 results stay within a few float32 roundings
-of the direct sum. Chunks of tile rows keep the transformed input and products in cache
-and run on every thread that may run its own GEMMs.
+Each 2x2 block of outputs (a tile) reads a 4x4 (6x6) block of input. Transformed by fixed
+matrices, the block's 16 (36) values each meet one transformed tap, so a layer becomes 16
+(36) GEMMs ``(Og, Cg) @ (Cg, tiles)`` with 16 (36) multiplies per tile where the direct sum
+has 36 (100) (Lavin and Gray, "Fast Algorithms for Convolutional Neural Networks", 2016).
+F(2x2, 3x3)'s transforms add and subtract only, so float32 results stay within a few float32
+roundings of the direct sum; F(2x2, 5x5)'s scale by at most 2.5 (float32 results within
+about 2e-6 of the largest). Chunks of tile rows keep the transformed input and products in
+cache and run on every thread that may run its own GEMMs.
 """
 
 from __future__ import annotations
@@ -37,6 +39,9 @@ from ._taps import pads_periodically, zero_margins
 # in than out, the input's transform outweighs the GEMMs saved (256 -> 64 ran 1.2x slower
 # than im2col's columns): Winograd needs at least as many out.
 _MIN_CHANNELS, _MIN_COMPILED_CHANNELS = 64, 32
+# Channels in per group of 5x5 layers by F(2x2, 5x5), at most: from 64, im2col's columns (GEMMs
+# 25 channels deep, where Winograd's are one) ran faster (64 -> 64 on 56x56 0.8x the time).
+_MAX_CHANNELS_5 = 63
 # Outputs a side of each phase of a dilated kernel, at least: smaller phases' GEMMs are too
 # narrow (14x14 phases ran 1.5-4x slower than im2col's columns; 28x28 0.7-1.2x, 56x56 0.7-0.9x).
 _MIN_PHASE_OUTPUTS = 28
@@ -46,25 +51,40 @@ _CHUNK_BYTES = 4 << 20
 # calls of one chunk's transforms and GEMMs.
 _PASSES = fitted("winograd", "PASSES")
 _CALLS_PER_CHUNK = fitted("winograd", "CALLS_PER_CHUNK")
-# numba's transforms read each sample once and write its transform once (16 values for each
-# 2x2 outputs' 4 samples: 4 times as many): 5 passes a side; a chunk's calls are the grid's
+# numba's transforms read each sample once and write its transform once (n * n values for
+# each 2x2 outputs' 4 samples): 1 + n * n / 4 passes a side; a chunk's calls are the grid's
 # zeros and copy, the two transforms and the GEMMs.
-_COMPILED_PASSES, _COMPILED_CALLS_PER_CHUNK = 5, 5
-# The transforms' 16 planes start this many bytes apart past whole 4 KiB pages (:func:`_sixteen_planes`).
+_COMPILED_CALLS_PER_CHUNK = 5
+# The transforms' planes start this many bytes apart past whole 4 KiB pages (:func:`_planes`).
 _PAGE, _PLANE_SKEW = 4096, 256
-# The kernel's transform: ``U = G g G^T`` for each 3x3 kernel ``g``.
+# F(2x2, 3x3)'s kernel transform: ``U = G g G^T`` for each 3x3 kernel ``g`` (its B^T and A^T
+# are written out in the transforms below).
 _KERNEL_TRANSFORM = np.array([[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]])
+# F(2x2, 5x5) at the points 0, 1, -1, 2, -1/2 and infinity (at -2 instead of -1/2, float32
+# results strayed twice as far): ``V = B^T d B``, ``U = G g G^T``, ``Y = A^T (U * V) A``.
+_INPUT_5 = np.array([
+    [1, 1.5, -2, -1.5, 1, 0], [0, -1, -2.5, -0.5, 1, 0], [0, 1, 0.5, -2.5, 1, 0],
+    [0, -0.5, -1, 0.5, 1, 0], [0, 2, -1, -2, 1, 0], [0, 1, 1.5, -2, -1.5, 1],
+])
+_KERNEL_5 = np.array([
+    [1, 0, 0, 0, 0], [-1 / 3, -1 / 3, -1 / 3, -1 / 3, -1 / 3], [1 / 3, -1 / 3, 1 / 3, -1 / 3, 1 / 3],
+    [1 / 15, 2 / 15, 4 / 15, 8 / 15, 16 / 15], [-16 / 15, 8 / 15, -4 / 15, 2 / 15, -1 / 15], [0, 0, 0, 0, 1],
+])
+_OUTPUT_5 = np.array([[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -0.5, 1]])
+# The factors of those matrices other than 0 and 1, handed to numba's loops in the data's dtype.
+_COEFFICIENTS = np.array([0.5, 1.5, 2, 2.5])
 
 
 @dataclass(frozen=True, slots=True)
 class WinogradKernel:
-    """The kernel's 16 transformed taps, ``(16, G, Og, Cg)``."""
+    """The kernel's transformed taps, ``(n * n, G, Og, Cg)`` for tiles of n x n inputs."""
 
     taps: Array
 
 
 def fits(problem: Problem, backend: Backend) -> bool:
-    """Whether `problem` runs by F(2x2, 3x3): a 2-D 3x3 kernel at unit stride, zero
+    """Whether `problem` runs by F(2x2, 3x3) or F(2x2, 5x5): a 2-D 3x3 kernel (5x5 with
+    numba's transforms, up to :data:`_MAX_CHANNELS_5` channels in) at unit stride, zero
     padding, real floating point, on NumPy, with enough channels in per group for its
     GEMMs (:data:`_MIN_CHANNELS`; with numba's transforms :data:`_MIN_COMPILED_CHANNELS`)
     and at least as many out. A dilated kernel runs on each phase of the input (the rows
@@ -75,16 +95,20 @@ def fits(problem: Problem, backend: Backend) -> bool:
     channels = least <= p.in_per_group <= p.out_per_group
     phases = all(d == 1 or n // d >= _MIN_PHASE_OUTPUTS for n, d in zip(p.out_spatial, p.dilation))
     plain = p.unit_stride and phases and not pads_periodically(p)
-    return backend.name == "numpy" and p.kernel == (3, 3) and plain and channels and p.dtype.kind == "f"
+    five = p.kernel == (5, 5) and p.in_per_group <= _MAX_CHANNELS_5 and _compiled.available()  # numba's transforms only
+    kernel = p.kernel == (3, 3) or five
+    return backend.name == "numpy" and kernel and plain and channels and p.dtype.kind == "f"
 
 
 def prepare(w: Array, problem: Problem) -> WinogradKernel:
-    """``w`` ``(G * Og, Cg, 3, 3)`` transformed in float64, then kept in the problem's dtype."""
-    p = problem
-    g = np.asarray(w, dtype=np.float64).reshape(p.groups, p.out_per_group, p.in_per_group, 3, 3)
-    right = (g.reshape(-1, 3) @ _KERNEL_TRANSFORM.T).reshape(-1, 3, 4)  # g G^T, one GEMM for all kernels
-    u = np.tensordot(_KERNEL_TRANSFORM, right, axes=(1, 1))  # G g G^T as (4, kernels, 4)
-    return WinogradKernel(np.ascontiguousarray(u.transpose(0, 2, 1).reshape(16, p.groups, p.out_per_group, p.in_per_group), dtype=p.dtype))
+    """``w`` ``(G * Og, Cg, r, r)`` transformed in float64 by one GEMM, ``(G kron G) @
+    taps``, then kept in the problem's dtype."""
+    p, r = problem, problem.kernel[0]
+    n = r + 1
+    transform = _KERNEL_TRANSFORM if r == 3 else _KERNEL_5
+    taps = np.asarray(w, dtype=np.float64).reshape(-1, r * r)
+    u = np.kron(transform, transform) @ taps.T  # (n * n, kernels): G g G^T of each kernel g
+    return WinogradKernel(np.ascontiguousarray(u, dtype=p.dtype).reshape(n * n, p.groups, p.out_per_group, p.in_per_group))
 
 
 def run(x: Array, kernel: WinogradKernel, problem: Problem, backend: Backend, out: Array, settings: Settings) -> None:
@@ -120,11 +144,16 @@ def _tiles(problem: Problem) -> tuple[int, int]:
     return _phase_tiles(problem, (0, 0))
 
 
+def _side(problem: Problem) -> int:
+    """Inputs a side of a tile: 4 for 3x3 kernels, 6 for 5x5."""
+    return problem.kernel[0] + 1
+
+
 def _chunk_rows(problem: Problem, settings: Settings) -> int:
     """Tile rows per chunk: the transformed input and products within :data:`_CHUNK_BYTES`
     and a quarter of the memory budget, split evenly over the cores."""
     p = problem
-    per_row = 16 * p.groups * (p.in_per_group + p.out_per_group) * _tiles(p)[1] * p.dtype.itemsize
+    per_row = _side(p) ** 2 * p.groups * (p.in_per_group + p.out_per_group) * _tiles(p)[1] * p.dtype.itemsize
     return even_chunk_length(_tiles(p)[0], min(_CHUNK_BYTES, settings.budget // 4) // per_row, p.batch * len(_phases(p)), _config.cores())
 
 
@@ -138,40 +167,47 @@ def _grid_span(first: int, step: int, count: int, length: int) -> tuple[slice, s
 
 def _run_chunk(x: Array, taps: Array, problem: Problem, backend: Backend, out: Array, gemm: Gemm, item: int, phase: tuple[int, int], t0: int, t1: int) -> None:
     """Tile rows ``t0:t1`` of batch item `item` in `phase`: their input rows, zero-padded;
-    the input's transform ``B^T d B``; the 16 GEMMs; the output's transform ``A^T m A``
-    into `out`."""
-    p, (py, px), (dy, dx) = problem, phase, problem.dilation
+    the input's transform ``B^T d B``; the GEMMs; the output's transform ``A^T m A`` into
+    `out`."""
+    p, (py, px), (dy, dx), n = problem, phase, problem.dilation, _side(problem)
     rows, cols = t1 - t0, _phase_tiles(p, phase)[1]
     lead = (p.groups, p.in_per_group)
-    grid = scratch("winograd.grid", (*lead, 2 * rows + 2, 2 * cols + 2), x.dtype, backend)
-    grid_rows, x_rows = _grid_span(py + 2 * t0 * dy - p.pad_lo[0], dy, 2 * rows + 2, p.spatial[0])
-    grid_cols, x_cols = _grid_span(px - p.pad_lo[1], dx, 2 * cols + 2, p.spatial[1])
+    grid = scratch("winograd.grid", (*lead, 2 * rows + n - 2, 2 * cols + n - 2), x.dtype, backend)
+    grid_rows, x_rows = _grid_span(py + 2 * t0 * dy - p.pad_lo[0], dy, grid.shape[2], p.spatial[0])
+    grid_cols, x_cols = _grid_span(px - p.pad_lo[1], dx, grid.shape[3], p.spatial[1])
     grid[..., grid_rows, grid_cols] = x[item, :, :, x_rows, x_cols]
     zero_margins(grid, (grid_rows, grid_cols))  # the zero padding, and the grid past the input
-    v = _sixteen_planes("winograd.v", (*lead, rows, cols), x.dtype, backend)
+    v = _planes("winograd.v", n, (*lead, rows, cols), x.dtype, backend)
+    m = _planes("winograd.m", n, (p.groups, p.out_per_group, rows, cols), x.dtype, backend)
+    target = out[item, :, :, py + 2 * t0 * dy : min(py + 2 * t1 * dy, p.out_spatial[0]) : dy, px::dx]
     loops = _compiled_transforms()
+    if n == 6:
+        assert loops is not None  # :func:`fits` takes 5x5 kernels only with numba's loops
+        factors = _COEFFICIENTS.astype(x.dtype)
+        loops.input_transform_6(grid, v, factors, scratch("winograd.rows", (grid.shape[3],), x.dtype, backend))
+        gemm(taps, v.reshape(n * n, *lead, rows * cols), m.reshape(n * n, p.groups, p.out_per_group, rows * cols))
+        loops.output_transform_6(m, target, factors, scratch("winograd.sums", (n, cols), x.dtype, backend))
+        return
     if loops is not None:
         loops.input_transform(grid, v)
     else:
         _input_transform(grid, v, backend)
-    m = _sixteen_planes("winograd.m", (p.groups, p.out_per_group, rows, cols), x.dtype, backend)
     gemm(taps, v.reshape(16, *lead, rows * cols), m.reshape(16, p.groups, p.out_per_group, rows * cols))
-    target = out[item, :, :, py + 2 * t0 * dy : min(py + 2 * t1 * dy, p.out_spatial[0]) : dy, px::dx]
     if loops is not None:
         loops.output_transform(m, target)
     else:
         _output_transform(m, target, backend)
 
 
-def _sixteen_planes(name: str, shape: tuple[int, ...], dtype: np.dtype[Any], backend: Backend) -> Array:
-    """A ``(4, 4, *shape)`` scratch array whose 16 planes (contiguous each) start
+def _planes(name: str, n: int, shape: tuple[int, ...], dtype: np.dtype[Any], backend: Backend) -> Array:
+    """A ``(n, n, *shape)`` scratch array whose n * n planes (contiguous each) start
     :data:`_PLANE_SKEW` bytes past a multiple of 4 KiB from one another: a transform reads
-    or writes all 16 at once, and planes a multiple of 4 KiB apart share the L1 cache's
-    sets (32 channels of 8 rows of 112 tiles: the input's transform 16x slower)."""
+    or writes all of them at once, and planes a multiple of 4 KiB apart share the L1
+    cache's sets (32 channels of 8 rows of 112 tiles: the input's transform 16x slower)."""
     size = math.prod(shape) * dtype.itemsize
     stride = -(-size // _PAGE) * _PAGE + _PLANE_SKEW
-    flat = scratch(name, (16 * stride // dtype.itemsize,), dtype, backend)
-    return flat.reshape(16, -1)[:, : size // dtype.itemsize].reshape(4, 4, *shape)
+    flat = scratch(name, (n * n * stride // dtype.itemsize,), dtype, backend)
+    return flat.reshape(n * n, -1)[:, : size // dtype.itemsize].reshape(n, n, *shape)
 
 
 def _input_transform(grid: Array, v: Array, backend: Backend) -> None:
@@ -223,7 +259,7 @@ def sum_three(edge: Array, one: Array, two: Array, sign: int, out: Array) -> Non
 
 
 def cost_seconds(problem: Problem, rates: Rates, settings: Settings, efficiency: float) -> float:
-    """The 16 GEMMs at the GEMM rate times `efficiency` (their share of it, for their
+    """The n * n GEMMs at the GEMM rate times `efficiency` (their share of it, for their
     channels and tiles per chunk), and the transforms' passes over the input and output
     shared by the threads, with a call per chunk for each of the transforms' few dozen
     array operations (:data:`_PASSES`, :data:`_CALLS_PER_CHUNK`; numba's loops: a few)."""
@@ -231,19 +267,20 @@ def cost_seconds(problem: Problem, rates: Rates, settings: Settings, efficiency:
     rows, cols = _tiles(p)
     phases = len(_phases(p))
     tiles = p.batch * phases * rows * cols
-    flops = p.mac_flops * 16 * p.groups * p.out_per_group * p.in_per_group * tiles
+    planes = _side(p) ** 2
+    flops = p.mac_flops * planes * p.groups * p.out_per_group * p.in_per_group * tiles
     gemm = flops / (rates.gemm_rate(p.dtype, "numpy", p.out_per_group) * efficiency)
     size = p.dtype.itemsize * p.groups * 4 * tiles
     chunks = p.batch * phases * -(-rows // _chunk_rows(p, settings))
     lanes = max(1, min(gemm_lanes(settings.workers), chunks))
     compiled = _compiled.available()
-    per_side, calls = (_COMPILED_PASSES, _COMPILED_CALLS_PER_CHUNK) if compiled else (_PASSES, _CALLS_PER_CHUNK)
+    per_side, calls = (1 + planes / 4, _COMPILED_CALLS_PER_CHUNK) if compiled else (_PASSES, _CALLS_PER_CHUNK)
     passes = per_side * (p.in_per_group + p.out_per_group) * size / (lanes * rates.stream_bytes)
     return gemm + passes + chunks * calls * rates.call_seconds
 
 
 def columns_per_chunk(problem: Problem, settings: Settings) -> int:
-    """Columns of each of one chunk's 16 GEMMs: the chunk's tiles (NumPy's matmul of the
+    """Columns of each of one chunk's GEMMs: the chunk's tiles (NumPy's matmul of the
     stack calls BLAS once for each matrix, each at the rate of its own width)."""
     return min(_tiles(problem)[0], _chunk_rows(problem, settings)) * _tiles(problem)[1]
 
@@ -252,15 +289,16 @@ def temp_bytes(problem: Problem, settings: Settings) -> int:
     """The chunks' buffers held at once, one set per thread."""
     p = problem
     rows, cols = min(_tiles(p)[0], _chunk_rows(p, settings)), _tiles(p)[1]
-    grid_and_across = p.in_per_group * (3 * rows + 2) * (2 * cols + 2)  # (2 rows + 2) + rows rows
-    transformed = (16 * (p.in_per_group + p.out_per_group) + 4 * p.out_per_group) * rows * cols  # v, m, half
+    n = _side(p)
+    grid_and_across = p.in_per_group * (3 * rows + n - 2) * (2 * cols + n - 2)  # (2 rows + n - 2) + rows rows
+    transformed = (n * n * (p.in_per_group + p.out_per_group) + n * p.out_per_group) * rows * cols  # v, m, half
     per_lane = p.groups * (grid_and_across + transformed) * p.dtype.itemsize
     return gemm_lanes(settings.workers) * per_lane
 
 
-_VERSION = 1  # bump when the source below changes: numba keys its cache by file
+_VERSION = 3  # bump when the source below changes: numba keys its cache by file
 
-_TRANSFORMS_SOURCE = '''"""Generated by arrayconv._methods._winograd: F(2x2, 3x3)'s transforms, tile by tile."""
+_TRANSFORMS_SOURCE = '''"""Generated by arrayconv._methods._winograd: F(2x2, 3x3)'s and F(2x2, 5x5)'s transforms, tile by tile."""
 from numba import njit
 
 @njit(nogil=True, cache=True)
@@ -337,3 +375,51 @@ def output_transform(m, out):
                         if j + 1 < w:
                             bottom[j + 1] = (h11 - h12) - h13
 '''
+
+
+def _weighted_sum(terms: list[tuple[float, str]]) -> str:
+    """Python source of ``sum(factor * name)``, each factor other than 1 read from the
+    loops' coefficient array ``k`` (:data:`_COEFFICIENTS`)."""
+    source = ""
+    for factor, name in terms:
+        magnitude = abs(float(factor))
+        product = name if magnitude == 1 else f"k[{list(_COEFFICIENTS).index(magnitude)}] * {name}"
+        source += (" - " if factor < 0 else " + ") + product if source else ("-" if factor < 0 else "") + product
+    return source
+
+
+def _six_by_six_source() -> str:
+    """numba's loops of F(2x2, 5x5)'s transforms: ``v = B^T d B`` of each 6x6 block of the
+    grid at every second sample, and ``out = A^T m A`` of each tile where it lies in out;
+    each in two passes through a row of scratch `t`: along the rows (contiguous, in vector
+    registers), then along the columns (few rows at a time: one pass read or wrote all 36
+    planes and ran 2.5x slower)."""
+    n, bt, at = 6, _INPUT_5, _OUTPUT_5
+    lines = ["", "@njit(nogil=True, cache=True)", "def input_transform_6(grid, v, k, t):",
+             "    G, Cg, R, C = v.shape[2], v.shape[3], v.shape[4], v.shape[5]",
+             "    for g in range(G):", "        for c in range(Cg):", "            for r in range(R):"]
+    lines += [f"                d{i} = grid[g, c, 2 * r + {i}]" for i in range(n)]
+    for a in range(n):  # B^T's row a over the block's rows, then B^T's rows over its columns
+        lines += ["                for j in range(2 * C + 4):",
+                  "                    t[j] = " + _weighted_sum([(bt[a, i], f"d{i}[j]") for i in range(n) if bt[a, i]])]
+        lines += [f"                v{b} = v[{a}, {b}, g, c, r]" for b in range(n)]
+        lines += ["                for q in range(C):", "                    j = 2 * q"]
+        lines += [f"                    x{i} = t[j + {i}]" for i in range(n)]
+        lines += [f"                    v{b}[q] = " + _weighted_sum([(bt[b, i], f"x{i}") for i in range(n) if bt[b, i]]) for b in range(n)]
+    lines += ["", "@njit(nogil=True, cache=True)", "def output_transform_6(m, out, k, t):",
+              "    G, O, R, C = m.shape[2], m.shape[3], m.shape[4], m.shape[5]",
+              "    rows, width = out.shape[2], out.shape[3]",
+              "    for g in range(G):", "        for o in range(O):", "            for r in range(R):"]
+    for i in range(2):  # A^T's row i over the tile's rows, then A^T's rows over its columns
+        lines += [f"                if 2 * r + {i} < rows:"]
+        for b in range(n):
+            lines += ["                    for q in range(C):",
+                      f"                        t[{b}, q] = " + _weighted_sum([(at[i, a], f"m[{a}, {b}, g, o, r, q]") for a in range(n) if at[i, a]])]
+        lines += [f"                    y = out[g, o, 2 * r + {i}]", "                    for q in range(C):"]
+        lines += [f"                        h{b} = t[{b}, q]" for b in range(n)]
+        lines += ["                        j = 2 * q", "                        y[j] = " + _weighted_sum([(at[0, b], f"h{b}") for b in range(n) if at[0, b]])]
+        lines += ["                        if j + 1 < width:", "                            y[j + 1] = " + _weighted_sum([(at[1, b], f"h{b}") for b in range(n) if at[1, b]])]
+    return "\n".join(lines) + "\n"
+
+
+_TRANSFORMS_SOURCE += _six_by_six_source()
