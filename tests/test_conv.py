@@ -864,8 +864,9 @@ def test_layers_run_by_winograd_match_the_direct_sum(batch, layer, groups, size,
         assert_matches(ac.conv(x, w, groups=groups, method="im2col", padding=padding), expected, dtype=dtype)
 
 
-@settings(max_examples=examples(8), deadline=None)
+@settings(max_examples=examples(10), deadline=None)
 @given(
+    kernel=st.sampled_from([3, 5] if _compiled.available() else [3]),
     dilation=st.sampled_from([(2, 2), (2, 1), (1, 3), (3, 2)]),
     extra=st.tuples(st.integers(0, 3), st.integers(0, 3)),  # odd and even phases of unequal length
     padding=st.tuples(st.integers(0, 3), st.integers(0, 3)),
@@ -873,14 +874,14 @@ def test_layers_run_by_winograd_match_the_direct_sum(batch, layer, groups, size,
     dtype=st.sampled_from(["float32", "float64"]),
     seed=st.integers(0, 2**16),
 )
-def test_dilated_3x3_layers_run_by_winograd_on_phases_match_the_direct_sum(dilation, extra, padding, batch, dtype, seed):
-    # Each phase (outputs a dilation apart) is a plain 3x3 layer of at least 28 outputs a side.
+def test_dilated_layers_run_by_winograd_on_phases_match_the_direct_sum(kernel, dilation, extra, padding, batch, dtype, seed):
+    # Each phase (outputs a dilation apart) is a plain layer of at least 28 outputs a side.
     from arrayconv._methods import _winograd, im2col
 
     (c, o) = (32, 40) if _compiled.available() else (64, 64)
     rng = np.random.default_rng(seed)
-    shape = [28 * d + e + 2 * d - 2 * p for d, e, p in zip(dilation, extra, padding)]  # the output 28 * d + e a side
-    x, w = random(rng, (batch, c, *shape), dtype), random(rng, (o, c, 3, 3), dtype)
+    shape = [28 * d + e + (kernel - 1) * d - 2 * p for d, e, p in zip(dilation, extra, padding)]  # the output 28 * d + e a side
+    x, w = random(rng, (batch, c, *shape), dtype), random(rng, (o, c, kernel, kernel), dtype)
     problem = ac.plan_conv(w, x.shape, method="im2col", padding=padding, dilation=dilation)._spec.problem
     assert isinstance(im2col.prepare(w, problem, ac._runtime.backend.NUMPY), _winograd.WinogradKernel)
     expected = reference_conv(x, w, padding=padding, dilation=dilation)

@@ -7,7 +7,7 @@ matrices, the block's 16 (36) values each meet one transformed tap, so a layer b
 has 36 (100) (Lavin and Gray, "Fast Algorithms for Convolutional Neural Networks", 2016).
 F(2x2, 3x3)'s transforms add and subtract only, so float32 results stay within a few float32
 roundings of the direct sum; F(2x2, 5x5)'s scale by at most 2.5 (float32 results within
-about 2e-6 of the largest). Chunks of tile rows keep the transformed input and products in
+about 4e-6 of the largest). Chunks of tile rows keep the transformed input and products in
 cache and run on every thread that may run its own GEMMs.
 """
 
@@ -49,7 +49,7 @@ _MIN_PHASE_OUTPUTS = 28
 # Transformed input and products of one chunk, per thread: in cache between the passes.
 _CHUNK_BYTES = 4 << 20
 # Tiles of one chunk's GEMMs where whole small images share a chunk, at most: GEMMs of a few
-# hundred columns ran fastest (256 -> 256 channels on 7x7 images, batch 8: 8.6 -> 4.1 ms).
+# hundred columns ran fastest (256 -> 256 channels on 7x7 images, batch 8: 8.4 -> 4.1 ms).
 _GROUPED_TILES = 256
 # Passes over the input's and the output's bytes in the transforms, at stream speed, and NumPy
 # calls of one chunk's transforms and GEMMs.
@@ -92,7 +92,7 @@ def fits(problem: Problem, backend: Backend) -> bool:
     padding, real floating point, on NumPy, with enough channels in per group for its
     GEMMs (:data:`_MIN_CHANNELS`; with numba's transforms :data:`_MIN_COMPILED_CHANNELS`)
     and at least as many out. A dilated kernel runs on each phase of the input (the rows
-    and columns a dilation apart), where it is a plain 3x3 kernel, if every phase has
+    and columns a dilation apart), where it is a plain kernel, if every phase has
     :data:`_MIN_PHASE_OUTPUTS` outputs a side."""
     p = problem
     least = _MIN_COMPILED_CHANNELS if _compiled.available() else _MIN_CHANNELS
