@@ -106,6 +106,10 @@ _HALO_FUSED_ROWS = (3, 2)
 # A kernel's only row (an outer product's row pass, lines) in pieces of up to 16 (9 taps on
 # 1024 samples: 0.34 -> 0.29 ms for 1024 rows, as one piece and not 8 + 1).
 _PIECE_TAPS, _ONE_ROW_PIECE_TAPS = 8, 16
+# Kernel rows of up to this many taps are summed whole, with 16 and with 32 vector registers:
+# 32 hold two such rows' weights (AVX-512, 4096^2: 10x10 44.0 -> 39.8 ms, 11x11 49.8 -> 46.4,
+# not as 8 + 2 and 8 + 3; 13 and 15 taps ran no faster as 11 + 2 and 11 + 4 than 8 + 5, 8 + 7).
+_WHOLE_ROW_TAPS = (8, 11)
 # Rows of the separable form's column and plane passes summed a pass (9 rows of 1024
 # samples: 0.53 -> 0.46 ms for 1024 rows, as 8 + 1 and not 4 + 4 + 1), for one result or
 # two from the rows they share (a Gaussian, sigma 1, on 1024^2: 0.92 -> 0.76 ms); a count
@@ -490,10 +494,10 @@ def loop_seconds(macs: int, moved: int, blocks: int, lanes: int, rates: Rates, e
 
 def _pieces(row_taps: int, one_row: bool) -> tuple[int, int]:
     """Widths of the pieces a kernel row of `row_taps` taps is summed in (`one_row`: the
-    kernel's only row): all but the last (:data:`_PIECE_TAPS`, or the whole row), and the
-    last where it is narrower (else 0)."""
+    kernel's only row): all but the last (:data:`_PIECE_TAPS`, or the whole row up to
+    :data:`_WHOLE_ROW_TAPS`), and the last where it is narrower (else 0)."""
     most = _ONE_ROW_PIECE_TAPS if one_row else _PIECE_TAPS
-    if row_taps <= most:
+    if row_taps <= max(most, _WHOLE_ROW_TAPS[wide_vectors()]):
         return row_taps, 0
     return most, row_taps % most
 
@@ -596,7 +600,7 @@ def _fused_rows(kernel: tuple[int, ...], halo: bool = False) -> int:
     registers (:func:`weights_held`), at most :data:`_FUSED_ROWS` (and
     :data:`_HALO_FUSED_ROWS` from halo_taps's copy) but for rows of one tap, whose passes
     are bound by the sum's loads and stores (9 rows of a 256^3 volume 21 -> 8.5 ms)."""
-    rows = max(1, weights_held() // min(kernel[-1], _PIECE_TAPS))
+    rows = max(1, weights_held() // _pieces(kernel[-1], False)[0])
     if kernel[-1] == 1:
         return min(kernel[-2], rows)
     if halo:
