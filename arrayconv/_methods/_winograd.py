@@ -57,7 +57,7 @@ _PASSES = fitted("winograd", "PASSES")
 _CALLS_PER_CHUNK = fitted("winograd", "CALLS_PER_CHUNK")
 # numba's transforms read each sample once and write its transform once (n * n values for
 # each 2x2 outputs' 4 samples): 1 + n * n / 4 passes a side; a chunk's calls are the grid's
-# zeros and copy, the two transforms and the GEMMs.
+# copy and margins, the two transforms and the GEMMs.
 _COMPILED_CALLS_PER_CHUNK = 5
 # The transforms' planes start this many bytes apart past whole 4 KiB pages (:func:`_planes`).
 _PAGE, _PLANE_SKEW = 4096, 256
