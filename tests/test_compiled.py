@@ -357,25 +357,29 @@ def test_columns_along_planes_or_taller_than_a_pass_run_as_passes(compiled, rng,
             assert_matches(plan(x), expected, dtype=dtype)
 
 
-@pytest.mark.parametrize("whole_planes", [True, False], ids=["whole-planes", "small-planes"])
+@pytest.mark.parametrize("bands", [True, False], ids=["bands", "whole-planes"])
 @pytest.mark.parametrize("segments", [True, False])
-@pytest.mark.parametrize("paired", [True, False])
+@pytest.mark.parametrize("workers", [1, 2])
 @pytest.mark.parametrize("boundary", ["constant", "wrap"])
-def test_an_outer_products_passes_one_or_two_rows_and_planes_a_pass(compiled, rng, monkeypatch, whole_planes, segments, paired, boundary):
+def test_an_outer_products_passes_one_or_two_rows_and_planes_a_pass(compiled, rng, monkeypatch, bands, segments, workers, boundary):
     """Column passes make two rows a pass (one for the last of an odd count) or, with
     `segments`, a few rows a pass as one line where the rows are in order; a volume's
-    plane pass two planes where they are small enough (one where not), in blocks of
-    several small planes or, with `whole_planes`, of as many large ones as a pass makes:
-    odd and even counts of rows and planes, rows and planes past the edges, strided inputs
-    and results, as the reference."""
-    monkeypatch.setattr(_compiled, "_PAIRED_PLANE_BYTES", 1 << 20 if paired else 0)
-    monkeypatch.setattr(_compiled, "_BLOCK_SAMPLES", 40 if whole_planes else 1 << 16)
+    plane pass two planes a pass (one for the last of an odd count) from the ring of its
+    planes' passes, in bands of 8 rows with `bands`, else of whole planes, and on two
+    workers in slabs of planes where the volume is deep: odd and even counts of rows and
+    planes, rows and planes past the edges, strided inputs and results, as the reference."""
+    monkeypatch.setattr(_compiled, "_RING_BYTES", 1 if bands else 1 << 20)
+    monkeypatch.setattr(_compiled, "_THREADED_MACS", 0)
     _compiled._geometry.cache_clear()
     ac.clear_caches()
     monkeypatch.setattr(_compiled, "_LINE_SAMPLES", 30)
     monkeypatch.setattr(_compiled, "_SEPARABLE_LINE_ROWS", 2 if segments else 1 << 20)
+    if workers == 2:
+        slabs = _compiled._ring_units(_compiled._image(ac.plan_correlate(np.ones((3, 2, 3)), (25, 6, 5), "same", "direct")._spec.problem), (25, 6, 5), 6, 2)
+        assert [(z0, z1) for *_, z0, z1, _r0, _r1 in slabs] == [(0, 13), (13, 25)]
     fill = -0.5 if boundary == "constant" else 0.0
-    for shape, k in (((7, 12, 9), (3, 5, 2)), ((6, 11, 10), (4, 2, 3)), ((15, 14), (5, 4)), ((5, 13, 8), (3, 3, 3))):
+    shapes = (((7, 12, 9), (3, 5, 2)), ((6, 11, 10), (4, 2, 3)), ((15, 14), (5, 4)), ((5, 13, 8), (3, 3, 3)), ((25, 6, 5), (3, 2, 3)))
+    for shape, k in shapes:
         x = random(rng, shape, "float64")
         strided = np.empty((*shape[:-1], 2 * shape[-1]))[..., ::2]
         strided[...] = x
@@ -384,7 +388,8 @@ def test_an_outer_products_passes_one_or_two_rows_and_planes_a_pass(compiled, rn
             w = np.multiply.outer(w, random(rng, (n,), "float64"))
         for mode in ("same", "full", "valid"):
             expected = _extended_reference(x, w, mode, boundary, fill)
-            assert_matches(ac.correlate(x, w, mode, "direct", boundary=boundary, fillvalue=fill), expected, dtype="float64")
+            with ac.config(workers=workers):
+                assert_matches(ac.correlate(x, w, mode, "direct", boundary=boundary, fillvalue=fill), expected, dtype="float64")
             assert_matches(ac.correlate(strided, w, mode, "direct", boundary=boundary, fillvalue=fill), expected, dtype="float64")
             given = np.empty((*expected.shape[:-1], 2 * expected.shape[-1]))[..., ::2]
             ac.correlate(x, w, mode, "direct", boundary=boundary, fillvalue=fill, out=given)

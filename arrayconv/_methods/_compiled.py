@@ -115,9 +115,10 @@ _WHOLE_ROW_TAPS = (8, 11)
 # two from the rows they share (a Gaussian, sigma 1, on 1024^2: 0.92 -> 0.76 ms); a count
 # of 8k + 1 (a Gaussian's) takes one pass of 9 for its last 1 (sigma 1 on 4096^2 0.90x).
 _BUFFER_PASSES = (1, 4, 8)
-# A volume's plane pass makes two output planes a pass (the input planes they share read
-# once) where two planes take at most this many bytes each; one above.
-_PAIRED_PLANE_BYTES = 4 << 20
+# A volume's outer product runs in bands of rows whose planes' passes, one slot a kernel
+# plane, take at most this many bytes: the plane pass then reads them from the second cache
+# level, not each input plane once per kernel plane from memory.
+_RING_BYTES = 1 << 20
 # Output rows at most this wide, with columns past the input's edges, run from a copy of
 # their input rows extended past the edges (``halo_taps``), for kernels of under 5 rows and
 # under 7 columns, and for the others: the scalar loop at each row's ends and the rows summed
@@ -269,17 +270,15 @@ def _bound(kernel: CompiledTaps, problem: Problem, x_shape: tuple[int, ...], wor
     code, fill, maps, columns = at.code, at.fill, at.maps, at.columns
     if kernel.factors is not None:
         fz, fy, fx = kernel.factors
-        deep = fz.shape[-1] > 1  # the input's planes as rows, for the plane pass
-        planes = _plane_step(source, p.dtype)
+        deep = fz.shape[-1] > 1
         kw, shift, width = fx.shape[-1], columns[2], p.out_spatial[-1]
         banded = width == source[2] and kw <= min(width, _SEPARABLE_LINE_TAPS) and width <= _LINE_SAMPLES // _SEPARABLE_LINE_ROWS and shift < kw
 
         def separable(x: Array, out: Array) -> None:
             x3, o3 = _read_only(x.reshape(x3_shape)), out.reshape(o3_shape)
-            as_rows = x3.reshape(*x3.shape[:2], source[0], -1) if deep else None
-            out_flat = o3.reshape(-1) if banded and o3.flags.c_contiguous else _no_samples(o3.dtype, writable=True)
-            # the input's samples for the passes of an image's planes (a volume's read its plane pass's)
-            x_flat = None if deep else x3.reshape(-1) if banded and x3.flags.c_contiguous else _no_samples(x3.dtype)
+            # the samples of the input and the result, for passes over several rows as one line
+            out_flat = o3.reshape(-1) if (banded or deep) and o3.flags.c_contiguous else _no_samples(o3.dtype, writable=True)
+            x_flat = x3.reshape(-1) if banded and x3.flags.c_contiguous else _no_samples(x3.dtype)
 
             def blocks(jobs: np.ndarray) -> None:
                 line = scratch("compiled.line", (2, maps[2].size), p.dtype, NUMPY)
@@ -287,8 +286,9 @@ def _bound(kernel: CompiledTaps, problem: Problem, x_shape: tuple[int, ...], wor
                 if not deep:
                     code.image_jobs(x3, fy, fx, o3, *maps, jobs, shift, fill, line, x_flat, out_flat, band)
                     return
-                plane = scratch("compiled.plane", (planes, source[1] * source[2]), p.dtype, NUMPY)
-                code.volume_jobs(x3, as_rows, fz, fy, fx, o3, *maps, jobs, shift, fill, plane, _read_only(plane), line, out_flat, band)
+                ring = scratch("compiled.ring", (fz.shape[-1] + 1, at.band_rows * width), p.dtype, NUMPY)
+                rows_out = _no_samples(p.dtype, writable=True) if out_flat.size else scratch("compiled.rows", (2 * o3[0, 0, 0, 0].size,), p.dtype, NUMPY)
+                code.volume_jobs(x3, fz, fy, fx, o3, *maps, jobs, shift, fill, ring, line, x_flat, out_flat, band, rows_out)
 
             run_parallel(at.calls, blocks, at.lanes)
 
@@ -326,7 +326,8 @@ class _Geometry:
     column ``c + j - shift``), the fill value, the blocks of work (a row ``(b, g, o, z0,
     z1, r0, r1)`` each) in `calls` shared by `lanes` threads, the shape of ``halo_taps``'s
     copy on each thread (None where the loops read the input) and the output rows of its
-    line's segments (1: each row on its own, see :data:`_LINE_SAMPLES`)."""
+    line's segments (1: each row on its own, see :data:`_LINE_SAMPLES`); a volume's outer
+    product's rows a block, at most (:data:`_RING_BYTES`; else 0)."""
 
     code: ModuleType
     deep_rows: bool
@@ -337,6 +338,7 @@ class _Geometry:
     lanes: int
     buffer: tuple[int, int] | None
     segment_rows: int
+    band_rows: int
 
 
 @functools.lru_cache(maxsize=64)
@@ -346,8 +348,9 @@ def _geometry(problem: Problem, edges: Edges | None, source: tuple[int, int, int
     p = problem
     pads = _pads(p, edges)
     maps = tuple(_index_map(n, pad, pads.pad_mode) for n, pad in zip(source, pads.pads))
-    out = ((1,) if len(p.out_spatial) == 2 else ()) + tuple(p.out_spatial)
-    kw, width = p.kernel[-1], out[-1]
+    height, width = p.out_spatial[-2:]
+    out = (p.out_spatial[0] if len(p.out_spatial) == 3 else 1, height, width)
+    kw = p.kernel[-1]
     shift = pads.pads[-1][0]
     c_lo = min(shift, width)
     c_hi = max(c_lo, min(width, source[2] + shift - kw + 1))
@@ -355,25 +358,19 @@ def _geometry(problem: Problem, edges: Edges | None, source: tuple[int, int, int
     fused = 1 if separable else _fused_rows(p.kernel, halo)
     deep_rows = 0 if separable else _deep_rows(p.kernel)
     code = _module(*_pieces(kw, separable or p.kernel[-2] == 1), fused, p.dtype.char, deep_rows)
-    deep = separable and len(p.kernel) == 3 and p.kernel[0] > 1  # each input plane's pass made once per output plane
     kh = p.kernel[-2]
-    jobs = np.array(_units(p, out, _plane_step(source, p.dtype) if deep else 0), np.int64).reshape(-1, 7)  # type: ignore[arg-type]
-    jobs.flags.writeable = False
     lanes = _lanes(p, separable, workers)
+    deep = separable and len(p.kernel) == 3 and p.kernel[0] > 1
+    band_rows = _band_rows(p, out, lanes) if deep else 0
+    jobs = np.array(_ring_units(p, out, band_rows, lanes) if deep else _units(p, out), np.int64).reshape(-1, 7)
+    jobs.flags.writeable = False
     calls = calls_for(len(jobs), _macs(p, separable), lanes)
     buffer = None
     if halo:  # the input rows of a block, of each of the kernel's planes
         buffer = ((int(np.max(jobs[:, 6] - jobs[:, 5])) + kh - 1) * (p.kernel[0] if len(p.kernel) == 3 else 1), maps[2].size)
     segment = _LINE_SAMPLES // maps[2].size
     return _Geometry(code, bool(deep_rows), maps, (c_lo, c_hi, shift), pads.fill, tuple(np.array_split(jobs, calls)), lanes,  # type: ignore[arg-type]
-                     buffer, segment if segment >= _LINE_ROWS else 1)
-
-
-def _plane_step(source: tuple[int, int, int], dtype: np.dtype[Any]) -> int:
-    """Output planes an outer product's plane pass makes at once, on input planes of
-    `source` (planes, rows, columns)."""
-    plane_bytes = source[1] * source[2] * dtype.itemsize
-    return 2 if plane_bytes <= _PAIRED_PLANE_BYTES else 1
+                     buffer, segment if segment >= _LINE_ROWS else 1, band_rows)
 
 
 def _halo(problem: Problem, pads: Edges) -> bool:
@@ -386,25 +383,48 @@ def _halo(problem: Problem, pads: Edges) -> bool:
 Unit = tuple[int, int, int, int, int, int, int]
 
 
-def _units(problem: Problem, out: tuple[int, int, int], whole_planes: int) -> list[Unit]:
+def _maps(problem: Problem) -> list[tuple[int, int, int]]:
+    """The output maps ``(b, g, o)`` of `problem`."""
+    p = problem
+    return [(b, g, o) for b in range(p.batch) for g in range(p.groups) for o in range(p.out_per_group)]
+
+
+def _units(problem: Problem, out: tuple[int, int, int]) -> list[Unit]:
     """Blocks of about :data:`_BLOCK_SAMPLES` outputs of `problem` (`out`: planes, rows,
     columns a map), ``(b, g, o, z0, z1, r0, r1)``: several planes of small ones, else
     bands of rows of one plane, or under a kernel of several planes of up to
-    :data:`_BAND_PLANES` planes (whole planes, a multiple of `whole_planes` a block,
-    where not 0)."""
+    :data:`_BAND_PLANES` planes."""
     depth, height, width = out
-    p = problem
-    maps = [(b, g, o) for b in range(p.batch) for g in range(p.groups) for o in range(p.out_per_group)]
-    step = max(1, whole_planes)
+    p, maps = problem, _maps(problem)
     if height * width < _BLOCK_SAMPLES:
-        planes_per = max(step, _BLOCK_SAMPLES // max(1, height * width) // step * step)
+        planes_per = max(1, _BLOCK_SAMPLES // max(1, height * width))
         return [(*m, z, min(depth, z + planes_per), 0, height) for m in maps for z in range(0, depth, planes_per)]
-    if whole_planes:
-        return [(*m, z, min(depth, z + step), 0, height) for m in maps for z in range(0, depth, step)]
     planes_per = min(depth, _BAND_PLANES) if len(p.kernel) == 3 and p.kernel[0] > 1 else 1
     rows_per = max(1, _BLOCK_SAMPLES // max(1, width * planes_per))
     return [(*m, z, min(depth, z + planes_per), r, min(height, r + rows_per))
             for m in maps for z in range(0, depth, planes_per) for r in range(0, height, rows_per)]
+
+
+def _band_rows(problem: Problem, out: tuple[int, int, int], lanes: int) -> int:
+    """Rows of a band of a volume's outer product (:func:`_ring_units`): as many as
+    :data:`_RING_BYTES` holds, in bands of even height, at least one a thread where there
+    are fewer maps than threads (8 rows a band at least)."""
+    kz, (_, height, width) = problem.kernel[0], out
+    most = max(1, _RING_BYTES // ((kz + 1) * width * problem.dtype.itemsize))
+    bands = max(-(-height // most), -(-lanes // len(_maps(problem))))
+    return max(min(height, 8), -(-height // bands))
+
+
+def _ring_units(problem: Problem, out: tuple[int, int, int], rows: int, lanes: int) -> list[Unit]:
+    """Blocks of a volume's outer product ``(b, g, o, z0, z1, r0, r1)``: bands of `rows`
+    rows, every plane of a map in one (each block makes its first output plane from as
+    many input planes as the kernel has), cut in two or more slabs of planes where there
+    are fewer blocks than `lanes` and the planes are many."""
+    depth, height, _ = out
+    bands = [(*m, r, min(height, r + rows)) for m in _maps(problem) for r in range(0, height, rows)]
+    slabs = max(1, min(-(-lanes // len(bands)), depth // (4 * problem.kernel[0])))
+    planes = -(-depth // slabs)
+    return [(b, g, o, z, min(depth, z + planes), r0, r1) for b, g, o, r0, r1 in bands for z in range(0, depth, planes)]
 
 
 @functools.cache
@@ -586,7 +606,7 @@ def window_scores(x, kh, kw, offset, numerator, scores, flat):
 '''
 
 
-_VERSION = 19  # bump when the generated code changes: numba keys its cache by file
+_VERSION = 20  # bump when the generated code changes: numba keys its cache by file
 
 
 def weights_held() -> int:
@@ -700,11 +720,11 @@ def _lines_function(g: int, piece: int, last: int) -> str:
 
 
 def _weights_function(g: int, pair: bool, flat: bool = False) -> str:
-    """``buffer{g}``: `d` (= or +=) the sum of `g` rows of `b` from `first`, weighted by `a`;
-    with `pair`, ``pair{g}``: the same, and `e` from the row after (the rows they share
-    read once); with `flat`, ``flat{g}``: the same from a line `x`, its rows `step`
+    """``buffer{g}``: `d` (= or +=) the sum of `g` rows of `b`, ``b[index[i]]``, weighted by
+    `a`; with `pair`, ``pair{g}``: the same, and `e` from the rows one index on (the rows
+    they share read once); with `flat`, ``flat{g}``: the same from a line `x`, its rows `step`
     samples apart from `start`, as long as `d`."""
-    rows = "x[start + {i} * step : start + {i} * step + d.shape[0]]" if flat else "b[first + {i}]"
+    rows = "x[start + {i} * step : start + {i} * step + d.shape[0]]" if flat else "b[index[{i}]]"
     named = "".join(f"    a{i} = a[{i}]\n" for i in range(g)) + "".join(f"    r{i} = {rows.format(i=i)}\n" for i in range(g + pair))
     loads = "".join(f"            v{i} = F(r{i}[c])\n" for i in range(g + pair))
     results = ("d", "e") if pair else ("d",)
@@ -712,7 +732,7 @@ def _weights_function(g: int, pair: bool, flat: bool = False) -> str:
     sums = {op: _split_loop("d.shape[0]", loads + stores.format(op=op)) for op in ("=", "+=")}
     return f"""
 @njit(nogil=True, cache=True, fastmath=CONTRACT)
-def {'flat' if flat else 'pair' if pair else 'buffer'}{g}(a, {'x, start, step' if flat else 'b, first'}, {', '.join(results)}, assign):
+def {'flat' if flat else 'pair' if pair else 'buffer'}{g}(a, {'x, start, step' if flat else 'b, index'}, {', '.join(results)}, assign):
 {named}    if assign:
 {sums['=']}    else:
 {sums['+=']}"""
@@ -750,8 +770,8 @@ def {name}({params}):
             {passes}{g}(a[i:], {rows}, i == 0)
             i += {g}
 """ for g in sorted(_BUFFER_PASSES, reverse=True)) for name, params, doc, passes, rows in (
-        ("weigh", "a, b, first, d", f"d = sum_i a[i] * b[first + i], up to {most} rows a pass.", "buffer", "b, first + i, d"),
-        ("weigh_pair", "a, b, first, d, e", "d as ``weigh``'s, e the same from the row after.", "pair", "b, first + i, d, e"),
+        ("weigh", "a, b, index, d", f"d = sum_i a[i] * b[index[i]], up to {most} rows a pass.", "buffer", "b, index[i:], d"),
+        ("weigh_pair", "a, b, index, d, e", "d as ``weigh``'s, e the same from index[1:].", "pair", "b, index[i:], d, e"),
         ("weigh_flat", "a, x, start, step, d", "d = sum_i a[i] * x[start + i * step :], as long as d.", "flat", "x, start + i * step, step, d")))
     return f'''"""Generated by arrayconv._methods._compiled: kernel rows in pieces of {piece} (last {last}) taps in {cast}."""
 import numpy as np
@@ -785,18 +805,26 @@ def put(d, v, assign):
             d[c] += v
 
 
+@njit(inline="always", nogil=True, cache=True)
+def all_in(index):
+    """Whether every index is one of a row (none is -1)."""
+    for i in range(index.shape[0]):
+        if index[i] < 0:
+            return False
+    return True
+
+
 @njit(nogil=True, cache=True, fastmath=CONTRACT)
 def weigh_mapped(a, b, index, first, d, fill):
     """d = sum_i a[i] * b[index[first + i]] (the fill where the index is -1)."""
-    k = a.shape[0]
-    if index[first] >= 0 and index[first + k - 1] == index[first] + k - 1:  # rows in order, all in b
-        weigh(a, b, index[first], d)
+    rows = index[first : first + a.shape[0]]
+    if all_in(rows):
+        weigh(a, b, rows, d)
         return
     put(d, 0, True)
-    for i in range(k):
-        s = index[first + i]
-        if s >= 0:
-            buffer1(a[i:], b, s, d, False)
+    for i in range(rows.shape[0]):
+        if rows[i] >= 0:
+            buffer1(a[i:], b, rows[i:], d, False)
         elif fill != 0:
             put(d, a[i] * F(fill), False)
 
@@ -804,9 +832,8 @@ def weigh_mapped(a, b, index, first, d, fill):
 @njit(nogil=True, cache=True, fastmath=CONTRACT)
 def weigh_mapped_pair(a, b, index, first, d, e, fill):
     """d as ``weigh_mapped``'s, e the same from index[first + 1] on."""
-    k = a.shape[0]
-    if index[first] >= 0 and index[first + k] == index[first] + k:  # rows in order, all in b
-        weigh_pair(a, b, index[first], d, e)
+    if all_in(index[first : first + a.shape[0] + 1]):
+        weigh_pair(a, b, index[first:], d, e)
     else:
         weigh_mapped(a, b, index, first, d, fill)
         weigh_mapped(a, b, index, first + 1, e, fill)
@@ -907,31 +934,52 @@ def image_jobs(x, fy, fx, out, planes, rows, cols, jobs, shift, fill, line, x_fl
             to = (((b * out.shape[1] + g) * out.shape[2] + o) * out.shape[3] + z) * out_size
             flat = x_flat[at : at + size] if x_flat.shape[0] else x_flat
             dst = out_flat[to : to + out_size] if out_flat.shape[0] else out_flat
-            plane_rows(x[b, g, planes[z]], flat, fy[g, o], fx[g, o], out[b, g, o, z], dst, rows, cols, r0, r1, shift, F(fill), line, band)
+            plane_rows(x[b, g, planes[z]], flat, fy[g, o], fx[g, o], out[b, g, o, z], dst, rows, cols, r0, r1, shift, F(fill), line, band, 0)
 
 
 @njit(nogil=True, cache=True, fastmath=CONTRACT)
-def volume_jobs(x, volume, fz, fy, fx, out, planes, rows, cols, jobs, shift, fill, plane, plane_read, line, out_flat, band):
-    """The same on volumes: for each output plane, the plane pass into a row of `plane`
-    (an input plane's samples in a row; two planes a pass where it has two rows;
-    `plane_read` the same, read-only, so that the passes that follow read one type;
-    `volume` the input's planes as rows), then ``plane_rows``."""
-    out_size = out.shape[4] * out.shape[5]
+def volume_jobs(x, fz, fy, fx, out, planes, rows, cols, jobs, shift, fill, ring, line, x_flat, out_flat, band, rows_out):
+    """The same on volumes, their planes' passes first: each input plane's column and row
+    passes for the block's rows (``plane_rows``) into the next slot of `ring` (one more
+    slot than the kernel has planes, so that the plane pass reads them from cache), then
+    the output planes' rows, two planes a pass, as the slots' weighted sums into the result
+    (`out_flat`, else `rows_out` and copied row by row)."""
+    size, out_size = x.shape[3] * x.shape[4], out.shape[4] * out.shape[5]
+    kz, width, slots = fz.shape[2], out.shape[5], ring.shape[0]
+    order = np.empty(slots, np.int64)
     for u in range(jobs.shape[0]):
         b, g, o, z0, z1, r0, r1 = jobs[u, 0], jobs[u, 1], jobs[u, 2], jobs[u, 3], jobs[u, 4], jobs[u, 5], jobs[u, 6]
-        wz, wy, wx, dst = fz[g, o], fy[g, o], fx[g, o], out[b, g, o]
-        fill_z = F(fill) * wz.sum()  # past the edges of the plane pass's result
-        step = plane.shape[0]
-        for z in range(z0, z1, step):
-            made = min(step, z1 - z)
-            if made == 2:
-                weigh_mapped_pair(wz, volume[b, g], planes, z, plane[0], plane[1], fill)
+        wz, wy, wx, m = fz[g, o], fy[g, o], fx[g, o], (r1 - r0) * width
+        fill_planes = F(fill) * wy.sum() * wx.sum()  # the passes' result on a plane past the edges
+        for at in range(z0, z1 + kz - 1):  # the input plane of padded position `at` into slot at % slots
+            slot, p = ring[at % slots, :m], planes[at]
+            if p < 0:
+                put(slot, fill_planes, True)
             else:
-                weigh_mapped(wz, volume[b, g], planes, z, plane[0], fill)
-            for t in range(made):
-                to = (((b * out.shape[1] + g) * out.shape[2] + o) * out.shape[3] + z + t) * out_size
-                flat = out_flat[to : to + out_size] if out_flat.shape[0] else out_flat
-                plane_rows(plane_read[t].reshape(x.shape[3], x.shape[4]), plane_read[t], wy, wx, dst[z + t], flat, rows, cols, r0, r1, shift, fill_z, line, band)
+                start = ((b * x.shape[1] + g) * x.shape[2] + p) * size
+                flat = x_flat[start : start + size] if x_flat.shape[0] else x_flat
+                plane_rows(x[b, g, p], flat, wy, wx, slot.reshape(r1 - r0, width), slot, rows, cols, r0, r1, shift, F(fill), line, band, r0)
+            z = at - kz + 1  # the last output plane whose input planes are all in the slots
+            made = 2 if (z - z0) % 2 else 1
+            if z < z0 or (made == 1 and z + 1 < z1):
+                continue
+            first = z - made + 1
+            for i in range(slots):
+                order[i] = (first + i) % slots
+            to = ((((b * out.shape[1] + g) * out.shape[2] + o) * out.shape[3] + first) * out.shape[4] + r0) * width
+            if out_flat.shape[0]:
+                dst = out_flat[to : to + out_size * made]
+            else:
+                dst = rows_out[: out_size * made]
+            if made == 2:
+                weigh_pair(wz, ring, order, dst[:m], dst[out_size : out_size + m])
+            else:
+                weigh(wz, ring, order, dst[:m])
+            for t in range(made if not out_flat.shape[0] else 0):
+                for r in range(r0, r1):
+                    row, src = out[b, g, o, first + t, r], dst[t * out_size + (r - r0) * width :]
+                    for c in range(width):
+                        row[c] = src[c]
 
 
 @njit(nogil=True, cache=True, fastmath=CONTRACT)
@@ -950,8 +998,9 @@ def segment_rows(flat, s, n, fy, fx, out_flat, r, k, cols, shift, fill, band):
 
 
 @njit(nogil=True, cache=True, fastmath=CONTRACT)
-def plane_rows(plane, flat, fy, fx, out, out_flat, rows, cols, r0, r1, shift, fill, line, band):
-    """out[r0:r1] of one plane's column and row passes (`fill` past its edges). Where `flat`
+def plane_rows(plane, flat, fy, fx, out, out_flat, rows, cols, r0, r1, shift, fill, line, band, o0):
+    """Output rows r0:r1 of one plane's column and row passes (`fill` past its edges), as the
+    rows from `o0` on of `out`. Where `flat`
     and `out_flat` hold the samples of `plane` and `out` (else they are empty; `out` as wide
     as `plane`), the output rows whose input rows lie in the plane in order run several at a
     time (``segment_rows``). Others two at a time: two rows' column passes
@@ -969,7 +1018,7 @@ def plane_rows(plane, flat, fy, fx, out, out_flat, rows, cols, r0, r1, shift, fi
         while k >= 2 and (s < 0 or rows[r + k + ky - 2] != s + k + ky - 2):  # input rows s, s + 1, ... in order
             k -= 1
         if k >= 2:
-            segment_rows(flat, s, n, fy, fx, out_flat, r, k, cols, shift, fill_cols, band)
+            segment_rows(flat, s, n, fy, fx, out_flat, r - o0, k, cols, shift, fill_cols, band)
             r += k
             continue
         made = min(2, r1 - r)
@@ -979,7 +1028,7 @@ def plane_rows(plane, flat, fy, fx, out, out_flat, rows, cols, r0, r1, shift, fi
             weigh_mapped(fy, plane, rows, r, first, fill)
         for t in range(made):
             extend(line[t], line[t, shift : shift + n], cols, shift, shift + n, fill_cols)
-            span1(line, at[t:], w, out[r + t], 0, out.shape[1], 0, True)
+            span1(line, at[t:], w, out[r - o0 + t], 0, out.shape[1], 0, True)
         r += made
 ''' + _halo_function(fused, deep) + (_deep_function(deep) if deep else "") + _jobs_function(deep)
 
