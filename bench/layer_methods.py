@@ -5,8 +5,8 @@ Usage: ``python -m bench.layer_methods [--channels 64x64,64x128,128x128,96x192,2
 [--out bench/results]``, or ``--rescore FILE`` to judge a report's timings by today's cost
 model (times nothing). Each layer is a random float32 input ``(batch, C, side, side)`` and
 random filters ``(O, C, k, k)`` at each dilation d, padding ``d * (k // 2)``: the layers where
-im2col runs Winograd's F(2x2, 3x3) (32 channels and more, on each phase of a dilated kernel)
-or F(2x2, 5x5) and direct its GEMM taps or compiled loops, which the random sweeps
+im2col runs Winograd's F(2x2, 3x3) or F(4x4, 3x3) (32 channels and more, on each phase of a
+dilated kernel) or F(2x2, 5x5) and direct its GEMM taps or compiled loops, which the random sweeps
 (``bench.sweep``) seldom draw.
 ``arrayconv.conv`` with each of 'direct', 'im2col' and 'fft', interleaved after a warm-up;
 the median of the rounds. Layers of more than 3e9 multiply-adds are left out. Ratio: the

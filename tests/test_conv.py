@@ -844,7 +844,8 @@ if _compiled.available():
     batch=st.integers(1, 5),  # from 4, small images share a chunk
     layer=st.sampled_from(_WINOGRAD_LAYERS),
     groups=st.sampled_from([1, 2]),
-    size=st.tuples(st.integers(4, 13), st.integers(4, 13)),  # past the operator matrix's tiny images
+    # past the operator matrix's tiny images; from 20 a side, 3x3 kernels by F(4x4, 3x3) with numba
+    size=st.tuples(st.integers(4, 13), st.integers(4, 13)) | st.tuples(st.integers(20, 27), st.integers(20, 27)),
     padding=st.tuples(st.integers(0, 4), st.integers(0, 4)),
     dtype=st.sampled_from(["float32", "float64"]),
     seed=st.integers(0, 2**16),
@@ -858,6 +859,7 @@ def test_layers_run_by_winograd_match_the_direct_sum(batch, layer, groups, size,
     x, w = random(rng, (batch, c * groups, size[0] + k - 1, size[1] + k - 1), dtype), random(rng, (o * groups, c, k, k), dtype)
     problem = ac.plan_conv(w, x.shape, groups=groups, method="im2col", padding=padding)._spec.problem
     assert isinstance(im2col.prepare(w, problem, ac._runtime.backend.NUMPY), _winograd.WinogradKernel)
+    assert _winograd._tile(problem) == (4 if k == 3 and min(problem.out_spatial) >= 20 and _compiled.available() else 2)
     expected = reference_conv(x, w, groups=groups, padding=padding)
     assert_matches(ac.conv(x, w, groups=groups, method="im2col", padding=padding), expected, dtype=dtype)
     with ac.config(memory_limit=1 << 20):  # chunks of a tile row or two

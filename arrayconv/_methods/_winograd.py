@@ -1,14 +1,14 @@
-"""Winograd's F(2x2, 3x3) and F(2x2, 5x5): im2col's form for 3x3 and 5x5 multichannel
-layers on the CPU.
+"""Winograd's F(2x2, 3x3), F(4x4, 3x3) and F(2x2, 5x5): im2col's form for 3x3 and 5x5
+multichannel layers on the CPU.
 
-Each 2x2 block of outputs (a tile) reads a 4x4 (6x6) block of input. Transformed by fixed
-matrices, the block's 16 (36) values each meet one transformed tap, so a layer becomes 16
-(36) GEMMs ``(Og, Cg) @ (Cg, tiles)`` with 16 (36) multiplies per tile where the direct sum
-has 36 (100) (Lavin and Gray, "Fast Algorithms for Convolutional Neural Networks", 2016).
-F(2x2, 3x3)'s transforms add and subtract only, so float32 results stay within a few float32
-roundings of the direct sum; F(2x2, 5x5)'s scale by at most 2.5 (float32 results within
-about 4e-6 of the largest). Chunks of tile rows keep the transformed input and products in
-cache and run on every thread that may run its own GEMMs.
+Each t x t block of outputs (a tile) reads a 4x4 (F(2x2, 3x3)) or 6x6 block of input.
+Transformed by fixed matrices, the block's 16 (36) values each meet one transformed tap, so
+a layer becomes 16 (36) GEMMs ``(Og, Cg) @ (Cg, tiles)`` with 16 (36) multiplies per tile
+where the direct sum has 36 (144, 100) (Lavin and Gray, "Fast Algorithms for Convolutional
+Neural Networks", 2016). F(2x2, 3x3)'s transforms add and subtract only, so float32 results
+stay within a few float32 roundings of the direct sum; the 6x6 blocks' scale by at most 8
+(float32 results within about 5e-6 of the largest). Chunks of tile rows keep the
+transformed input and products in cache and run on every thread that may run its own GEMMs.
 """
 
 from __future__ import annotations
@@ -46,6 +46,11 @@ _MAX_CHANNELS_5 = 63
 # Outputs a side of each phase of a dilated kernel, at least: smaller phases' GEMMs are too
 # narrow (14x14 phases ran 1.5-4x slower than im2col's columns; 28x28 0.7-1.2x, 56x56 0.7-0.9x).
 _MIN_PHASE_OUTPUTS = 28
+# Outputs a side of each phase from which 3x3 kernels run by F(4x4, 3x3), not F(2x2, 3x3): on
+# fewer, its tiles' cropped outputs and short rows cost more than its GEMMs save (3x3 layers of
+# 32-256 channels, batch 16: 20x20 to 56x56 0.74-0.97x F(2x2, 3x3)'s time, 10x10 and 14x14
+# 0.84-1.49x).
+_MIN_TILE4_OUTPUTS = 20
 # Transformed input and products of one chunk, per thread: in cache between the passes.
 _CHUNK_BYTES = 4 << 20
 # Tiles of one chunk's GEMMs where whole small images share a chunk, at most: GEMMs of a few
@@ -56,7 +61,7 @@ _GROUPED_TILES = 256
 _PASSES = fitted("winograd", "PASSES")
 _CALLS_PER_CHUNK = fitted("winograd", "CALLS_PER_CHUNK")
 # numba's transforms read each sample once and write its transform once (n * n values for
-# each 2x2 outputs' 4 samples): 1 + n * n / 4 passes a side; a chunk's calls are the grid's
+# each tile's t * t outputs): 1 + n * n / t^2 passes a side; a chunk's calls are the grid's
 # copy and margins, the two transforms and the GEMMs.
 _COMPILED_CALLS_PER_CHUNK = 5
 # The transforms' planes start this many bytes apart past whole 4 KiB pages (:func:`_planes`).
@@ -75,8 +80,12 @@ _KERNEL_5 = np.array([
     [1 / 15, 2 / 15, 4 / 15, 8 / 15, 16 / 15], [-16 / 15, 8 / 15, -4 / 15, 2 / 15, -1 / 15], [0, 0, 0, 0, 1],
 ])
 _OUTPUT_5 = np.array([[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -0.5, 1]])
+# F(4x4, 3x3) at the same points: the same B^T, G's first three columns (the last row's third),
+# A^T's rows the points' powers 0 to 3.
+_KERNEL_43 = np.vstack([_KERNEL_5[:5, :3], [0, 0, 1]])
+_OUTPUT_43 = np.array([[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -0.5, 0], [0, 1, 1, 4, 0.25, 0], [0, 1, -1, 8, -0.125, 1]])
 # The factors of those matrices other than 0 and 1, handed to numba's loops in the data's dtype.
-_COEFFICIENTS = np.array([0.5, 1.5, 2, 2.5])
+_COEFFICIENTS = np.array([0.5, 1.5, 2, 2.5, 4, 8, 0.25, 0.125])
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,9 +116,8 @@ def fits(problem: Problem, backend: Backend) -> bool:
 def prepare(w: Array, problem: Problem) -> WinogradKernel:
     """``w`` ``(G * Og, Cg, r, r)`` transformed in float64 by one GEMM, ``(G kron G) @
     taps``, then kept in the problem's dtype."""
-    p, r = problem, problem.kernel[0]
-    n = r + 1
-    transform = _KERNEL_TRANSFORM if r == 3 else _KERNEL_5
+    p, r, n = problem, problem.kernel[0], _side(problem)
+    transform = _KERNEL_5 if r == 5 else _KERNEL_43 if n == 6 else _KERNEL_TRANSFORM
     taps = np.asarray(w, dtype=np.float64).reshape(-1, r * r)
     u = np.kron(transform, transform) @ taps.T  # (n * n, kernels): G g G^T of each kernel g
     return WinogradKernel(np.ascontiguousarray(u, dtype=p.dtype).reshape(n * n, p.groups, p.out_per_group, p.in_per_group))
@@ -139,9 +147,10 @@ def _phases(problem: Problem) -> list[tuple[int, int]]:
 
 
 def _phase_tiles(problem: Problem, phase: tuple[int, int]) -> tuple[int, int]:
-    """Rows and columns of 2x2 output tiles of `phase` (the last ones cropped where its
-    output is odd)."""
-    return tuple(-(-len(range(first, n, d)) // 2) for first, n, d in zip(phase, problem.out_spatial, problem.dilation))  # type: ignore[return-value]
+    """Rows and columns of output tiles of `phase` (:func:`_tile`; the last ones cropped
+    where they reach past its output)."""
+    m = _tile(problem)
+    return tuple(-(-len(range(first, n, d)) // m) for first, n, d in zip(phase, problem.out_spatial, problem.dilation))  # type: ignore[return-value]
 
 
 def _tiles(problem: Problem) -> tuple[int, int]:
@@ -149,9 +158,18 @@ def _tiles(problem: Problem) -> tuple[int, int]:
     return _phase_tiles(problem, (0, 0))
 
 
+def _tile(problem: Problem) -> int:
+    """Outputs a side of a tile: 4 for 3x3 kernels with numba's transforms on phases of at
+    least :data:`_MIN_TILE4_OUTPUTS` outputs a side (F(4x4, 3x3): 36 multiplies for 16
+    outputs, where F(2x2, 3x3) has 64), else 2."""
+    p = problem
+    large = all(n // d >= _MIN_TILE4_OUTPUTS for n, d in zip(p.out_spatial, p.dilation))
+    return 4 if p.kernel == (3, 3) and large and _compiled.available() else 2
+
+
 def _side(problem: Problem) -> int:
-    """Inputs a side of a tile: 4 for 3x3 kernels, 6 for 5x5."""
-    return problem.kernel[0] + 1
+    """Inputs a side of a tile: 6 but for F(2x2, 3x3)'s 4."""
+    return _tile(problem) + problem.kernel[0] - 1
 
 
 def _chunking(problem: Problem, settings: Settings) -> tuple[int, int]:
@@ -181,18 +199,18 @@ def _run_chunk(x: Array, taps: Array, problem: Problem, backend: Backend, out: A
     """Tile rows ``t0:t1`` of batch items ``b0:b1`` in `phase`: their input rows,
     zero-padded; the input's transform ``B^T d B`` of each item; the GEMMs of all; the
     output's transform ``A^T m A`` of each item into `out`."""
-    p, (py, px), (dy, dx), n = problem, phase, problem.dilation, _side(problem)
+    p, (py, px), (dy, dx), n, t = problem, phase, problem.dilation, _side(problem), _tile(problem)
     items, rows, cols = b1 - b0, t1 - t0, _phase_tiles(p, phase)[1]
     lead = (p.groups, p.in_per_group)
-    grid = scratch("winograd.grid", (items, *lead, 2 * rows + n - 2, 2 * cols + n - 2), x.dtype, backend)
-    grid_rows, x_rows = _grid_span(py + 2 * t0 * dy - p.pad_lo[0], dy, grid.shape[3], p.spatial[0])
+    grid = scratch("winograd.grid", (items, *lead, t * rows + n - t, t * cols + n - t), x.dtype, backend)
+    grid_rows, x_rows = _grid_span(py + t * t0 * dy - p.pad_lo[0], dy, grid.shape[3], p.spatial[0])
     grid_cols, x_cols = _grid_span(px - p.pad_lo[1], dx, grid.shape[4], p.spatial[1])
     grid[..., grid_rows, grid_cols] = x[b0:b1, :, :, x_rows, x_cols]
     zero_margins(grid, (grid_rows, grid_cols))  # the zero padding, and the grid past the input
     v = _planes("winograd.v", n, (*lead, items, rows, cols), x.dtype, backend)
     m = _planes("winograd.m", n, (p.groups, p.out_per_group, items, rows, cols), x.dtype, backend)
-    targets = out[b0:b1, :, :, py + 2 * t0 * dy : min(py + 2 * t1 * dy, p.out_spatial[0]) : dy, px::dx]
-    forward, backward = _transforms(n, x.dtype, cols, grid.shape[4], backend)
+    targets = out[b0:b1, :, :, py + t * t0 * dy : min(py + t * t1 * dy, p.out_spatial[0]) : dy, px::dx]
+    forward, backward = _transforms(n, t, x.dtype, cols, grid.shape[4], backend)
     for i in range(items):
         forward(grid[i], v[:, :, :, :, i])
     columns = items * rows * cols
@@ -204,16 +222,17 @@ def _run_chunk(x: Array, taps: Array, problem: Problem, backend: Backend, out: A
 Transform = Callable[[Array, Array], None]
 
 
-def _transforms(n: int, dtype: np.dtype[Any], cols: int, width: int, backend: Backend) -> tuple[Transform, Transform]:
+def _transforms(n: int, tile: int, dtype: np.dtype[Any], cols: int, width: int, backend: Backend) -> tuple[Transform, Transform]:
     """The input's transform ``(grid, v)`` and the output's ``(m, target)`` of tiles of `n`
-    inputs a side, `cols` a row from grid rows `width` wide: numba's loops, or NumPy's
-    array calls (F(2x2, 3x3) only)."""
+    inputs and `tile` outputs a side, `cols` a row from grid rows `width` wide: numba's
+    loops, or NumPy's array calls (F(2x2, 3x3) only)."""
     loops = _compiled_transforms()
     if n == 6:
-        assert loops is not None  # :func:`fits` takes 5x5 kernels only with numba's loops
-        six, factors = loops, _COEFFICIENTS.astype(dtype)
-        line, sums = scratch("winograd.rows", (width,), dtype, backend), scratch("winograd.sums", (n, cols), dtype, backend)
-        return (lambda grid, v: six.input_transform_6(grid, v, factors, line)), (lambda m, target: six.output_transform_6(m, target, factors, sums))
+        assert loops is not None  # :func:`_tile` takes tiles of 6x6 inputs only with numba's loops
+        factors = _COEFFICIENTS.astype(dtype)
+        forward, backward = getattr(loops, f"forward_6_{tile}"), getattr(loops, f"backward_6_{tile}")
+        rows, sums = scratch("winograd.rows", (n, width), dtype, backend), scratch("winograd.sums", (tile, n, cols), dtype, backend)
+        return (lambda grid, v: forward(grid, v, factors, rows)), (lambda m, target: backward(m, target, factors, sums))
     if loops is not None:
         return loops.input_transform, loops.output_transform
     return (lambda grid, v: _input_transform(grid, v, backend)), (lambda m, target: _output_transform(m, target, backend))
@@ -290,12 +309,12 @@ def cost_seconds(problem: Problem, rates: Rates, settings: Settings, efficiency:
     planes = _side(p) ** 2
     flops = p.mac_flops * planes * p.groups * p.out_per_group * p.in_per_group * tiles
     gemm = flops / (rates.gemm_rate(p.dtype, "numpy", p.out_per_group) * efficiency)
-    size = p.dtype.itemsize * p.groups * 4 * tiles
+    size = p.dtype.itemsize * p.groups * _tile(p) ** 2 * tiles
     items, chunk_rows = _chunking(p, settings)
     chunks = -(-p.batch // items) * phases * -(-rows // chunk_rows)
     lanes = max(1, min(gemm_lanes(settings.workers), chunks))
     compiled = _compiled.available()
-    per_side, calls = (1 + planes / 4, _COMPILED_CALLS_PER_CHUNK) if compiled else (_PASSES, _CALLS_PER_CHUNK)
+    per_side, calls = (1 + planes / _tile(p) ** 2, _COMPILED_CALLS_PER_CHUNK) if compiled else (_PASSES, _CALLS_PER_CHUNK)
     passes = per_side * (p.in_per_group + p.out_per_group) * size / (lanes * rates.stream_bytes)
     return gemm + passes + chunks * calls * rates.call_seconds
 
@@ -311,14 +330,14 @@ def temp_bytes(problem: Problem, settings: Settings) -> int:
     """The chunks' buffers held at once, one set per thread."""
     p = problem
     (items, rows), cols = _chunking(p, settings), _tiles(p)[1]
-    n = _side(p)
-    grid_and_across = p.in_per_group * (3 * rows + n - 2) * (2 * cols + n - 2)  # (2 rows + n - 2) + rows rows
+    n, t = _side(p), _tile(p)
+    grid_and_across = p.in_per_group * ((t + 1) * rows + n - t) * (t * cols + n - t)  # (t rows + n - t) + rows rows
     transformed = (n * n * (p.in_per_group + p.out_per_group) + n * p.out_per_group) * rows * cols  # v, m, half
     per_lane = items * p.groups * (grid_and_across + transformed) * p.dtype.itemsize
     return gemm_lanes(settings.workers) * per_lane
 
 
-_VERSION = 3  # bump when the source below changes: numba keys its cache by file
+_VERSION = 4  # bump when the source below changes: numba keys its cache by file
 
 _TRANSFORMS_SOURCE = '''"""Generated by arrayconv._methods._winograd: F(2x2, 3x3)'s and F(2x2, 5x5)'s transforms, tile by tile."""
 from numba import njit
@@ -410,38 +429,47 @@ def _weighted_sum(terms: list[tuple[float, str]]) -> str:
     return source
 
 
-def _six_by_six_source() -> str:
-    """numba's loops of F(2x2, 5x5)'s transforms: ``v = B^T d B`` of each 6x6 block of the
-    grid at every second sample, and ``out = A^T m A`` of each tile where it lies in out;
-    each in two passes through a row of scratch `t`: along the rows (contiguous, in vector
-    registers), then along the columns (few rows at a time: one pass read or wrote all 36
-    planes and ran 2.5x slower)."""
-    n, bt, at = 6, _INPUT_5, _OUTPUT_5
-    lines = ["", "@njit(nogil=True, cache=True)", "def input_transform_6(grid, v, k, t):",
+def _six_by_six_source(m: int, at: np.ndarray) -> str:
+    """numba's loops of F(mxm, r x r)'s transforms on 6x6 blocks (F(2x2, 5x5), F(4x4, 3x3)):
+    ``v = B^T d B`` of each 6x6 block of the grid at every m-th sample, and ``out = A^T m A``
+    (`at`: A^T) of each tile where it lies in out; each in two passes through scratch `t`,
+    each value read once a pass: along the block's rows (all of B^T's rows or A^T's from
+    one read of each sample), then along its columns (one pass over all 36 planes ran 2.5x
+    slower)."""
+    n, bt = 6, _INPUT_5
+    lines = ["", "@njit(nogil=True, cache=True)", f"def forward_6_{m}(grid, v, k, t):",
              "    G, Cg, R, C = v.shape[2], v.shape[3], v.shape[4], v.shape[5]",
              "    for g in range(G):", "        for c in range(Cg):", "            for r in range(R):"]
-    lines += [f"                d{i} = grid[g, c, 2 * r + {i}]" for i in range(n)]
-    for a in range(n):  # B^T's row a over the block's rows, then B^T's rows over its columns
-        lines += ["                for j in range(2 * C + 4):",
-                  "                    t[j] = " + _weighted_sum([(bt[a, i], f"d{i}[j]") for i in range(n) if bt[a, i]])]
+    lines += [f"                d{i} = grid[g, c, {m} * r + {i}]" for i in range(n)]
+    lines += [f"                t{a} = t[{a}]" for a in range(n)]
+    lines += [f"                for j in range({m} * C + {n - m}):"]
+    lines += [f"                    e{i} = d{i}[j]" for i in range(n)]
+    lines += [f"                    t{a}[j] = " + _weighted_sum([(bt[a, i], f"e{i}") for i in range(n) if bt[a, i]]) for a in range(n)]
+    for a in range(n):  # B^T's rows over the block's columns, from the rows' sums t[a]
         lines += [f"                v{b} = v[{a}, {b}, g, c, r]" for b in range(n)]
-        lines += ["                for q in range(C):", "                    j = 2 * q"]
-        lines += [f"                    x{i} = t[j + {i}]" for i in range(n)]
+        lines += ["                for q in range(C):", f"                    j = {m} * q"]
+        lines += [f"                    x{i} = t{a}[j + {i}]" for i in range(n)]
         lines += [f"                    v{b}[q] = " + _weighted_sum([(bt[b, i], f"x{i}") for i in range(n) if bt[b, i]]) for b in range(n)]
-    lines += ["", "@njit(nogil=True, cache=True)", "def output_transform_6(m, out, k, t):",
+    lines += ["", "@njit(nogil=True, cache=True)", f"def backward_6_{m}(m, out, k, t):",
               "    G, O, R, C = m.shape[2], m.shape[3], m.shape[4], m.shape[5]",
               "    rows, width = out.shape[2], out.shape[3]",
+              f"    whole = min(C, width // {m})  # tiles whose outputs all lie in out",
               "    for g in range(G):", "        for o in range(O):", "            for r in range(R):"]
-    for i in range(2):  # A^T's row i over the tile's rows, then A^T's rows over its columns
-        lines += [f"                if 2 * r + {i} < rows:"]
-        for b in range(n):
-            lines += ["                    for q in range(C):",
-                      f"                        t[{b}, q] = " + _weighted_sum([(at[i, a], f"m[{a}, {b}, g, o, r, q]") for a in range(n) if at[i, a]])]
-        lines += [f"                    y = out[g, o, 2 * r + {i}]", "                    for q in range(C):"]
-        lines += [f"                        h{b} = t[{b}, q]" for b in range(n)]
-        lines += ["                        j = 2 * q", "                        y[j] = " + _weighted_sum([(at[0, b], f"h{b}") for b in range(n) if at[0, b]])]
-        lines += ["                        if j + 1 < width:", "                            y[j + 1] = " + _weighted_sum([(at[1, b], f"h{b}") for b in range(n) if at[1, b]])]
+    for b in range(n):  # A^T's rows over the tile's rows: t[i, b] from one read of each plane
+        lines += [f"                m{a} = m[{a}, {b}, g, o, r]" for a in range(n)]
+        lines += ["                for q in range(C):"]
+        lines += [f"                    x{a} = m{a}[q]" for a in range(n)]
+        lines += [f"                    t[{i}, {b}, q] = " + _weighted_sum([(at[i, a], f"x{a}") for a in range(n) if at[i, a]]) for i in range(m)]
+    lines += [f"                for i in range(min({m}, rows - {m} * r)):  # A^T's rows over the tile's columns",
+              f"                    y, s = out[g, o, {m} * r + i], t[i]"]
+    sums = [_weighted_sum([(at[e, b], f"h{b}") for b in range(n) if at[e, b]]) for e in range(m)]
+    lines += ["                    for q in range(C):"]
+    lines += [f"                        h{b} = s[{b}, q]" for b in range(n)]
+    lines += [f"                        j = {m} * q", "                        if q < whole:"]
+    lines += [f"                            y[j + {e}] = {sums[e]}" for e in range(m)]
+    lines += ["                        else:"]
+    lines += [f"                            if j + {e} < width:\n                                y[j + {e}] = {sums[e]}" for e in range(m)]
     return "\n".join(lines) + "\n"
 
 
-_TRANSFORMS_SOURCE += _six_by_six_source()
+_TRANSFORMS_SOURCE += _six_by_six_source(2, _OUTPUT_5) + _six_by_six_source(4, _OUTPUT_43)
