@@ -544,18 +544,18 @@ def _operator_seconds(problem: Problem, rates: Rates, backend: Backend) -> float
 
 def _gemm_efficiency(filters: int, depth: int, columns: int, backend: Backend) -> float:
     """Share of the GEMM rate reached with `filters` output channels, columns `depth` deep
-    and `columns` wide per chunk.
+    and (on a GPU) `columns` wide per chunk.
 
     The first term (:data:`_FULL_RATE_GEMM`) was fitted to a sweep (on a GPU, at least
     :data:`_GPU_GEMM_FLOOR`). On the CPU the second (:data:`_MEASURED_GEMM_EFFICIENCY`) keeps
-    shallow, narrow GEMMs from being charged far below what they reach.
+    shallow GEMMs from being charged far below what they reach, and narrow chunks run at
+    the rate of wide ones (``python -m bench.gemm_widths``).
     """
     shape = min(1.0, filters / GEMM_ROWS) * min(1.0, depth / _FULL_RATE_GEMM["depth"])
-    wide = min(1.0, columns / _FULL_RATE_GEMM["columns"])
     if backend.name == "cupy":
-        return max(_GPU_GEMM_FLOOR, shape * wide)
+        return max(_GPU_GEMM_FLOOR, shape * min(1.0, columns / _FULL_RATE_GEMM["columns"]))
     scale, by_filters, by_depth = _MEASURED_GEMM_EFFICIENCY
-    return max(shape, min(1.0, scale * filters**by_filters * depth**by_depth)) * wide
+    return max(shape, min(1.0, scale * filters**by_filters * depth**by_depth))
 
 
 def _last_axis_cost(problem: Problem, rates: Rates) -> Cost:
