@@ -914,3 +914,18 @@ def test_winograds_compiled_transforms_give_numpys_bits(dtype, out_shape, rng):
     _winograd._output_transform(m, expected, ac._runtime.backend.NUMPY)
     np.testing.assert_array_equal(out, expected)
     assert not np.isnan(out).any()
+
+
+def test_a_plain_winograd_calls_estimate_holds_its_kernel_transform():
+    """A plan pays Winograd's kernel transform once, a plain call each time it does not keep
+    its plan: the one-call estimate is the later calls' plus the transform's time."""
+    from arrayconv._methods import _winograd, im2col
+    from arrayconv._runtime.rates import rates_for
+
+    if not _compiled.available():
+        pytest.skip("numba is not installed")
+    w = np.ones((256, 256, 3, 3), np.float32)
+    problem = ac.plan_conv(w, (1, 256, 28, 28), padding=1, method="im2col")._spec.problem
+    cost = im2col.METHOD.cost(problem, ac._runtime.backend.NUMPY, rates_for(ac._runtime.backend.NUMPY), ac._runtime.config.settings("numpy"))
+    assert cost.prepare_seconds == _winograd.prepare_seconds(problem, rates_for(ac._runtime.backend.NUMPY)) > 0
+    assert cost.seconds > cost.prepare_seconds

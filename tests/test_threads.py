@@ -349,3 +349,15 @@ def test_one_chunk_whose_gemm_is_split_gives_the_same_bits_on_any_workers(dtype,
         np.testing.assert_array_equal(ac.conv(x, w, padding=padding, method="im2col"), one)
     assert shared and all(call == (2, 2) for call in shared), shared
     assert_matches(one, reference_conv(x, w, padding=padding), dtype=dtype)
+
+
+def test_the_gemm_share_of_too_few_items_is_the_lanes_they_keep_busy():
+    """Items on every lane, or one item whose big calls are split over the lanes: the whole
+    GEMM rate; fewer small items than lanes: the share of the lanes they run on."""
+    from arrayconv._runtime import threads as _threads
+
+    big = _threads._SPLIT_MACS
+    assert _threads.gemm_share(4, 1, 2) == _threads.gemm_share(2, 1, 2) == _threads.gemm_share(1, big, 2) == 1.0
+    assert _threads.gemm_share(1, big - 1, 2) == 0.5
+    assert _threads.gemm_share(3, 1, 4) == 0.75
+    assert _threads.gemm_share(1, 1, 1) == 1.0

@@ -407,7 +407,7 @@ def _units(problem: Problem, out: tuple[int, int, int]) -> list[Unit]:
 
 def _band_rows(problem: Problem, out: tuple[int, int, int], lanes: int) -> int:
     """Rows of a band of a volume's outer product (:func:`_ring_units`): as many as
-    :data:`_RING_BYTES` holds, in bands of even height, at least one a thread where there
+    :data:`_RING_BYTES` holds, in bands of equal height, at least one a thread where there
     are fewer maps than threads (8 rows a band at least)."""
     kz, (_, height, width) = problem.kernel[0], out
     most = max(1, _RING_BYTES // ((kz + 1) * width * problem.dtype.itemsize))

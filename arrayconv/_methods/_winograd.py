@@ -28,7 +28,7 @@ from .._runtime.config import Settings
 from .._runtime.fitted import fitted
 from .._runtime.rates import Rates
 from .._runtime.scratch import scratch
-from .._runtime.threads import Gemm, even_chunk_length, gemm_lanes, run_gemm_jobs
+from .._runtime.threads import Gemm, even_chunk_length, gemm_lanes, gemm_share, run_gemm_jobs
 from .._spec.problem import Problem
 from . import _compiled
 from ._taps import pads_periodically, zero_margins
@@ -299,24 +299,36 @@ def sum_three(edge: Array, one: Array, two: Array, sign: int, out: Array) -> Non
 
 def cost_seconds(problem: Problem, rates: Rates, settings: Settings, efficiency: float) -> float:
     """The n * n GEMMs at the GEMM rate times `efficiency` (their share of it, for their
-    channels and tiles per chunk), and the transforms' passes over the input and output
-    shared by the threads, with a call per chunk for each of the transforms' few dozen
-    array operations (:data:`_PASSES`, :data:`_CALLS_PER_CHUNK`; numba's loops: a few)."""
+    channels and tiles per chunk) and the share of the threads their chunks keep busy
+    (:func:`.._runtime.threads.gemm_share`), and the transforms' passes over the input and
+    output shared by the threads, with a call per chunk for each of the transforms' few
+    dozen array operations (:data:`_PASSES`, :data:`_CALLS_PER_CHUNK`; numba's loops: a
+    few). Without the kernel's transform (:func:`prepare_seconds`)."""
     p = problem
     rows, cols = _tiles(p)
     phases = len(_phases(p))
     tiles = p.batch * phases * rows * cols
     planes = _side(p) ** 2
     flops = p.mac_flops * planes * p.groups * p.out_per_group * p.in_per_group * tiles
-    gemm = flops / (rates.gemm_rate(p.dtype, "numpy", p.out_per_group) * efficiency)
     size = p.dtype.itemsize * p.groups * _tile(p) ** 2 * tiles
     items, chunk_rows = _chunking(p, settings)
     chunks = -(-p.batch // items) * phases * -(-rows // chunk_rows)
     lanes = max(1, min(gemm_lanes(settings.workers), chunks))
+    share = gemm_share(chunks, p.out_per_group * p.in_per_group * columns_per_chunk(p, settings), gemm_lanes(settings.workers))
+    gemm = flops / (rates.gemm_rate(p.dtype, "numpy", p.out_per_group) * efficiency * share)
     compiled = _compiled.available()
     per_side, calls = (1 + planes / _tile(p) ** 2, _COMPILED_CALLS_PER_CHUNK) if compiled else (_PASSES, _CALLS_PER_CHUNK)
     passes = per_side * (p.in_per_group + p.out_per_group) * size / (lanes * rates.stream_bytes)
     return gemm + passes + chunks * calls * rates.call_seconds
+
+
+def prepare_seconds(problem: Problem, rates: Rates) -> float:
+    """Time of :func:`prepare`: the taps read and copied to float64, their transforms
+    written in float64 by one GEMM, then copied to the problem's dtype."""
+    p = problem
+    kernels, taps, planes = p.groups * p.out_per_group * p.in_per_group, p.kernel[0] ** 2, _side(p) ** 2
+    moved = kernels * (taps * (p.dtype.itemsize + 8) + planes * (16 + p.dtype.itemsize))
+    return moved / rates.stream_bytes + 2 * planes * taps * kernels / rates.gemm_rate(np.dtype(np.float64), "numpy")
 
 
 def columns_per_chunk(problem: Problem, settings: Settings) -> int:

@@ -444,7 +444,8 @@ def cost(problem: Problem, backend: Backend, rates: Rates, settings: Settings) -
         return Cost(building + product + rates.call_seconds, _operator_bytes(p), building)
     if _winograd.fits(p, backend):
         efficiency = _gemm_efficiency(p.out_per_group, p.in_per_group, _winograd.columns_per_chunk(p, settings), NUMPY)
-        return Cost(_winograd.cost_seconds(p, rates, settings, efficiency) + rates.call_seconds, _winograd.temp_bytes(p, settings))
+        prepare = _winograd.prepare_seconds(p, rates)
+        return Cost(_winograd.cost_seconds(p, rates, settings, efficiency) + prepare + rates.call_seconds, _winograd.temp_bytes(p, settings), prepare)
     if _gathers_last_axis(p, backend):
         return _last_axis_cost(p, rates)
     if backend.name == "numpy":

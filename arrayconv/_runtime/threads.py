@@ -197,6 +197,15 @@ def run_gemm_jobs(items: Iterable[Item], job: Callable[[Item, Gemm], None], lane
                 job(item, gemm)
 
 
+def gemm_share(items: int, macs_per_call: int, lanes: int) -> float:
+    """Share of the GEMM rate :func:`run_gemm_jobs` reaches on `items` items whose GEMM calls
+    make `macs_per_call` multiply-adds each, on `lanes`: each item's on one lane, one item's
+    calls split over them all where big enough (:data:`_SPLIT_MACS`)."""
+    if items >= lanes or (items == 1 and macs_per_call >= _SPLIT_MACS):
+        return 1.0
+    return items / lanes
+
+
 def _matmul(a: Any, b: Any, out: Any) -> None:
     np.matmul(a, b, out=out)
 
