@@ -1,7 +1,7 @@
 """Small kernels at the memory floor: arrayconv against OpenCV and scipy.ndimage.
 
 Usage: ``python -m bench.filters [--sides 1024,4096,8192] [--int-sides 1024,4096]
-[--kernels 3,5,7,11,15] [--sigmas 0.5,1,2,3,8] [--borders-side 2048] [--volumes 128,256]
+[--kernels 3,5,7,11,15] [--sigmas 0.5,1,2,3,8] [--borders-side 2048] [--volumes 128,256,24x1024x1024]
 [--volume-flat-sigmas 1] [--repeats 5] [--out bench/results]``; ``--fit`` instead fits the
 compiled form's cost constants (:mod:`arrayconv._methods._compiled`) to its timings.
 
@@ -294,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kernels", default="3,5,7,11,15", help="sides of the random square kernels")
     parser.add_argument("--sigmas", default="0.5,1,2,3,8", help="the Gaussians' sigmas")
     parser.add_argument("--borders-side", type=int, default=2048, help="the float32 image side every boundary rule runs on")
-    parser.add_argument("--volumes", default="128,256", help="sides of the 3-D float32 volumes")
+    parser.add_argument("--volumes", default="128,256", help="sides of the 3-D float32 volumes (cubes), or their shapes (24x1024x1024)")
     parser.add_argument("--volume-kernels", default="3,5")
     parser.add_argument("--volume-sigmas", default="1,2")
     parser.add_argument("--volume-flat-sigmas", default="1", help="Gaussians over two axes of the volumes, one tap along each axis in turn")
@@ -314,7 +314,8 @@ def main(argv: list[str] | None = None) -> int:
     plan += [((args.borders_side,) * 2, "float32", kernel, size, border, None) for border in BORDERS if border != "constant" for kernel, size in kernels]
     volume_kernels = [("random", k, None) for k in numbers(args.volume_kernels, int)] + [("gaussian", s, None) for s in numbers(args.volume_sigmas)]
     volume_kernels += [("gaussian", s, axis) for s in numbers(args.volume_flat_sigmas) for axis in range(3)]
-    plan += [((side,) * 3, "float32", kernel, size, border, flat) for side in numbers(args.volumes, int) for kernel, size, flat in volume_kernels for border in ("constant", "reflect101")]
+    volumes = [tuple(int(n) for n in v.split("x")) if "x" in v else (int(v),) * 3 for v in args.volumes.split(",") if v]
+    plan += [(shape, "float32", kernel, size, border, flat) for shape in volumes for kernel, size, flat in volume_kernels for border in ("constant", "reflect101")]
     rows = []
     started = time.perf_counter()
     for shape, dtype, kernel, size, border, flat in plan:
