@@ -201,22 +201,67 @@ def _run_chunk(x: Array, taps: Array, problem: Problem, backend: Backend, out: A
     output's transform ``A^T m A`` of each item into `out`."""
     p, (py, px), (dy, dx), n, t = problem, phase, problem.dilation, _side(problem), _tile(problem)
     items, rows, cols = b1 - b0, t1 - t0, _phase_tiles(p, phase)[1]
-    lead = (p.groups, p.in_per_group)
-    grid = scratch("winograd.grid", (items, *lead, t * rows + n - t, t * cols + n - t), x.dtype, backend)
-    grid_rows, x_rows = _grid_span(py + t * t0 * dy - p.pad_lo[0], dy, grid.shape[3], p.spatial[0])
-    grid_cols, x_cols = _grid_span(px - p.pad_lo[1], dx, grid.shape[4], p.spatial[1])
-    grid[..., grid_rows, grid_cols] = x[b0:b1, :, :, x_rows, x_cols]
-    zero_margins(grid, (grid_rows, grid_cols))  # the zero padding, and the grid past the input
-    v = _planes("winograd.v", n, (*lead, items, rows, cols), x.dtype, backend)
-    m = _planes("winograd.m", n, (p.groups, p.out_per_group, items, rows, cols), x.dtype, backend)
+    lead, lines = (p.groups, p.in_per_group), _as_lines(p)
+    wide = _row_columns(p, cols)
+    first_row, first_col = py + t * t0 * dy - p.pad_lo[0], px - p.pad_lo[1]  # the input's sample at the grid's first
+    loops = _compiled_transforms()
+    if lines:  # by phase: grid[..., f, e, r, q] is the grid's sample (t * r + f, t * q + e)
+        assert loops is not None  # _as_lines: numba's loops only
+        grid = scratch("winograd.grid", (items, *lead, t, t, rows + (n - 1) // t, wide), x.dtype, backend)
+        getattr(loops, f"fill_phases_{t}")(x[b0:b1], grid, first_row, first_col, dy, dx)
+    else:
+        grid = scratch("winograd.grid", (items, *lead, t * rows + n - t, t * cols + n - t), x.dtype, backend)
+        _fill(grid, x[b0:b1], (first_row, first_col), (dy, dx))
+    v, v_samples, v_plane = _planes("winograd.v", n, (*lead, items, rows, wide), x.dtype, backend)
+    m, m_samples, m_plane = _planes("winograd.m", n, (p.groups, p.out_per_group, items, rows, wide), x.dtype, backend)
     targets = out[b0:b1, :, :, py + t * t0 * dy : min(py + t * t1 * dy, p.out_spatial[0]) : dy, px::dx]
-    forward, backward = _transforms(n, t, x.dtype, cols, grid.shape[4], backend)
+    columns = items * rows * wide
+    if lines:  # each item's tiles of each channel as one line of the planes
+        factors, sums = _COEFFICIENTS.astype(x.dtype), scratch("winograd.sums", (n, t, rows * wide + (n - 1) // t), x.dtype, backend)
+        to_v, from_m = getattr(loops, f"forward_lines_6_{t}"), getattr(loops, f"backward_lines_6_{t}")
+
+        def forward(i: int) -> None:
+            to_v(grid[i], v_samples, v_plane, i * rows * wide, columns, factors, sums)
+
+        def backward(i: int) -> None:
+            from_m(m_samples, m_plane, i * rows * wide, columns, rows, wide, targets[i], factors, sums)
+    else:
+        to_tiles, from_tiles = _transforms(n, t, x.dtype, cols, grid.shape[4], backend)
+
+        def forward(i: int) -> None:
+            to_tiles(grid[i], v[:, :, :, :, i])
+
+        def backward(i: int) -> None:
+            from_tiles(m[:, :, :, :, i], targets[i])
     for i in range(items):
-        forward(grid[i], v[:, :, :, :, i])
-    columns = items * rows * cols
+        forward(i)
     gemm(taps, v.reshape(n * n, *lead, columns), m.reshape(n * n, p.groups, p.out_per_group, columns))
     for i in range(items):
-        backward(m[:, :, :, :, i], targets[i])
+        backward(i)
+
+
+def _as_lines(problem: Problem) -> bool:
+    """Whether F(2x2, 5x5)'s transforms run on each channel's tiles as one line (numba's
+    :func:`_lines_source`): its layers have few channels, whose transforms outweigh their
+    GEMMs (32 -> 32 on 56x56, batch 16: 0.8x the time). F(4x4, 3x3) keeps a loop a row of
+    tiles: as lines, its GEMMs' extra column a row made 128 -> 256 channels 8-10% slower."""
+    return _side(problem) == 6 and _tile(problem) == 2
+
+
+def _row_columns(problem: Problem, cols: int) -> int:
+    """Columns of the GEMMs for each row of `cols` tiles: those tiles, and where the
+    transforms run as lines (:func:`_as_lines`), the (n - 1) // t that each line makes past
+    a row's tiles (from the next row's samples, and unused)."""
+    return cols + (_side(problem) - 1) // _tile(problem) if _as_lines(problem) else cols
+
+
+def _fill(grid: Array, x: Array, first: tuple[int, int], step: tuple[int, int]) -> None:
+    """``grid[..., r, q]``: the input sample ``x[..., first[0] + step[0] * r, first[1] +
+    step[1] * q]``, zero past the input's edges."""
+    rows, x_rows = _grid_span(first[0], step[0], grid.shape[-2], x.shape[-2])
+    cols, x_cols = _grid_span(first[1], step[1], grid.shape[-1], x.shape[-1])
+    grid[..., rows, cols] = x[..., x_rows, x_cols]
+    zero_margins(grid, (rows, cols))  # the zero padding, and the grid past the input
 
 
 Transform = Callable[[Array, Array], None]
@@ -238,15 +283,16 @@ def _transforms(n: int, tile: int, dtype: np.dtype[Any], cols: int, width: int, 
     return (lambda grid, v: _input_transform(grid, v, backend)), (lambda m, target: _output_transform(m, target, backend))
 
 
-def _planes(name: str, n: int, shape: tuple[int, ...], dtype: np.dtype[Any], backend: Backend) -> Array:
+def _planes(name: str, n: int, shape: tuple[int, ...], dtype: np.dtype[Any], backend: Backend) -> tuple[Array, Array, int]:
     """A ``(n, n, *shape)`` scratch array whose n * n planes (contiguous each) start
     :data:`_PLANE_SKEW` bytes past a multiple of 4 KiB from one another: a transform reads
     or writes all of them at once, and planes a multiple of 4 KiB apart share the L1
-    cache's sets (32 channels of 8 rows of 112 tiles: the input's transform 16x slower)."""
+    cache's sets (32 channels of 8 rows of 112 tiles: the input's transform 16x slower).
+    With it, the samples of the scratch and how many lie from one plane's start to the next."""
     size = math.prod(shape) * dtype.itemsize
     stride = -(-size // _PAGE) * _PAGE + _PLANE_SKEW
     flat = scratch(name, (n * n * stride // dtype.itemsize,), dtype, backend)
-    return flat.reshape(n * n, -1)[:, : size // dtype.itemsize].reshape(n, n, *shape)
+    return flat.reshape(n * n, -1)[:, : size // dtype.itemsize].reshape(n, n, *shape), flat, stride // dtype.itemsize
 
 
 def _input_transform(grid: Array, v: Array, backend: Backend) -> None:
@@ -307,14 +353,14 @@ def cost_seconds(problem: Problem, rates: Rates, settings: Settings, efficiency:
     p = problem
     rows, cols = _tiles(p)
     phases = len(_phases(p))
-    tiles = p.batch * phases * rows * cols
+    tiles, wide = p.batch * phases * rows * cols, _row_columns(p, cols)
     planes = _side(p) ** 2
-    flops = p.mac_flops * planes * p.groups * p.out_per_group * p.in_per_group * tiles
+    flops = p.mac_flops * planes * p.groups * p.out_per_group * p.in_per_group * tiles * wide / cols
     size = p.dtype.itemsize * p.groups * _tile(p) ** 2 * tiles
     items, chunk_rows = _chunking(p, settings)
     chunks = -(-p.batch // items) * phases * -(-rows // chunk_rows)
     lanes = max(1, min(gemm_lanes(settings.workers), chunks))
-    share = gemm_share(chunks, p.out_per_group * p.in_per_group * items * chunk_rows * cols, gemm_lanes(settings.workers))
+    share = gemm_share(chunks, p.out_per_group * p.in_per_group * items * chunk_rows * wide, gemm_lanes(settings.workers))
     gemm = flops / (rates.gemm_rate(p.dtype, "numpy", p.out_per_group) * efficiency * share)
     compiled = _compiled.available()
     per_side, calls = (1 + planes / _tile(p) ** 2, _COMPILED_CALLS_PER_CHUNK) if compiled else (_PASSES, _CALLS_PER_CHUNK)
@@ -335,21 +381,21 @@ def columns_per_chunk(problem: Problem, settings: Settings) -> int:
     """Columns of each of one chunk's GEMMs: the chunk's tiles (NumPy's matmul of the
     stack calls BLAS once for each matrix, each at the rate of its own width)."""
     items, rows = _chunking(problem, settings)
-    return items * rows * _tiles(problem)[1]
+    return items * rows * _row_columns(problem, _tiles(problem)[1])
 
 
 def temp_bytes(problem: Problem, settings: Settings) -> int:
     """The chunks' buffers held at once, one set per thread."""
     p = problem
-    (items, rows), cols = _chunking(p, settings), _tiles(p)[1]
+    (items, rows), cols = _chunking(p, settings), _row_columns(p, _tiles(p)[1])
     n, t = _side(p), _tile(p)
-    grid_and_across = p.in_per_group * ((t + 1) * rows + n - t) * (t * cols + n - t)  # (t rows + n - t) + rows rows
+    grid_and_across = p.in_per_group * ((t + 1) * rows + n) * (t * cols + n)  # (t rows + n - t) + rows rows, at most
     transformed = (n * n * (p.in_per_group + p.out_per_group) + n * p.out_per_group) * rows * cols  # v, m, half
     per_lane = items * p.groups * (grid_and_across + transformed) * p.dtype.itemsize
     return gemm_lanes(settings.workers) * per_lane
 
 
-_VERSION = 6  # bump when the source below changes: numba keys its cache by file
+_VERSION = 8  # bump when the source below changes: numba keys its cache by file
 
 _TRANSFORMS_SOURCE = '''"""Generated by arrayconv._methods._winograd: F(2x2, 3x3)'s, F(4x4, 3x3)'s and F(2x2, 5x5)'s transforms, tile by tile."""
 from numba import njit
@@ -442,7 +488,7 @@ def _weighted_sum(terms: list[tuple[float, str]]) -> str:
 
 
 def _six_by_six_source(tile: int, at: np.ndarray) -> str:
-    """numba's loops of F(tile x tile, r x r)'s transforms on 6x6 blocks (F(2x2, 5x5), F(4x4, 3x3)):
+    """numba's loops of F(tile x tile, r x r)'s transforms on 6x6 blocks (F(4x4, 3x3)'s):
     ``v = B^T d B`` of each 6x6 block of the grid at every `tile`-th sample, and ``out = A^T m A``
     (`at`: A^T) of each tile where it lies in out; each in two passes through scratch `t`,
     each value read once a pass: along the block's rows (all of B^T's rows or A^T's from
@@ -474,13 +520,83 @@ def _six_by_six_source(tile: int, at: np.ndarray) -> str:
         lines += [f"                    t[{i}, {b}, q] = " + _weighted_sum([(at[i, a], f"x{a}") for a in range(n) if at[i, a]]) for i in range(tile)]
     lines += [f"                for i in range(min({tile}, rows - {tile} * r)):  # A^T's rows over the tile's columns",
               f"                    y, s = out[g, o, {tile} * r + i], t[i]"]
-    sums = [_weighted_sum([(at[e, b], f"h{b}") for b in range(n) if at[e, b]]) for e in range(tile)]
-    loads = [f"                        h{b} = s[{b}, q]" for b in range(n)] + [f"                        j = {tile} * q"]
-    lines += ["                    for q in range(whole):  # no branch in the loop: it vectorizes", *loads]
-    lines += [f"                        y[j + {e}] = {sums[e]}" for e in range(tile)]
-    lines += ["                    for q in range(whole, C):  # the last tile, cropped", *loads]
-    lines += [f"                        if j + {e} < width:\n                            y[j + {e}] = {sums[e]}" for e in range(tile)]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _tile_columns(tile, at, "s[{b}, q]")) + "\n"
 
 
-_TRANSFORMS_SOURCE += _six_by_six_source(2, _OUTPUT_5) + _six_by_six_source(4, _OUTPUT_43)
+def _tile_columns(tile: int, at: np.ndarray, load: str) -> list[str]:
+    """Lines of the output transform's last pass over a row ``y`` of `tile` outputs' rows:
+    A^T's rows over each tile's columns, from sums read by `load` (formatted with ``b``),
+    the whole tiles in a loop without a branch (it vectorizes), then the cropped last."""
+    sums = [_weighted_sum([(at[e, b], f"h{b}") for b in range(6) if at[e, b]]) for e in range(tile)]
+    loads = [f"                        h{b} = {load.format(b=b)}" for b in range(6)] + [f"                        j = {tile} * q"]
+    return ["                    for q in range(whole):", *loads, *(f"                        y[j + {e}] = {sums[e]}" for e in range(tile)),
+            "                    for q in range(whole, C):", *loads,
+            *(f"                        if j + {e} < width:\n                            y[j + {e}] = {sums[e]}" for e in range(tile))]
+
+
+def _lines_source(tile: int, at: np.ndarray) -> str:
+    """As :func:`_six_by_six_source`'s loops (F(2x2, 5x5)'s, :func:`_as_lines`), each pass
+    over a channel's tiles as one long loop over unit-stride lines, which the compiler
+    vectorizes whole (a loop a row of tiles, reading at a stride of `tile`, ran at a third
+    of the speed on rows of 28 tiles: the vector loop needs 32 or more). The grid comes by
+    phase (``grid[g, c, f, e]``: its rows ``tile * r + f``, columns ``tile * q + e``;
+    ``fill_phases``), the planes as lines of samples (`v`, `m`: a plane every `plane`,
+    each channel's `columns`, this item's from `at`), and each row of tiles with
+    ``(6 - 1) // tile`` columns past its tiles (made from the next row's samples, unused)."""
+    n, bt, extra = 6, _INPUT_5, (6 - 1) // tile
+    phases = range(tile)
+    lines = ["", "@njit(nogil=True, cache=True)", f"def fill_phases_{tile}(x, grid, first_row, first_col, dy, dx):",
+             f'    """grid[i, g, c, f, e, r, q] = x[i, g, c, first_row + dy * ({tile} * r + f), first_col + dx * ({tile} * q + e)],',
+             '    zero past the edges of x: each row of the grid read once, into its phases."""',
+             "    R, Q, H, W = grid.shape[5], grid.shape[6], x.shape[3], x.shape[4]",
+             f"    lo = min(Q, max(0, -(first_col // ({tile} * dx))))  # the columns q whose samples all lie in x",
+             f"    hi = max(lo, min(Q, (W - first_col - dx * {tile - 1} + {tile} * dx - 1) // ({tile} * dx)))",
+             "    for i in range(grid.shape[0]):", "        for g in range(grid.shape[1]):", "            for c in range(grid.shape[2]):",
+             f"                for k in range({tile} * R):",
+             f"                    f, r, row = k % {tile}, k // {tile}, first_row + dy * k"]
+    lines += [f"                    d{e} = grid[i, g, c, f, {e}, r]" for e in phases]
+    lines += ["                    if row < 0 or row >= H:", "                        for q in range(Q):"]
+    lines += [f"                            d{e}[q] = 0" for e in phases]
+    lines += ["                        continue", "                    src = x[i, g, c, row]",
+              "                    if dx == 1:  # unit-stride reads: the compiler's vector loads", "                        for q in range(lo, hi):"]
+    lines += [f"                            d{e}[q] = src[first_col + {tile} * q + {e}]" for e in phases]
+    lines += ["                    else:", "                        for q in range(lo, hi):"]
+    lines += [f"                            d{e}[q] = src[first_col + dx * ({tile} * q + {e})]" for e in phases]
+    for edge in ("range(lo)", "range(hi, Q)"):  # the columns past the edges
+        lines += [f"                    for q in {edge}:"]
+        lines += [f"                        s = first_col + dx * ({tile} * q + {e})\n                        d{e}[q] = src[s] if 0 <= s < W else 0" for e in phases]
+    lines += ["", "@njit(nogil=True, cache=True)", f"def forward_lines_6_{tile}(grid, v, plane, at, columns, k, t):",
+             f"    G, Cg, R, Q = grid.shape[0], grid.shape[1], grid.shape[4] - {extra}, grid.shape[5]",
+             f"    size, blocks = R * Q, grid.reshape(G, Cg, {tile * tile}, (R + {extra}) * Q)",
+             "    for a in range(t.shape[0]):  # the rows' sums past the last row: read, unused",
+             "        for e in range(t.shape[1]):", "            for j in range(size, t.shape[2]):", "                t[a, e, j] = 0",
+             "    for g in range(G):", "        for c in range(Cg):", "            row = (g * Cg + c) * columns + at"]
+    for e in range(tile):  # B^T's rows over the blocks' rows, one column phase at a time
+        lines += [f"            d{i} = blocks[g, c, {i % tile * tile + e}]" for i in range(n)]
+        lines += [f"            t{a}_{e} = t[{a}, {e}]" for a in range(n)]
+        lines += ["            for j in range(size):"]
+        lines += [f"                e{i} = d{i}[j{f' + {i // tile} * Q' if i // tile else ''}]" for i in range(n)]
+        lines += [f"                t{a}_{e}[j] = " + _weighted_sum([(bt[a, i], f"e{i}") for i in range(n) if bt[a, i]]) for a in range(n)]
+    for a in range(n):  # B^T's rows over the blocks' columns, from the rows' sums t[a]
+        lines += [f"            v{b} = v[{a * n + b} * plane + row : {a * n + b} * plane + row + size]" for b in range(n)]
+        lines += ["            for j in range(size):"]
+        lines += [f"                x{i} = t{a}_{i % tile}[j{f' + {i // tile}' if i // tile else ''}]" for i in range(n)]
+        lines += [f"                v{b}[j] = " + _weighted_sum([(bt[b, i], f"x{i}") for i in range(n) if bt[b, i]]) for b in range(n)]
+    lines += ["", "@njit(nogil=True, cache=True)", f"def backward_lines_6_{tile}(m, plane, at, columns, R, Q, out, k, t):",
+              "    G, O, rows, width = out.shape[0], out.shape[1], out.shape[2], out.shape[3]",
+              f"    size, C = R * Q, Q - {extra}",
+              f"    whole = min(C, width // {tile})  # tiles whose outputs all lie in out",
+              "    for g in range(G):", "        for o in range(O):", "            row = (g * O + o) * columns + at"]
+    for b in range(n):  # A^T's rows over the tiles' rows: t[b, i] from one read of each plane
+        lines += [f"            m{a} = m[{a * n + b} * plane + row : {a * n + b} * plane + row + size]" for a in range(n)]
+        lines += [f"            s{i} = t[{b}, {i}]" for i in range(tile)]
+        lines += ["            for j in range(size):"]
+        lines += [f"                x{a} = m{a}[j]" for a in range(n)]
+        lines += [f"                s{i}[j] = " + _weighted_sum([(at[i, a], f"x{a}") for a in range(n) if at[i, a]]) for i in range(tile)]
+    lines += ["            for r in range(R):",
+              f"                for i in range(min({tile}, rows - {tile} * r)):  # A^T's rows over the tiles' columns",
+              f"                    y, base = out[g, o, {tile} * r + i], r * Q"]
+    return "\n".join(lines + _tile_columns(tile, at, "t[{b}, i, base + q]")) + "\n"
+
+
+_TRANSFORMS_SOURCE += _six_by_six_source(4, _OUTPUT_43) + _lines_source(2, _OUTPUT_5)
