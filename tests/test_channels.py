@@ -55,7 +55,7 @@ def _forced(held: int | None = None):
 )
 def test_matches_the_reference(batch, groups, cin, out, size, kernel, padding, dtype, held, seed):
     """Odd and even kernels, images narrower than a vector and wider than a band, zero
-    padding, groups, maps in whole passes and left over, the loops of 16 and 32 registers."""
+    padding, groups, maps in passes of as many and one fewer, the loops of 16 and 32 registers."""
     size = tuple(max(n, k - 2 * p) for n, k, p in zip(size, kernel, padding))  # at least one output
     rng = np.random.default_rng(seed)
     x = random(rng, (batch, groups * cin, *size), dtype)
