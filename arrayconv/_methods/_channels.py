@@ -1,13 +1,14 @@
-"""Direct's compiled form for layers: images of many input channels a group, each output
-map's taps over all of them in loops compiled for the CPU (numba, the ``numba`` extra).
+"""Direct's compiled form for layers: images and volumes of many input channels a group,
+each output map's taps over all of them in loops compiled for the CPU (numba, the ``numba``
+extra).
 
-The input is copied once, padded, each channel's planes (of every batch item, one above
-the next) laid out as one line: the padded rows end to end. A band of output rows is then
-one line too, of the band's rows at the padded width: a kernel row of input channel ``c``
-and row ``i`` reads that line shifted to the planes of ``c`` and ``i`` rows down, so every
-tap of every channel is one pass over a long line (no short rows, whatever the image's
-width and height), and the columns past each output row's end and the rows that straddle
-two items are made and dropped. Each pass takes several output maps at once (as many as
+The input is copied once, padded, each channel's planes (of every batch item and every
+depth, one above the next) laid out as one line: the padded rows end to end. A band of
+output rows is then one line too, of the band's rows at the padded width: a kernel row of
+input channel ``c``, plane ``d`` and row ``i`` reads that line shifted to the planes of
+``c``, ``d`` planes and ``i`` rows down, so every tap of every channel is one pass over a
+long line (no short rows, whatever the image's width and height), and the columns past
+each output row's end and the rows that straddle two planes or items are made and dropped. Each pass takes several output maps at once (as many as
 keep their weights in the CPU's vector registers), so that each input sample loaded serves
 them all; the maps' lines stay in cache, the band's input in the next level. Bands and
 blocks of maps are the units of work: they do not depend on the number of threads, so the
@@ -43,14 +44,14 @@ _MIN_WIDTH = 24
 
 def takes(problem: Problem, backend: Backend) -> bool:
     """Whether this form runs `problem`: NumPy, numba installed, several input channels a
-    group, 2-D images of output rows at least :data:`_MIN_WIDTH` wide, unit stride and
+    group, 2-D images or 3-D volumes of output rows at least :data:`_MIN_WIDTH` wide, unit stride and
     dilation, zero padding, float32 or float64, kernel rows of at most
     :data:`MAX_ROW_TAPS` taps."""
     p = problem
     return (
         backend.name == "numpy"
         and p.in_per_group > 1
-        and len(p.spatial) == 2
+        and len(p.spatial) in (2, 3)
         and p.out_spatial[-1] >= _MIN_WIDTH
         and p.unit_stride
         and all(d == 1 for d in p.dilation)
@@ -63,17 +64,17 @@ def takes(problem: Problem, backend: Backend) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class ChannelTaps:
-    """The kernel as ``(G, Cg * kh, Og, kw)``: for each kernel row of each input channel,
-    every output map's taps side by side."""
+    """The kernel as ``(G, Cg * kd * kh, Og, kw)``: for each kernel row of each input
+    channel (and plane), every output map's taps side by side."""
 
     taps: np.ndarray
 
 
 def prepare(w: Array, problem: Problem) -> ChannelTaps:
-    """`w` ``(G*Og, Cg, kh, kw)`` in :class:`ChannelTaps`' layout."""
+    """`w` ``(G*Og, Cg, *kernel)`` in :class:`ChannelTaps`' layout."""
     p = problem
-    kh, kw = p.kernel
-    taps = np.asarray(w, p.dtype).reshape(p.groups, p.out_per_group, p.in_per_group * kh, kw).transpose(0, 2, 1, 3)
+    rows = p.in_per_group * math.prod(p.kernel[:-1])
+    taps = np.asarray(w, p.dtype).reshape(p.groups, p.out_per_group, rows, p.kernel[-1]).transpose(0, 2, 1, 3)
     return ChannelTaps(np.ascontiguousarray(taps))
 
 
@@ -83,28 +84,36 @@ def padded_bytes(problem: Problem) -> int:
     return p.batch * p.groups * p.in_per_group * math.prod(p.padded) * p.dtype.itemsize
 
 
+def _volumes(problem: Problem) -> tuple[tuple[int, int, int], tuple[int, int, int], tuple[int, int, int], tuple[int, int, int]]:
+    """`problem`'s input, padded input, kernel and output as volumes: an image is one plane deep."""
+    p = problem
+    return tuple((1,) * (3 - len(p.spatial)) + tuple(shape) for shape in (p.spatial, p.padded, p.kernel, p.out_spatial))  # type: ignore[return-value]
+
+
 def _tall_rows(problem: Problem) -> int:
     """Output rows of the items' padded planes one above the next (a valid correlation):
-    each item's rows, and between items the rows that straddle two."""
-    return problem.batch * problem.padded[0] - problem.kernel[0] + 1
+    each plane's rows, and between planes and items the rows that straddle two."""
+    _, (pd, ph, _), (kd, kh, _), _ = _volumes(problem)
+    return problem.batch * pd * ph - (kd - 1) * ph - kh + 1
 
 
 def run(x: Array, kernel: ChannelTaps, problem: Problem, out: Array) -> None:
     """Fill `out` ``(B, G*Og, *out_spatial)`` with `problem`'s correlation of `x`
     ``(B, G*Cg, *spatial)``, the units of work on the workers."""
     p = problem
-    (height, width), (ph, pw), (lo_h, lo_w) = p.spatial, p.padded, p.pad_lo
-    padded = scratch("channels.padded", (p.groups, p.in_per_group * p.batch * ph * pw), p.dtype, NUMPY)
+    spatial, (pd, ph, pw), (kd, kh, _), out_spatial = _volumes(p)
+    lo = (0,) * (3 - len(p.pad_lo)) + tuple(p.pad_lo)
+    padded = scratch("channels.padded", (p.groups, p.in_per_group * p.batch * pd * ph * pw), p.dtype, NUMPY)
     at = _geometry(p, _config.workers())
     channels = p.groups * p.in_per_group
-    x4, planes = x.reshape(p.batch, channels, height, width), padded.reshape(channels, p.batch, ph, pw)
+    x5, planes = x.reshape(p.batch, channels, *spatial), padded.reshape(channels, p.batch, pd, ph, pw)
     bounds = np.linspace(0, channels, min(channels, at.lanes) + 1).astype(int)
-    run_parallel(zip(bounds[:-1], bounds[1:]), lambda span: at.code.pad_planes(x4, planes, lo_h, lo_w, *span), at.lanes)
-    o5 = out.reshape(p.batch, p.groups, p.out_per_group, *p.out_spatial)
+    run_parallel(zip(bounds[:-1], bounds[1:]), lambda span: at.code.pad_planes(x5, planes, *lo, *span), at.lanes)
+    o6 = out.reshape(p.batch, p.groups, p.out_per_group, *out_spatial)
 
     def units(jobs: np.ndarray) -> None:
         line = scratch("channels.line", (at.maps, at.band_rows * pw), p.dtype, NUMPY)
-        at.code.channel_jobs(padded, kernel.taps, o5, jobs, p.batch * ph * pw, pw, ph, p.kernel[0], line)
+        at.code.channel_jobs(padded, kernel.taps, o6, jobs, p.batch * pd * ph * pw, pw, ph, pd, kd, kh, line)
 
     run_parallel(at.calls, units, at.lanes)
 
@@ -143,7 +152,7 @@ def _maps(problem: Problem) -> int:
 
 def _band_rows(problem: Problem) -> int:
     """Output rows of a band: its line at the padded width of at most :data:`_BAND_SAMPLES`."""
-    return max(1, min(_tall_rows(problem), _BAND_SAMPLES // problem.padded[1]))
+    return max(1, min(_tall_rows(problem), _BAND_SAMPLES // problem.padded[-1]))
 
 
 def _passes(problem: Problem) -> list[tuple[int, int]]:
@@ -168,7 +177,7 @@ def _macs(problem: Problem) -> int:
     """Multiply-adds made: every tap of every sample of the lines, with the columns past
     each row's end and the rows that straddle two items (dropped)."""
     p = problem
-    return p.groups * p.out_per_group * p.in_per_group * _tall_rows(p) * p.padded[1] * math.prod(p.kernel)
+    return p.groups * p.out_per_group * p.in_per_group * _tall_rows(p) * p.padded[-1] * math.prod(p.kernel)
 
 
 def _lanes(problem: Problem, workers: int) -> int:
@@ -198,7 +207,7 @@ def _module(row_taps: int, maps: int, dtype: str) -> ModuleType:
     return _compiled.load(f"arrayconv_channels_{dtype}{row_taps}x{maps}_{_VERSION}", _source(row_taps, maps, dtype))
 
 
-_VERSION = 7  # bump when the generated code changes: numba keys its cache by file
+_VERSION = 8  # bump when the generated code changes: numba keys its cache by file
 
 
 def _pass_function(maps: int, kw: int) -> str:
@@ -235,12 +244,12 @@ CONTRACT = set(["contract"])  # a * b + c as one fused multiply-add
 {passes}
 
 @njit(nogil=True, cache=True, fastmath=CONTRACT)
-def channel_jobs(x, w, out, jobs, length, pw, ph, kh, line):
+def channel_jobs(x, w, out, jobs, length, pw, ph, pd, kd, kh, line):
     """The units ``(g, r0, r1, o0, o1)`` of `jobs`: rows r0:r1 of the items' planes one
     above the next, of maps o0:o1 of group g, from `x` ``(G, Cg * length)`` (each
-    channel's padded planes, rows of `pw`, `ph` rows an item), `w` ``(G, Cg * kh, Og,
-    kw)``, into `out` ``(B, G, Og, H, W)``: each item's own rows."""
-    rows, og, height, width = w.shape[1], out.shape[2], out.shape[3], out.shape[4]
+    channel's padded planes, rows of `pw`, `ph` rows a plane, `pd` planes an item), `w`
+    ``(G, Cg * kd * kh, Og, kw)``, into `out` ``(B, G, Og, D, H, W)``: each plane's own rows."""
+    rows, og, depth, height, width = w.shape[1], out.shape[2], out.shape[3], out.shape[4], out.shape[5]
     flat = out.reshape(-1)  # each result row's samples by their offset: no view made a row
     for u in range(jobs.shape[0]):
         g, r0, r1, o0, o1 = jobs[u, 0], jobs[u, 1], jobs[u, 2], jobs[u, 3], jobs[u, 4]
@@ -248,7 +257,7 @@ def channel_jobs(x, w, out, jobs, length, pw, ph, kh, line):
         n = (r1 - r0) * pw - (pw - width)  # the last row's columns past the result: not made
         k = o1 - o0  # {maps} maps, or {maps - 1} (:func:`_passes`)
         for i in range(rows):
-            start = (i // kh) * length + (r0 + i % kh) * pw
+            start = (i // (kd * kh)) * length + (r0 + (i // kh) % kd * ph + i % kh) * pw
             if k == {maps}:
                 maps{maps}(src, start, taps[i, o0:o1], line, n, i == 0)
             else:
@@ -256,30 +265,31 @@ def channel_jobs(x, w, out, jobs, length, pw, ph, kh, line):
         for t in range(k):
             made = line[t]
             for r in range(r0, r1):
-                b, row, at = r // ph, r % ph, (r - r0) * pw
-                if row < height:  # else a row that straddles two items
-                    to = (((b * out.shape[1] + g) * og + o0 + t) * height + row) * width
+                b, z, row, at = r // (pd * ph), r // ph % pd, r % ph, (r - r0) * pw
+                if z < depth and row < height:  # else a row that straddles two planes or items
+                    to = ((((b * out.shape[1] + g) * og + o0 + t) * depth + z) * height + row) * width
                     for c in range(width):
                         flat[to + c] = made[at + c]
 
 
 @njit(nogil=True, cache=True)
-def pad_planes(x, planes, lo_h, lo_w, first, last):
-    """Planes first:last of `planes` ``(G * Cg, B, ph, pw)``: those of `x` ``(B, G * Cg,
-    H, W)`` with zeros lo_h rows above and lo_w columns left of each, zeros to its ends."""
-    height, width, ph, pw = x.shape[2], x.shape[3], planes.shape[2], planes.shape[3]
+def pad_planes(x, planes, lo_d, lo_h, lo_w, first, last):
+    """Channels first:last of `planes` ``(G * Cg, B, pd, ph, pw)``: those of `x` ``(B, G * Cg,
+    D, H, W)`` with zeros lo_d planes, lo_h rows and lo_w columns before each, zeros to its ends."""
+    depth, height, width, ph, pw = x.shape[2], x.shape[3], x.shape[4], planes.shape[3], planes.shape[4]
     for c in range(first, last):
         for b in range(x.shape[0]):
-            for r in range(ph):
-                row = r - lo_h
-                if row < 0 or row >= height:
-                    for q in range(pw):
-                        planes[c, b, r, q] = 0
-                    continue
-                for q in range(lo_w):
-                    planes[c, b, r, q] = 0
-                for q in range(width):
-                    planes[c, b, r, lo_w + q] = x[b, c, row, q]
-                for q in range(lo_w + width, pw):
-                    planes[c, b, r, q] = 0
+            for z in range(planes.shape[2]):
+                for r in range(ph):
+                    plane, row = z - lo_d, r - lo_h
+                    if plane < 0 or plane >= depth or row < 0 or row >= height:
+                        for q in range(pw):
+                            planes[c, b, z, r, q] = 0
+                        continue
+                    for q in range(lo_w):
+                        planes[c, b, z, r, q] = 0
+                    for q in range(width):
+                        planes[c, b, z, r, lo_w + q] = x[b, c, plane, row, q]
+                    for q in range(lo_w + width, pw):
+                        planes[c, b, z, r, q] = 0
 '''
