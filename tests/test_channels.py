@@ -40,48 +40,29 @@ def _forced(held: int | None = None):
     _channels._units.cache_clear()
 
 
-@settings(max_examples=examples(40))
+# Images and volumes drawn, each axis as (most samples, most taps, most padding).
+_AXES = {2: ((23, 6, 4), (40, _channels.MAX_ROW_TAPS, 4)), 3: ((6, 3, 2), (12, 4, 2), (30, 5, 2))}
+
+
+@settings(max_examples=examples(60))
 @given(
+    axes=st.sampled_from(sorted(_AXES.values())),
+    data=st.data(),
     batch=st.integers(1, 3),
     groups=st.integers(1, 3),
     cin=st.integers(2, 5),
     out=st.integers(1, 7),
-    size=st.tuples(st.integers(1, 23), st.integers(1, 40)),
-    kernel=st.tuples(st.integers(1, 6), st.integers(1, _channels.MAX_ROW_TAPS)),
-    padding=st.tuples(st.integers(0, 4), st.integers(0, 4)),
     dtype=st.sampled_from(["float32", "float64"]),
     held=st.sampled_from(_compiled._HELD_WEIGHTS),
     seed=st.integers(0, 2**16),
 )
-def test_matches_the_reference(batch, groups, cin, out, size, kernel, padding, dtype, held, seed):
-    """Odd and even kernels, images narrower than a vector and wider than a band, zero
-    padding, groups, maps in passes of as many and one fewer, the loops of 16 and 32 registers."""
-    size = tuple(max(n, k - 2 * p) for n, k, p in zip(size, kernel, padding))  # at least one output
-    rng = np.random.default_rng(seed)
-    x = random(rng, (batch, groups * cin, *size), dtype)
-    w = random(rng, (groups * out, cin, *kernel), dtype)
-    with _forced(held):
-        plan = ac.plan_conv(w, x.shape, dtype, padding=padding, groups=groups, method="direct")
-        assert isinstance(plan._kernel, _channels.ChannelTaps)
-        assert_matches(plan(x), reference_conv(x, w, padding=padding, groups=groups), dtype=dtype)
-
-
-@settings(max_examples=examples(20))
-@given(
-    batch=st.integers(1, 3),
-    groups=st.integers(1, 2),
-    cin=st.integers(2, 4),
-    out=st.integers(1, 7),
-    size=st.tuples(st.integers(1, 6), st.integers(1, 12), st.integers(1, 30)),
-    kernel=st.tuples(st.integers(1, 3), st.integers(1, 4), st.integers(1, 5)),
-    padding=st.tuples(st.integers(0, 2), st.integers(0, 2), st.integers(0, 2)),
-    dtype=st.sampled_from(["float32", "float64"]),
-    held=st.sampled_from(_compiled._HELD_WEIGHTS),
-    seed=st.integers(0, 2**16),
-)
-def test_volumes_match_the_reference(batch, groups, cin, out, size, kernel, padding, dtype, held, seed):
-    """3-D layers: each channel's padded volumes as one line, the rows that straddle two
-    planes or items made and dropped; odd and even kernels, padding, groups."""
+def test_matches_the_reference(axes, data, batch, groups, cin, out, dtype, held, seed):
+    """Images and volumes: odd and even kernels, images narrower than a vector and wider
+    than a band, rows that straddle two planes or items, zero padding, groups, maps in
+    passes of as many and one fewer, the loops of 16 and 32 registers."""
+    size = data.draw(st.tuples(*(st.integers(1, n) for n, _, _ in axes)))
+    kernel = data.draw(st.tuples(*(st.integers(1, k) for _, k, _ in axes)))
+    padding = data.draw(st.tuples(*(st.integers(0, p) for _, _, p in axes)))
     size = tuple(max(n, k - 2 * p) for n, k, p in zip(size, kernel, padding))  # at least one output
     rng = np.random.default_rng(seed)
     x = random(rng, (batch, groups * cin, *size), dtype)
