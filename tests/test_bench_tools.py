@@ -297,14 +297,16 @@ def test_forms_bench_times_each_form_that_takes_a_row_filter_and_names_autos(tmp
 
 
 def test_layer_methods_bench_times_every_method_and_rescores_autos_pick(tmp_path, capsys):
-    assert layer_methods.main(["--channels", "2x3", "--sides", "5,6", "--batches", "1", "--dilations", "1,2", "--kernels", "3,5", "--repeats", "1", "--out", str(tmp_path)]) == 0
+    options = ["--channels", "2x3", "--sides", "5,6", "--depths", "1,4", "--batches", "1", "--dilations", "1,2", "--kernels", "3,5", "--repeats", "1"]
+    assert layer_methods.main([*options, "--out", str(tmp_path)]) == 0
     path = next(tmp_path.glob("layer-methods-*.json"))
     rows = json.loads(path.read_text())["rows"]
-    assert len(rows) == 8 and all(set(r["median_s"]) == set(layer_methods.METHODS) and r["auto"] in r["median_s"] and r["ratio"] >= 1 for r in rows)
-    assert "| 2 -> 3 | 5 | 6 | 1 | 2 |" in path.with_suffix(".md").read_text()
+    assert len(rows) == 16 and all(set(r["median_s"]) == set(layer_methods.METHODS) and r["auto"] in r["median_s"] and r["ratio"] >= 1 for r in rows)
+    table = path.with_suffix(".md").read_text()
+    assert "| 2 -> 3 | 5 | 6 | 1 | 1 | 2 |" in table and "| 2 -> 3 | 5 | 6 | 4 | 1 | 2 |" in table  # an image and a volume
     capsys.readouterr()
     assert layer_methods.main(["--rescore", str(path)]) == 0
-    assert "of 8 within 1.2x" in capsys.readouterr().out
+    assert "of 16 within 1.2x" in capsys.readouterr().out
 
 
 def test_match_bench_finds_the_template_and_names_the_peers_not_run(tmp_path, monkeypatch):
