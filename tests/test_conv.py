@@ -833,10 +833,10 @@ def test_plan_calls_of_one_direct_call_give_the_bits_of_every_step(x_shape, w_sh
 
 
 # (kernel side, channels in, channels out) that run by Winograd: 3x3 from 64 channels (32 with
-# numba's transforms), 5x5 with numba's transforms from 32 to 63 channels in.
+# numba's transforms), 5x5 with numba's transforms from 32 to 64 channels in.
 _WINOGRAD_LAYERS = [(3, 64, 64), (3, 64, 72), (3, 72, 80)]
 if _compiled.available():
-    _WINOGRAD_LAYERS += [(3, 32, 40), (5, 32, 32), (5, 32, 40), (5, 48, 64)]
+    _WINOGRAD_LAYERS += [(3, 32, 40), (5, 32, 32), (5, 32, 40), (5, 48, 64), (5, 64, 72)]
 
 
 @settings(max_examples=examples(30), deadline=None)

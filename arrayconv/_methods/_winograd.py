@@ -40,9 +40,10 @@ from ._taps import pads_periodically, zero_margins
 # in than out, the input's transform outweighs the GEMMs saved (256 -> 64 ran 1.2x slower
 # than im2col's columns): Winograd needs at least as many out.
 _MIN_CHANNELS, _MIN_COMPILED_CHANNELS = 64, 32
-# Channels in per group of 5x5 layers by F(2x2, 5x5), at most: from 64, im2col's columns (GEMMs
-# 25 channels deep, where Winograd's are one) ran faster (64 -> 64 on 56x56 0.8x the time).
-_MAX_CHANNELS_5 = 63
+# Channels in per group of 5x5 layers by F(2x2, 5x5), at most: with more, im2col's columns (GEMMs
+# 25 channels deep, where Winograd's are one) ran about as fast (96 -> 96 and 128 -> 128 on
+# 28x28 0.85-1.2x the columns' time; 64 -> 64 on 28x28 to 112x112 0.55-0.97x).
+_MAX_CHANNELS_5 = 64
 # Outputs a side of each phase of a dilated kernel, at least: smaller phases' GEMMs are too
 # narrow (14x14 phases ran 1.5-4x slower than im2col's columns; 28x28 0.7-1.2x, 56x56 0.7-0.9x).
 _MIN_PHASE_OUTPUTS = 28
