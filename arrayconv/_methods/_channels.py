@@ -36,6 +36,12 @@ from . import _compiled
 MAX_ROW_TAPS = 8
 # Output samples of a band's line, at most: the maps' lines stay in the first cache level.
 _BAND_SAMPLES = 2048
+# Kernel rows of up to this many taps run two a pass, where that leaves room for this many
+# maps' weights: each sample loaded and each map's sum read and written serve twice the
+# multiply-adds (3x3 taps, 16 maps of 48 kernel rows: 33 -> 47 GMAC/s on one AVX-512 core,
+# four maps two rows a pass, against eight one row a pass; rows of 5 and 7 taps ran as fast
+# one a pass).
+_FUSED_TAPS, _FUSED_MAPS = 3, 4
 # Output rows this many samples wide, at least: each row is copied from its line to the
 # result on its own, and narrower ones copy at a fraction of the memory's speed (3 -> 32
 # channels on a hundred 16x16 images: 1.3-1.5x the time of im2col's GEMMs).
@@ -138,15 +144,25 @@ def _geometry(problem: Problem, workers: int) -> _Geometry:
     jobs = _units(p)
     lanes = _lanes(p, workers)
     calls = _compiled.calls_for(len(jobs), _macs(p), lanes)
-    return _Geometry(_module(p.kernel[-1], _maps(p), p.dtype.char), _maps(p), _band_rows(p), tuple(np.array_split(jobs, calls)), lanes)
+    code = _module(p.kernel[-1], _maps(p), _fused_rows(p), p.dtype.char)
+    return _Geometry(code, _maps(p), _band_rows(p), tuple(np.array_split(jobs, calls)), lanes)
+
+
+def _fused_rows(problem: Problem) -> int:
+    """Kernel rows a pass: two of up to :data:`_FUSED_TAPS` taps where their weights leave
+    room for :data:`_FUSED_MAPS` maps, else one."""
+    p = problem
+    kw, rows = p.kernel[-1], p.in_per_group * math.prod(p.kernel[:-1])
+    return 2 if kw <= _FUSED_TAPS and rows >= 2 and _compiled.weights_held() // (2 * kw) >= _FUSED_MAPS else 1
 
 
 def _maps(problem: Problem) -> int:
-    """Output maps a pass: as many as keep their kernel rows' weights in registers, or
-    fewer, so that a group's maps split into passes of this many or one fewer (16 maps as
-    8 + 8, not 9 and seven passes of one: a grouped 128 -> 128 layer of 16 maps a group
-    ran 0.6x the time so)."""
-    most = max(1, min(problem.out_per_group, _compiled.weights_held() // problem.kernel[-1]))
+    """Output maps a pass: as many as keep the weights of its kernel rows
+    (:func:`_fused_rows`) in registers, or fewer, so that a group's maps split into passes
+    of this many or one fewer (16 maps as 8 + 8, not 9 and seven passes of one: a grouped
+    128 -> 128 layer of 16 maps a group ran 0.6x the time so)."""
+    kw = problem.kernel[-1] * _fused_rows(problem)
+    most = max(1, min(problem.out_per_group, _compiled.weights_held() // kw))
     return -(-problem.out_per_group // -(-problem.out_per_group // most))
 
 
@@ -188,54 +204,66 @@ def _lanes(problem: Problem, workers: int) -> int:
 def seconds(problem: Problem, rates: Rates, workers: int) -> float:
     """Estimated time: im2col's GEMM without its columns. The multiply-adds made (past
     the rows' ends and between items too) at the GEMM rate of as many rows as the maps of
-    a pass (which share each input sample loaded as a GEMM's rows share each column), the
+    a pass times its kernel rows (each input sample loaded serves the maps, as a GEMM's rows
+    share each column, and each map's sum read and written serves the kernel rows), the
     machine's rate shared by the threads it runs on; the input read, its padded copy
     written and read and the result written as the compiled loops' bytes
     (:func:`._compiled.loop_seconds`)."""
     p = problem
     moved = p.batch * p.groups * p.in_per_group * math.prod(p.spatial) * p.dtype.itemsize + 2 * padded_bytes(p)
     moved += p.batch * p.groups * p.out_per_group * math.prod(p.out_spatial) * p.dtype.itemsize
-    units = p.groups * -(-_tall_rows(p) // _band_rows(p)) * len(_passes(p))
+    # units as passes of as many maps as the kernel rows of a pass times its maps: a pass of
+    # two kernel rows does the work of two passes of one
+    units = p.groups * -(-_tall_rows(p) // _band_rows(p)) * -(-p.out_per_group // (_maps(p) * _fused_rows(p)))
     lanes = min(_lanes(p, workers), units)
-    gemm = p.mac_flops * _macs(p) / rates.gemm_rate(p.dtype, NUMPY.name, _maps(p)) * max(1, workers) / lanes
+    gemm = p.mac_flops * _macs(p) / rates.gemm_rate(p.dtype, NUMPY.name, _maps(p) * _fused_rows(p)) * max(1, workers) / lanes
     return gemm + _compiled.loop_seconds(0, moved, units, lanes, rates)
 
 
 @functools.cache
-def _module(row_taps: int, maps: int, dtype: str) -> ModuleType:
-    """The loops for kernel rows of `row_taps` taps, `maps` output maps a pass, in `dtype`."""
-    return _compiled.load(f"arrayconv_channels_{dtype}{row_taps}x{maps}_{_VERSION}", _source(row_taps, maps, dtype))
+def _module(row_taps: int, maps: int, rows: int, dtype: str) -> ModuleType:
+    """The loops for kernel rows of `row_taps` taps, `maps` output maps and `rows` kernel
+    rows a pass, in `dtype`."""
+    return _compiled.load(f"arrayconv_channels_{dtype}{row_taps}x{maps}x{rows}_{_VERSION}", _source(row_taps, maps, rows, dtype))
 
 
-_VERSION = 8  # bump when the generated code changes: numba keys its cache by file
+_VERSION = 9  # bump when the generated code changes: numba keys its cache by file
 
 
-def _pass_function(maps: int, kw: int) -> str:
-    """``maps{maps}``: `d[k]` (= or +=) the kernel row `w[k]` of each of `maps` output maps
-    over the line of `x` from `start`, its first `n` samples, in one loop the compiler
-    vectorizes (indices unsigned: no check for negative ones)."""
-    weights = "".join(f"    w{k}_{j} = w[{k}, {j}]\n" for k in range(maps) for j in range(kw))
-    loads = "".join(f"            v{j} = F(x[s + c{f' + np.uint64({j})' if j else ''}])\n" for j in range(kw))
-    sums = {op: "".join(f"            d[{k}, c] {op} " + " + ".join(f"w{k}_{j} * v{j}" for j in range(kw)) + "\n" for k in range(maps))
-            for op in ("=", "+=")}
+def _pass_function(maps: int, kw: int, rows: int) -> str:
+    """``maps{maps}_{rows}``: `d[k]` (= or +=) the `rows` kernel rows `w[i, k]` of each of
+    `maps` output maps over the line of `x` from each of `starts`, its first `n` samples, in
+    one loop the compiler vectorizes (indices unsigned: no check for negative ones)."""
+    weights = "".join(f"    w{i}_{k}_{j} = w[{i}, {k}, {j}]\n" for i in range(rows) for k in range(maps) for j in range(kw))
+    starts = "".join(f"    s{i} = np.uint64(starts[{i}])\n" for i in range(rows))
+    loads = "".join(f"            v{i}_{j} = F(x[s{i} + c{f' + np.uint64({j})' if j else ''}])\n" for i in range(rows) for j in range(kw))
+    terms = {k: " + ".join(f"w{i}_{k}_{j} * v{i}_{j}" for i in range(rows) for j in range(kw)) for k in range(maps)}
+    sums = {op: "".join(f"            d[{k}, c] {op} {terms[k]}\n" for k in range(maps)) for op in ("=", "+=")}
     return f"""
 @njit(inline="always", nogil=True, cache=True, fastmath=CONTRACT)
-def maps{maps}(x, start, w, d, n, assign):
-{weights}    s = np.uint64(start)
-    if assign:
+def maps{maps}_{rows}(x, starts, w, d, n, assign):
+{weights}{starts}    if assign:
         for c in range(np.uint64(n)):
 {loads}{sums['=']}    else:
         for c in range(np.uint64(n)):
 {loads}{sums['+=']}"""
 
 
-def _source(kw: int, maps: int, dtype: str) -> str:
-    """Python source of the loops: ``maps{maps}`` and one map fewer (a pass), ``channel_jobs``
-    (the units of a call: each band's passes for each block of maps, then the valid
-    columns of their lines copied to the result), ``pad_planes`` (the padded copy)."""
+def _source(kw: int, maps: int, rows: int, dtype: str) -> str:
+    """Python source of the loops: ``maps{maps}_{rows}``, one map fewer and one kernel row
+    (a pass), ``channel_jobs`` (the units of a call: each band's passes for each block of
+    maps, then the valid columns of their lines copied to the result), ``pad_planes`` (the
+    padded copy)."""
     cast = {"f": "np.float32", "d": "np.float64"}[dtype]
-    passes = "".join(_pass_function(k, kw) for k in sorted({maps, max(1, maps - 1)}))
-    return f'''"""Generated by arrayconv._methods._channels: {maps} output maps a pass, kernel rows of {kw} taps, in {cast}."""
+    fewer = max(1, maps - 1)
+    passes = "".join(_pass_function(k, kw, r) for k in sorted({maps, fewer}) for r in sorted({rows, 1}))
+    calls = "".join(f"""
+            {f'if fused == {r}:' if r == rows else 'else:  # the last kernel row'}
+                if k == {maps}:
+                    maps{maps}_{r}(src, starts, taps[i : i + {r}, o0:o1], line, n, i == 0)
+                else:
+                    maps{fewer}_{r}(src, starts, taps[i : i + {r}, o0:o1], line, n, i == 0)""" for r in sorted({rows, 1}, reverse=True))
+    return f'''"""Generated by arrayconv._methods._channels: {maps} output maps and {rows} kernel rows a pass, kernel rows of {kw} taps, in {cast}."""
 import numpy as np
 from numba import njit
 
@@ -251,17 +279,19 @@ def channel_jobs(x, w, out, jobs, length, pw, ph, pd, kd, kh, line):
     ``(G, Cg * kd * kh, Og, kw)``, into `out` ``(B, G, Og, D, H, W)``: each plane's own rows."""
     rows, og, depth, height, width = w.shape[1], out.shape[2], out.shape[3], out.shape[4], out.shape[5]
     flat = out.reshape(-1)  # each result row's samples by their offset: no view made a row
+    starts = np.empty({rows}, np.int64)
     for u in range(jobs.shape[0]):
         g, r0, r1, o0, o1 = jobs[u, 0], jobs[u, 1], jobs[u, 2], jobs[u, 3], jobs[u, 4]
         src, taps = x[g], w[g]
         n = (r1 - r0) * pw - (pw - width)  # the last row's columns past the result: not made
-        k = o1 - o0  # {maps} maps, or {maps - 1} (:func:`_passes`)
-        for i in range(rows):
-            start = (i // (kd * kh)) * length + (r0 + (i // kh) % kd * ph + i % kh) * pw
-            if k == {maps}:
-                maps{maps}(src, start, taps[i, o0:o1], line, n, i == 0)
-            else:
-                maps{max(1, maps - 1)}(src, start, taps[i, o0:o1], line, n, i == 0)
+        k = o1 - o0  # {maps} maps, or {fewer} (:func:`_passes`)
+        i = 0
+        while i < rows:
+            fused = {rows} if i + {rows} <= rows else 1
+            for t in range(fused):
+                j = i + t
+                starts[t] = (j // (kd * kh)) * length + (r0 + (j // kh) % kd * ph + j % kh) * pw{calls}
+            i += fused
         for t in range(k):
             made = line[t]
             for r in range(r0, r1):
