@@ -8,11 +8,13 @@ output rows is then one line too, of the band's rows at the padded width: a kern
 input channel ``c``, plane ``d`` and row ``i`` reads that line shifted to the planes of
 ``c``, ``d`` planes and ``i`` rows down, so every tap of every channel is one pass over a
 long line (no short rows, whatever the image's width and height), and the columns past
-each output row's end and the rows that straddle two planes or items are made and dropped. Each pass takes several output maps at once (as many as
-keep their weights in the CPU's vector registers), so that each input sample loaded serves
-them all; the maps' lines stay in cache, the band's input in the next level. Bands and
-blocks of maps are the units of work: they do not depend on the number of threads, so the
-result is the same bits on one worker or many, and the loops call no BLAS.
+each output row's end and the rows that straddle two planes or items are made and
+dropped. Each pass takes several output maps at once (as many as keep their weights in the
+CPU's vector registers), so that each input sample loaded serves them all, and short
+kernel rows two at a time, so that each map's sum read and written serves both; the maps'
+lines stay in cache, the band's input in the next level. Bands and passes of maps are the
+units of work: they do not depend on the number of threads, so the result is the same bits
+on one worker or many, and the loops call no BLAS.
 """
 
 from __future__ import annotations
@@ -50,8 +52,8 @@ _MIN_WIDTH = 24
 
 def takes(problem: Problem, backend: Backend) -> bool:
     """Whether this form runs `problem`: NumPy, numba installed, several input channels a
-    group, 2-D images or 3-D volumes of output rows at least :data:`_MIN_WIDTH` wide, unit stride and
-    dilation, zero padding, float32 or float64, kernel rows of at most
+    group, 2-D images or 3-D volumes of output rows at least :data:`_MIN_WIDTH` wide, unit
+    stride and dilation, zero padding, float32 or float64, kernel rows of at most
     :data:`MAX_ROW_TAPS` taps."""
     p = problem
     return (
@@ -191,7 +193,7 @@ def _units(problem: Problem) -> np.ndarray:
 
 def _macs(problem: Problem) -> int:
     """Multiply-adds made: every tap of every sample of the lines, with the columns past
-    each row's end and the rows that straddle two items (dropped)."""
+    each row's end and the rows that straddle two planes or items (dropped)."""
     p = problem
     return p.groups * p.out_per_group * p.in_per_group * _tall_rows(p) * p.padded[-1] * math.prod(p.kernel)
 
@@ -212,8 +214,7 @@ def seconds(problem: Problem, rates: Rates, workers: int) -> float:
     p = problem
     moved = p.batch * p.groups * p.in_per_group * math.prod(p.spatial) * p.dtype.itemsize + 2 * padded_bytes(p)
     moved += p.batch * p.groups * p.out_per_group * math.prod(p.out_spatial) * p.dtype.itemsize
-    # units as passes of as many maps as the kernel rows of a pass times its maps: a pass of
-    # two kernel rows does the work of two passes of one
+    # units counted in passes of one kernel row: a pass of two does the work of two of one
     units = p.groups * -(-_tall_rows(p) // _band_rows(p)) * -(-p.out_per_group // (_maps(p) * _fused_rows(p)))
     lanes = min(_lanes(p, workers), units)
     gemm = p.mac_flops * _macs(p) / rates.gemm_rate(p.dtype, NUMPY.name, _maps(p) * _fused_rows(p)) * max(1, workers) / lanes
