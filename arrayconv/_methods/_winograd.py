@@ -202,22 +202,19 @@ def _run_chunk(x: Array, taps: Array, problem: Problem, backend: Backend, out: A
     output's transform ``A^T m A`` of each item into `out`."""
     p, (py, px), (dy, dx), n, t = problem, phase, problem.dilation, _side(problem), _tile(problem)
     items, rows, cols = b1 - b0, t1 - t0, _phase_tiles(p, phase)[1]
-    lead, lines = (p.groups, p.in_per_group), _as_lines(p)
-    wide = _row_columns(p, cols)
+    lead, wide = (p.groups, p.in_per_group), _row_columns(p, cols)
     first_row, first_col = py + t * t0 * dy - p.pad_lo[0], px - p.pad_lo[1]  # the input's sample at the grid's first
-    loops = _compiled_transforms()
-    if lines:  # by phase: grid[..., f, e, r, q] is the grid's sample (t * r + f, t * q + e)
-        assert loops is not None  # _as_lines: numba's loops only
-        grid = scratch("winograd.grid", (items, *lead, t, t, rows + (n - 1) // t, wide), x.dtype, backend)
-        getattr(loops, f"fill_phases_{t}")(x[b0:b1], grid, first_row, first_col, dy, dx)
-    else:
-        grid = scratch("winograd.grid", (items, *lead, t * rows + n - t, t * cols + n - t), x.dtype, backend)
-        _fill(grid, x[b0:b1], (first_row, first_col), (dy, dx))
     v, v_samples, v_plane = _planes("winograd.v", n, (*lead, items, rows, wide), x.dtype, backend)
     m, m_samples, m_plane = _planes("winograd.m", n, (p.groups, p.out_per_group, items, rows, wide), x.dtype, backend)
     targets = out[b0:b1, :, :, py + t * t0 * dy : min(py + t * t1 * dy, p.out_spatial[0]) : dy, px::dx]
     columns = items * rows * wide
-    if lines:  # each item's tiles of each channel as one line of the planes
+    # As lines: the grid by phase (grid[..., f, e, r, q] is its sample (t * r + f, t * q + e)),
+    # each item's tiles of each channel one line of the planes.
+    if _as_lines(p):
+        loops = _compiled_transforms()
+        assert loops is not None  # _as_lines: numba's loops only
+        grid = scratch("winograd.grid", (items, *lead, t, t, rows + (n - 1) // t, wide), x.dtype, backend)
+        getattr(loops, f"fill_phases_{t}")(x[b0:b1], grid, first_row, first_col, dy, dx)
         factors, sums = _COEFFICIENTS.astype(x.dtype), scratch("winograd.sums", (n, t, rows * wide + (n - 1) // t), x.dtype, backend)
         to_v, from_m = getattr(loops, f"forward_lines_6_{t}"), getattr(loops, f"backward_lines_6_{t}")
 
@@ -227,6 +224,8 @@ def _run_chunk(x: Array, taps: Array, problem: Problem, backend: Backend, out: A
         def backward(i: int) -> None:
             from_m(m_samples, m_plane, i * rows * wide, columns, rows, wide, targets[i], factors, sums)
     else:
+        grid = scratch("winograd.grid", (items, *lead, t * rows + n - t, t * cols + n - t), x.dtype, backend)
+        _fill(grid, x[b0:b1], (first_row, first_col), (dy, dx))
         to_tiles, from_tiles = _transforms(n, t, x.dtype, cols, grid.shape[4], backend)
 
         def forward(i: int) -> None:
