@@ -606,7 +606,7 @@ def window_scores(x, kh, kw, offset, numerator, scores, flat):
 '''
 
 
-_VERSION = 20  # bump when the generated code changes: numba keys its cache by file
+_VERSION = 21  # bump when the generated code changes: numba keys its cache by file
 
 
 def weights_held() -> int:
@@ -667,7 +667,7 @@ def _rows_function(g: int, kw: int) -> str:
     terms = " + ".join(f"w{i}_{j} * F({at(i, j)})" for i in range(g) for j in range(kw))
     loops = {op: _split_loop("n", f"            {stored} {op} {terms}\n", g > 1) for op in ("=", "+=")}
     return f"""
-@njit(inline="always", nogil=True, cache=True, fastmath=CONTRACT)
+@njit(inline="always", **LOOP)
 def rows{g}_{kw}(x, rows, w, dst, c_lo, c_hi, shift, assign):
     n = c_hi - c_lo
     if n <= 0:
@@ -689,7 +689,7 @@ def _in_pieces(name: str, params: str, call: str, piece: int, last: int) -> str:
     :func:`_pieces`)."""
     tail = f"    if j < w.shape[1]:\n        {call.format(k=last, w='w[:, j:]')}\n" if last else ""
     return f"""
-@njit(inline="always", nogil=True, cache=True, fastmath=CONTRACT)
+@njit(inline="always", **LOOP)
 def {name}({params}):
     j = 0
     while j + {piece} <= w.shape[1]:
@@ -707,7 +707,7 @@ def _line_function(g: int, kw: int) -> str:
     terms = " + ".join(f"w{i}_{j} * x[s{i} + c{f' + np.uint64({j})' if j else ''}]" for i in range(g) for j in range(kw))
     loops = {op: _split_loop("n", f"            dst[c] {op} {terms}\n", True) for op in ("=", "+=")}
     return f"""
-@njit(inline="always", nogil=True, cache=True, fastmath=CONTRACT)
+@njit(inline="always", **LOOP)
 def line{g}_{kw}(x, starts, at, w, dst, n, assign):
 {weights}{sources}    if assign:
 {loops['=']}    else:
@@ -731,7 +731,7 @@ def _weights_function(g: int, pair: bool, flat: bool = False) -> str:
     stores = "".join(f"            {o}[c] {{op}} " + " + ".join(f"a{i} * v{i + k}" for i in range(g)) + "\n" for k, o in enumerate(results))
     sums = {op: _split_loop("d.shape[0]", loads + stores.format(op=op)) for op in ("=", "+=")}
     return f"""
-@njit(nogil=True, cache=True, fastmath=CONTRACT)
+@njit(**LOOP)
 def {'flat' if flat else 'pair' if pair else 'buffer'}{g}(a, {'x, start, step' if flat else 'b, index'}, {', '.join(results)}, assign):
 {named}    if assign:
 {sums['=']}    else:
@@ -757,7 +757,7 @@ def _source(piece: int, last: int, fused: int, dtype: str, deep: int = 0) -> str
     functions += [_weights_function(g, pair) for g in counts for pair in (False, True)] + [_weights_function(g, False, True) for g in counts]
     most = max(_BUFFER_PASSES)
     weighings = "".join(f"""
-@njit(nogil=True, cache=True, fastmath=CONTRACT)
+@njit(**LOOP)
 def {name}({params}):
     \"\"\"{doc}\"\"\"
     i = 0
@@ -780,9 +780,14 @@ from numba import njit
 F = {cast}
 FUSED = {fused}
 CONTRACT = set(["contract"])  # a * b + c as one fused multiply-add
+# The loops run without numba's reference counts: each view of a row made an atomic
+# increment and decrement, a fifth of the time of short rows. So they allocate nothing: the
+# entry points (``*_jobs``) make their scratch, INTS indices and the lines they need.
+LOOP = dict(nogil=True, cache=True, fastmath=CONTRACT, _nrt=False)
+INTS = 64
 {"".join(functions)}
 
-@njit(inline="always", nogil=True, cache=True, fastmath=CONTRACT)
+@njit(inline="always", **LOOP)
 def extend(line, src, cols, lo, hi, fill):
     """line[q] for q outside [lo, hi): src[cols[q]], the fill where cols is -1."""
     for q in range(lo):
@@ -794,7 +799,7 @@ def extend(line, src, cols, lo, hi, fill):
 
 {weighings}
 
-@njit(nogil=True, cache=True, fastmath=CONTRACT)
+@njit(**LOOP)
 def put(d, v, assign):
     """d[:] = v, or += v (loops: numba's array expressions take long to compile)."""
     if assign:
@@ -805,7 +810,7 @@ def put(d, v, assign):
             d[c] += v
 
 
-@njit(inline="always", nogil=True, cache=True)
+@njit(inline="always", **LOOP)
 def all_in(index):
     """Whether every index is one of a row (none is -1)."""
     for i in range(index.shape[0]):
@@ -814,7 +819,7 @@ def all_in(index):
     return True
 
 
-@njit(nogil=True, cache=True, fastmath=CONTRACT)
+@njit(**LOOP)
 def weigh_mapped(a, b, index, first, d, fill):
     """d = sum_i a[i] * b[index[first + i]] (the fill where the index is -1)."""
     rows = index[first : first + a.shape[0]]
@@ -829,7 +834,7 @@ def weigh_mapped(a, b, index, first, d, fill):
             put(d, a[i] * F(fill), False)
 
 
-@njit(nogil=True, cache=True, fastmath=CONTRACT)
+@njit(**LOOP)
 def weigh_mapped_pair(a, b, index, first, d, e, fill):
     """d as ``weigh_mapped``'s, e the same from index[first + 1] on."""
     if all_in(index[first : first + a.shape[0] + 1]):
@@ -839,7 +844,7 @@ def weigh_mapped_pair(a, b, index, first, d, e, fill):
         weigh_mapped(a, b, index, first + 1, e, fill)
 
 
-@njit(inline="always", nogil=True, cache=True, fastmath=CONTRACT)
+@njit(inline="always", **LOOP)
 def edges(x, rows, w, cols, dst, c_lo, c_hi, fill, assign):
     """dst[c] (= or +=) sum_i,j w[i, j] * x[rows[i], cols[c + j]] for the columns c of dst
     outside the interior [c_lo, c_hi), the fill where cols is -1 (each column looked up
@@ -862,7 +867,7 @@ def edges(x, rows, w, cols, dst, c_lo, c_hi, fill, assign):
                 dst[c] += t
 
 
-@njit(inline="always", nogil=True, cache=True, fastmath=CONTRACT)
+@njit(inline="always", **LOOP)
 def row_ends(x, at, w, cols, dst, to, n, c_lo, c_hi, fill, ends):
     """dst[to + c] = sum_j w[j] * x[at + cols[c + j]] (the fill where cols is -1) for the
     columns c of a row of `n` outside the interior [c_lo, c_hi): each end's samples gathered
@@ -879,13 +884,14 @@ def row_ends(x, at, w, cols, dst, to, n, c_lo, c_hi, fill, ends):
             dst[to + lo + c] = t
 
 
-@njit(nogil=True, cache=True, fastmath=CONTRACT)
-def taps(x, w, fill_rows, out, planes, rows, cols, z0, z1, r0, r1, c_lo, c_hi, shift, fill):
+@njit(**LOOP)
+def taps(x, w, fill_rows, out, planes, rows, cols, z0, z1, r0, r1, c_lo, c_hi, shift, fill, ints):
     """out[z, r] for planes z0:z1 and rows r0:r1: every tap w[d, i, j] over the input
     sample x[planes[z + d], rows[r + i], cols[c + j]], FUSED kernel rows a pass where
-    they all lie in the input; `fill_rows[d, i]`: the fill times the sum of row (d, i)."""
+    they all lie in the input; `fill_rows[d, i]`: the fill times the sum of row (d, i);
+    `ints`: scratch for the rows' indices."""
     kd, kh = w.shape[0], w.shape[1]
-    idx, one = np.empty(FUSED, np.int64), np.empty(1, np.int64)
+    idx, one = ints[:FUSED], ints[FUSED : FUSED + 1]
     for z in range(z0, z1):
         for r in range(r0, r1):
             o = out[z, r]
@@ -927,6 +933,7 @@ def image_jobs(x, fy, fx, out, planes, rows, cols, jobs, shift, fill, line, x_fl
     with a kernel one plane deep (images, as volumes one plane deep): ``plane_rows`` (with
     `x_flat` and `out_flat` the samples of `x` and `out`, or empty)."""
     size, out_size = x.shape[3] * x.shape[4], out.shape[4] * out.shape[5]
+    ints, ends = np.empty(INTS, np.int64), np.empty(2 * fx.shape[2], F)
     for u in range(jobs.shape[0]):
         b, g, o, z0, z1, r0, r1 = jobs[u, 0], jobs[u, 1], jobs[u, 2], jobs[u, 3], jobs[u, 4], jobs[u, 5], jobs[u, 6]
         for z in range(z0, z1):
@@ -934,7 +941,7 @@ def image_jobs(x, fy, fx, out, planes, rows, cols, jobs, shift, fill, line, x_fl
             to = (((b * out.shape[1] + g) * out.shape[2] + o) * out.shape[3] + z) * out_size
             flat = x_flat[at : at + size] if x_flat.shape[0] else x_flat
             dst = out_flat[to : to + out_size] if out_flat.shape[0] else out_flat
-            plane_rows(x[b, g, planes[z]], flat, fy[g, o], fx[g, o], out[b, g, o, z], dst, rows, cols, r0, r1, shift, F(fill), line, band, 0)
+            plane_rows(x[b, g, planes[z]], flat, fy[g, o], fx[g, o], out[b, g, o, z], dst, rows, cols, r0, r1, shift, F(fill), line, band, 0, ints, ends)
 
 
 @njit(nogil=True, cache=True, fastmath=CONTRACT)
@@ -946,7 +953,7 @@ def volume_jobs(x, fz, fy, fx, out, planes, rows, cols, jobs, shift, fill, ring,
     (`out_flat`, else `rows_out` and copied row by row)."""
     size, out_size = x.shape[3] * x.shape[4], out.shape[4] * out.shape[5]
     kz, width, slots = fz.shape[2], out.shape[5], ring.shape[0]
-    order = np.empty(slots, np.int64)
+    order, ints, ends = np.empty(slots, np.int64), np.empty(INTS, np.int64), np.empty(2 * fx.shape[2], F)
     for u in range(jobs.shape[0]):
         b, g, o, z0, z1, r0, r1 = jobs[u, 0], jobs[u, 1], jobs[u, 2], jobs[u, 3], jobs[u, 4], jobs[u, 5], jobs[u, 6]
         wz, wy, wx, m = fz[g, o], fy[g, o], fx[g, o], (r1 - r0) * width
@@ -958,7 +965,7 @@ def volume_jobs(x, fz, fy, fx, out, planes, rows, cols, jobs, shift, fill, ring,
             else:
                 start = ((b * x.shape[1] + g) * x.shape[2] + p) * size
                 flat = x_flat[start : start + size] if x_flat.shape[0] else x_flat
-                plane_rows(x[b, g, p], flat, wy, wx, slot.reshape(r1 - r0, width), slot, rows, cols, r0, r1, shift, F(fill), line, band, r0)
+                plane_rows(x[b, g, p], flat, wy, wx, slot.reshape(r1 - r0, width), slot, rows, cols, r0, r1, shift, F(fill), line, band, r0, ints, ends)
             z = at - kz + 1  # the last output plane whose input planes are all in the slots
             made = 2 if (z - z0) % 2 else 1
             if z < z0 or (made == 1 and z + 1 < z1):
@@ -982,23 +989,24 @@ def volume_jobs(x, fz, fy, fx, out, planes, rows, cols, jobs, shift, fill, ring,
                         row[c] = src[c]
 
 
-@njit(nogil=True, cache=True, fastmath=CONTRACT)
-def segment_rows(flat, s, n, fy, fx, out_flat, r, k, cols, shift, fill, band):
+@njit(**LOOP)
+def segment_rows(flat, s, n, fy, fx, out_flat, r, k, cols, shift, fill, band, ints, ends):
     """Output rows r:r+k of a plane (samples `out_flat`, rows of `n`) from its input rows
     from `s` on (samples `flat`, as wide): their column passes as one line into `band`,
     their row passes as one line into `out_flat`, each row's ends by ``row_ends`` (`fill`
     past the edges of the column passes' result)."""
     w = fx.reshape(1, fx.shape[0])
     c_lo, c_hi = shift, n + shift - w.shape[1] + 1  # the interior: output columns whose input columns all lie in the row
-    start, ends = np.full(1, c_lo - shift, np.int64), np.empty(2 * w.shape[1], F)
+    start = ints[2:3]
+    start[0] = c_lo - shift
     weigh_flat(fy, flat, s * n, n, band[: k * n])
     lines1(band, start, w, out_flat[r * n + c_lo : (r + k - 1) * n + c_hi], (k - 1) * n + c_hi - c_lo, True)
     for t in range(k):  # the columns near each row's ends (the line made them from the rows beside)
         row_ends(band, t * n, fx, cols, out_flat, (r + t) * n, n, c_lo, c_hi, fill, ends)
 
 
-@njit(nogil=True, cache=True, fastmath=CONTRACT)
-def plane_rows(plane, flat, fy, fx, out, out_flat, rows, cols, r0, r1, shift, fill, line, band, o0):
+@njit(**LOOP)
+def plane_rows(plane, flat, fy, fx, out, out_flat, rows, cols, r0, r1, shift, fill, line, band, o0, ints, ends):
     """Output rows r0:r1 of one plane's column and row passes (`fill` past its edges), as the
     rows from `o0` on of `out`. Where `flat`
     and `out_flat` hold the samples of `plane` and `out` (else they are empty; `out` as wide
@@ -1006,7 +1014,8 @@ def plane_rows(plane, flat, fy, fx, out, out_flat, rows, cols, r0, r1, shift, fi
     time (``segment_rows``). Others two at a time: two rows' column passes
     into the rows of `line` at `shift`, each extended past its ends by `cols`, then their
     row passes over every column."""
-    at = np.arange(2)
+    at = ints[:2]
+    at[0], at[1] = 0, 1
     w = fx.reshape(1, fx.shape[0])
     fill_cols = fill * fy.sum()  # past the edges of the column pass's result
     n, ky = plane.shape[1], fy.shape[0]
@@ -1018,7 +1027,7 @@ def plane_rows(plane, flat, fy, fx, out, out_flat, rows, cols, r0, r1, shift, fi
         while k >= 2 and (s < 0 or rows[r + k + ky - 2] != s + k + ky - 2):  # input rows s, s + 1, ... in order
             k -= 1
         if k >= 2:
-            segment_rows(flat, s, n, fy, fx, out_flat, r - o0, k, cols, shift, fill_cols, band)
+            segment_rows(flat, s, n, fy, fx, out_flat, r - o0, k, cols, shift, fill_cols, band, ints, ends)
             r += k
             continue
         made = min(2, r1 - r)
@@ -1039,17 +1048,18 @@ def _jobs_function(deep: int) -> str:
     the input's planes as rows), in one call: no Python between blocks. One entry point
     each, so that a call compiles only the loops it runs."""
     calls = {
-        "halo": "halo_taps(x[b, g], w[g, o], out[b, g, o], planes, rows, cols, z0, z1, r0, r1, shift, fill, buf, per)",
-        "taps": "taps(x[b, g], w[g, o], fill_rows[g, o], out[b, g, o], planes, rows, cols, z0, z1, r0, r1, c_lo, c_hi, shift, fill)",
+        "halo": "halo_taps(x[b, g], w[g, o], out[b, g, o], planes, rows, cols, z0, z1, r0, r1, shift, fill, buf, per, seg, ints)",
+        "taps": "taps(x[b, g], w[g, o], fill_rows[g, o], out[b, g, o], planes, rows, cols, z0, z1, r0, r1, c_lo, c_hi, shift, fill, ints)",
     }
     if deep:
         calls["deep"] = ("planes_at = (b * x.shape[1] + g) * x.shape[2]\n"
                          "        rows_of = flat[planes_at * x.shape[3] : (planes_at + x.shape[2]) * x.shape[3]]\n"
-                         "        deep_taps(x[b, g], rows_of, x.shape[3], w[g, o], fill_rows[g, o], out[b, g, o], planes, rows, cols, z0, z1, r0, r1, c_lo, c_hi, shift, fill)")
+                         "        deep_taps(x[b, g], rows_of, x.shape[3], w[g, o], fill_rows[g, o], out[b, g, o], planes, rows, cols, z0, z1, r0, r1, c_lo, c_hi, shift, fill, ints)")
     return "".join(f'''
 
 @njit(nogil=True, cache=True, fastmath=CONTRACT)
 def {name}_jobs(x, flat, w, fill_rows, out, planes, rows, cols, jobs, c_lo, c_hi, shift, fill, buf, per):
+    ints, seg = np.empty(INTS, np.int64), np.empty(per * buf.shape[1] if per > 1 else 1, F)
     for u in range(jobs.shape[0]):
         b, g, o, z0, z1, r0, r1 = jobs[u, 0], jobs[u, 1], jobs[u, 2], jobs[u, 3], jobs[u, 4], jobs[u, 5], jobs[u, 6]
         {call}
@@ -1064,8 +1074,8 @@ def _halo_function(fused: int, deep: int) -> str:
     one pass over the segment's line (no short rows), in passes of `fused` kernel rows (or
     of all `deep` rows of a volume's kernel), the columns past each output row's end made
     and dropped."""
-    deep_arrays = '''
-    stacked, deep_idx = w.reshape(kd * kh, w.shape[2]), np.empty(kd * kh, np.int64)''' if deep else ""
+    deep_arrays = f'''
+    stacked, deep_idx = w.reshape(kd * kh, w.shape[2]), ints[{fused} + 1 : {fused} + 1 + kd * kh]''' if deep else ""
     deep_pass = f'''
             if kd * kh == {deep}:
                 for d in range(kd):
@@ -1075,13 +1085,12 @@ def _halo_function(fused: int, deep: int) -> str:
                 assign = False''' if deep else ""
     return f'''
 
-@njit(nogil=True, cache=True, fastmath=CONTRACT)
-def halo_taps(x, w, out, planes, rows, cols, z0, z1, r0, r1, shift, fill, buf, per):
+@njit(**LOOP)
+def halo_taps(x, w, out, planes, rows, cols, z0, z1, r0, r1, shift, fill, buf, per, seg, ints):
     kd, kh = w.shape[0], w.shape[1]{deep_arrays}
     n, width, pw = r1 - r0 + kh - 1, out.shape[-1], buf.shape[1]
     flat = buf.reshape(-1)
-    seg = np.empty(min(per, r1 - r0) * pw if per > 1 else 1, F)
-    idx, one = np.empty({fused}, np.int64), np.empty(1, np.int64)
+    idx, one = ints[:{fused}], ints[{fused} : {fused} + 1]
     for z in range(z0, z1):
         for d in range(0 if z == z0 else kd - 1, kd):  # each plane copied once: a ring of kd
             p, at = planes[z + d], (z + d) % kd * n
@@ -1129,11 +1138,11 @@ def _deep_function(deep: int) -> str:
     others."""
     return f'''
 
-@njit(nogil=True, cache=True, fastmath=CONTRACT)
-def deep_taps(x, flat, height, w, fill_rows, out, planes, rows, cols, z0, z1, r0, r1, c_lo, c_hi, shift, fill):
+@njit(**LOOP)
+def deep_taps(x, flat, height, w, fill_rows, out, planes, rows, cols, z0, z1, r0, r1, c_lo, c_hi, shift, fill, ints):
     kd, kh = w.shape[0], w.shape[1]
     stacked = w.reshape(kd * kh, w.shape[2])
-    idx = np.empty({deep}, np.int64)
+    idx = ints[FUSED + 1 : FUSED + 1 + {deep}]
     for z in range(z0, z1):
         for r in range(r0, r1):
             inside = True
@@ -1147,6 +1156,6 @@ def deep_taps(x, flat, height, w, fill_rows, out, planes, rows, cols, z0, z1, r0
                 span{deep}(flat, idx, stacked, out[z, r], c_lo, c_hi, shift, True)
                 edges(flat, idx, stacked, cols, out[z, r], c_lo, c_hi, fill, True)
             else:
-                taps(x, w, fill_rows, out, planes, rows, cols, z, z + 1, r, r + 1, c_lo, c_hi, shift, fill)
+                taps(x, w, fill_rows, out, planes, rows, cols, z, z + 1, r, r + 1, c_lo, c_hi, shift, fill, ints)
 
 '''
