@@ -293,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--int-sides", default="1024,4096", help="sides of the uint8 and uint16 images")
     parser.add_argument("--kernels", default="3,5,7,11,15", help="sides of the random square kernels")
     parser.add_argument("--sigmas", default="0.5,1,2,3,8", help="the Gaussians' sigmas")
-    parser.add_argument("--borders-side", type=int, default=2048, help="the float32 image side every boundary rule runs on")
+    parser.add_argument("--borders-side", type=int, default=2048, help="the float32 image side every boundary rule runs on (0: none)")
     parser.add_argument("--volumes", default="128,256", help="sides of the 3-D float32 volumes (cubes), or their shapes (24x1024x1024)")
     parser.add_argument("--volume-kernels", default="3,5")
     parser.add_argument("--volume-sigmas", default="1,2")
@@ -311,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
     images = [(side, "float32") for side in numbers(args.sides, int)] + [(side, dtype) for side in numbers(args.int_sides, int) for dtype in ("uint8", "uint16")]
     plan: list[tuple[tuple[int, ...], str, str, float, str, int | None]]
     plan = [((side, side), dtype, kernel, size, "constant", None) for side, dtype in images for kernel, size in kernels]
-    plan += [((args.borders_side,) * 2, "float32", kernel, size, border, None) for border in BORDERS if border != "constant" for kernel, size in kernels]
+    plan += [((args.borders_side,) * 2, "float32", kernel, size, border, None) for border in BORDERS if border != "constant" and args.borders_side for kernel, size in kernels]
     volume_kernels = [("random", k, None) for k in numbers(args.volume_kernels, int)] + [("gaussian", s, None) for s in numbers(args.volume_sigmas)]
     volume_kernels += [("gaussian", s, axis) for s in numbers(args.volume_flat_sigmas) for axis in range(3)]
     volumes = [tuple(int(n) for n in v.split("x")) if "x" in v else (int(v),) * 3 for v in args.volumes.split(",") if v]

@@ -606,7 +606,7 @@ def window_scores(x, kh, kw, offset, numerator, scores, flat):
 '''
 
 
-_VERSION = 21  # bump when the generated code changes: numba keys its cache by file
+_VERSION = 22  # bump when the generated code changes: numba keys its cache by file
 
 
 def weights_held() -> int:
@@ -821,10 +821,19 @@ def all_in(index):
 
 @njit(**LOOP)
 def weigh_mapped(a, b, index, first, d, fill):
-    """d = sum_i a[i] * b[index[first + i]] (the fill where the index is -1)."""
+    """d = sum_i a[i] * b[index[first + i]] (the fill where the index is -1): the rows in
+    the input, where they run unbroken between the fill's (a constant edge's), by ``weigh``
+    (many a pass), then the fill's weights."""
     rows = index[first : first + a.shape[0]]
-    if all_in(rows):
-        weigh(a, b, rows, d)
+    lo, hi = 0, rows.shape[0]
+    while lo < hi and rows[lo] < 0:
+        lo += 1
+    while hi > lo and rows[hi - 1] < 0:
+        hi -= 1
+    if lo < hi and all_in(rows[lo:hi]):
+        weigh(a[lo:hi], b, rows[lo:hi], d)
+        if fill != 0 and hi - lo < rows.shape[0]:
+            put(d, (a[:lo].sum() + a[hi:].sum()) * F(fill), False)
         return
     put(d, 0, True)
     for i in range(rows.shape[0]):
