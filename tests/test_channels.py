@@ -73,19 +73,20 @@ def test_matches_the_reference(axes, data, batch, groups, cin, out, dtype, held,
         assert_matches(plan(x), reference_conv(x, w, padding=padding, groups=groups), dtype=dtype)
 
 
-@pytest.mark.parametrize("shape", [(2, 16, 40, 70), (1, 8, 300, 33)], ids=["bands", "tall"])
-def test_same_bits_on_one_worker_or_many(shape):
-    """Units of work that do not depend on the threads: the same bits on 1, 2 and 3 workers."""
+@pytest.mark.parametrize(("shape", "groups"), [((2, 16, 40, 70), 1), ((1, 8, 300, 33), 1), ((2, 64, 40, 70), 8)], ids=["bands", "tall", "groups"])
+def test_same_bits_on_one_worker_or_many(shape, groups):
+    """Units of work that do not depend on the threads: the same bits on 1, 2 and 3 workers
+    (with 8 groups, each group padded and summed on one thread from 2 workers on)."""
     rng = np.random.default_rng(7)
     x = rng.standard_normal(shape, dtype=np.float32)
-    w = rng.standard_normal((40, shape[1], 3, 3), dtype=np.float32)
+    w = rng.standard_normal((40 if groups == 1 else 64, shape[1] // groups, 3, 3), dtype=np.float32)
     with _forced():
         results = []
-        for workers in (1, 2, 3):
+        for workers in (3, 2, 1):  # the threads' paths first, on fresh scratch
             with ac.config(workers=workers):
-                results.append(ac.conv(x, w, padding=1, method="direct"))
+                results.append(ac.conv(x, w, padding=1, groups=groups, method="direct"))
     assert all(np.array_equal(results[0], r) for r in results[1:])
-    assert_matches(results[0], reference_conv(x, w, padding=1), dtype="float32")
+    assert_matches(results[0], reference_conv(x, w, padding=1, groups=groups), dtype="float32")
 
 
 def test_takes_only_what_it_runs():

@@ -48,6 +48,9 @@ _FUSED_TAPS, _FUSED_MAPS = 3, 4
 # result on its own, and narrower ones copy at a fraction of the memory's speed (3 -> 32
 # channels on a hundred 16x16 images: 1.3-1.5x the time of im2col's GEMMs).
 _MIN_WIDTH = 24
+# Groups a thread, at least, for each group's channels to be padded and summed on one thread
+# (one hand-over a call, the padded planes read from cache); else the padding first, shared.
+_GROUPS_A_LANE = 2
 
 
 def takes(problem: Problem, backend: Backend) -> bool:
@@ -115,14 +118,21 @@ def run(x: Array, kernel: ChannelTaps, problem: Problem, out: Array) -> None:
     at = _geometry(p, _config.workers())
     channels = p.groups * p.in_per_group
     x5, planes = x.reshape(p.batch, channels, *spatial), padded.reshape(channels, p.batch, pd, ph, pw)
-    bounds = np.linspace(0, channels, min(channels, at.lanes) + 1).astype(int)
-    run_parallel(zip(bounds[:-1], bounds[1:]), lambda span: at.code.pad_planes(x5, planes, *lo, *span), at.lanes)
     o6 = out.reshape(p.batch, p.groups, p.out_per_group, *out_spatial)
 
     def units(jobs: np.ndarray) -> None:
         line = scratch("channels.line", (at.maps, at.band_rows * pw), p.dtype, NUMPY)
         at.code.channel_jobs(padded, kernel.taps, o6, jobs, p.batch * pd * ph * pw, pw, ph, pd, kd, kh, line)
 
+    if at.by_group:  # each group's channels padded, then its units, on one thread: one hand-over
+        def group(g: int) -> None:
+            at.code.pad_planes(x5, planes, *lo, g * p.in_per_group, (g + 1) * p.in_per_group)
+            units(at.by_group[g])
+
+        run_parallel(range(p.groups), group, at.lanes)
+        return
+    bounds = np.linspace(0, channels, min(channels, at.lanes) + 1).astype(int)
+    run_parallel(zip(bounds[:-1], bounds[1:]), lambda span: at.code.pad_planes(x5, planes, *lo, *span), at.lanes)
     run_parallel(at.calls, units, at.lanes)
 
 
@@ -130,13 +140,15 @@ def run(x: Array, kernel: ChannelTaps, problem: Problem, out: Array) -> None:
 class _Geometry:
     """What the shapes and workers decide for :func:`run`: the loops, the output maps of a
     pass, the output rows of a band, the units ``(g, r0, r1, o0, o1)`` (rows of
-    :func:`_tall_rows`) in `calls` shared by `lanes` threads."""
+    :func:`_tall_rows`) in `calls` shared by `lanes` threads, and where the groups are many
+    (:data:`_GROUPS_A_LANE`), each group's units (else none)."""
 
     code: ModuleType
     maps: int
     band_rows: int
     calls: tuple[np.ndarray, ...]
     lanes: int
+    by_group: tuple[np.ndarray, ...]
 
 
 @functools.lru_cache(maxsize=64)
@@ -147,7 +159,8 @@ def _geometry(problem: Problem, workers: int) -> _Geometry:
     lanes = _lanes(p, workers)
     calls = _compiled.calls_for(len(jobs), _macs(p), lanes)
     code = _module(p.kernel[-1], _maps(p), _fused_rows(p), p.dtype.char)
-    return _Geometry(code, _maps(p), _band_rows(p), tuple(np.array_split(jobs, calls)), lanes)
+    by_group = tuple(jobs[jobs[:, 0] == g] for g in range(p.groups)) if lanes > 1 and p.groups >= _GROUPS_A_LANE * lanes else ()
+    return _Geometry(code, _maps(p), _band_rows(p), tuple(np.array_split(jobs, calls)), lanes, by_group)
 
 
 def _fused_rows(problem: Problem) -> int:
