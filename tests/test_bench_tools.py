@@ -1,8 +1,10 @@
 """The benchmark tooling: command line, README updater, sweep bookkeeping (no timing here)."""
 
 import dataclasses
+import importlib.util
 import json
 import math
+import shutil
 import sys
 from pathlib import Path
 
@@ -10,7 +12,7 @@ import numpy as np
 import pytest
 
 import arrayconv as ac
-from bench import accuracy, deconvolve, forms, images, layer_methods, layers, lines, match, overhead, page, plans, run, sweep, weights
+from bench import accuracy, deconvolve, forms, images, layer_methods, layers, lines, match, overhead, page, perfmap, plans, run, sweep, weights
 from bench.cases import CASES, Case, random_array
 from bench.devices import device
 from bench.peers import QUICK_MAX_DIRECT_MACS, peer_callables
@@ -633,3 +635,22 @@ def test_layers_bench_times_an_older_arrayconv_beside_this_one(tmp_path, monkeyp
     assert "| base | this / base |" in text and text.count("|\n") >= 3
     with pytest.raises(SystemExit, match="holds no arrayconv"):
         layers.load_base(tmp_path)
+
+
+def test_perfmap_names_the_functions_numba_compiled_in_this_process(tmp_path):
+    """Each compiled function's start, size and name, from its library's object code; none
+    for code numba did not compile here."""
+    pytest.importorskip("numba")
+    if shutil.which("nm") is None:
+        pytest.skip("needs nm (binutils)")
+    source = tmp_path / "arrayconv_perfmap_probe.py"
+    source.write_text("from numba import njit\n\n@njit(cache=True)\ndef twice(x):\n    return 2 * x\n")
+    spec = importlib.util.spec_from_file_location("arrayconv_perfmap_probe", source)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.twice(21) == 42
+    lines = [line.split(maxsplit=2) for line in perfmap.map_lines({"probe": module})]
+    named = [int(start, 16) for start, size, name in lines if name.startswith("probe:") and "twice" in name and int(size, 16) > 0]
+    compiled = next(iter(module.twice.overloads.values()))
+    assert compiled.library.get_pointer_to_function(compiled.fndesc.llvm_func_name) in named
+    assert perfmap.map_lines({"nothing": sys}) == []
