@@ -5,10 +5,11 @@ Usage: ``python -m bench.perfmap [--seconds 6] [--workers 1] KERNEL SHAPE`` (``3
 It correlates a random float32 array of SHAPE with KERNEL (random taps of that shape, or a
 Gaussian of sigma N, ``gaussN``) once, writes ``/tmp/perf-PID.map`` naming every compiled
 function of arrayconv's generated loops, and correlates it again in a loop for `--seconds`
-under ``perf record`` attached to it (``perf report`` reads that map). numba's code is JIT-compiled: without the map,
-``perf`` shows bare addresses. The names come from each function's object code, which numba
-keeps only for code it compiled in this process: the loops are compiled into a fresh cache
-folder (``NUMBA_CACHE_DIR``, set by this command for the process it profiles).
+under ``perf record`` attached to it (``perf report`` reads that map). numba's code is
+JIT-compiled: without the map, ``perf`` shows bare addresses. The names come from each
+function's object code, which numba keeps only for code it compiled in this process: the
+loops are compiled into a fresh cache folder (``NUMBA_CACHE_DIR``, set by this command for
+the process it profiles).
 """
 
 from __future__ import annotations
@@ -97,9 +98,10 @@ def _profiled(kernel: str, shape: str, seconds: float, workers: int) -> None:
         while time.perf_counter() - start < seconds:
             ac.correlate(x, k, mode="same", out=out)
             calls += 1
+        elapsed = time.perf_counter() - start
         recorder.send_signal(signal.SIGINT)
         recorder.wait()
-    print(f"{calls} calls, {(time.perf_counter() - start) / calls * 1e3:.3f} ms each; perf report -i perf.data --sort sym")
+    print(f"{calls} calls, {elapsed / calls * 1e3:.3f} ms each (perf attached); perf report -i perf.data --sort sym")
 
 
 def main(argv: list[str] | None = None) -> None:
