@@ -230,6 +230,26 @@ def test_every_boundary_rule_on_each_path(compiled, rng, boundary):
 
 
 @pytest.mark.parametrize("boundary", EDGE_RULES)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_rows_wider_than_two_pieces(compiled, rng, boundary, dtype):
+    """Kernel rows of 33 to :data:`MAX_ROW_TAPS` taps, summed in many pieces: rows of a 2-D
+    kernel, a kernel one row high, an outer product's passes on images and volumes; the
+    rows wider than the image too."""
+    fill = 0.75 if boundary == "constant" else 0.0
+    for shape, k, outer in (((9, 70), (3, 47), False), ((6, 150), (1, _compiled.MAX_ROW_TAPS), False), ((5, 30), (2, 41), False),
+                            ((70, 90), (65, 65), True), ((12, 50, 60), (5, 33, 41), True), ((40, 120), (97, 1), True)):
+        x = random(rng, shape, dtype)
+        w = random(rng, k, dtype)
+        if outer:
+            w = np.ones((), dtype)
+            for n in k:
+                w = np.multiply.outer(w, random(rng, (n,), dtype))
+        plan = ac.plan_correlate(w, shape, "same", "direct", boundary=boundary, fillvalue=fill, dtype=dtype)
+        assert _plan_is_compiled(plan)
+        assert_matches(plan(x), _extended_reference(x, w, "same", boundary, fill), dtype=dtype)
+
+
+@pytest.mark.parametrize("boundary", EDGE_RULES)
 def test_volumes_in_blocks_of_several_planes(compiled, rng, monkeypatch, boundary):
     """Blocks made small, so that a volume's large planes run in bands of rows of several
     planes (each input plane copied once a block, in a ring of the kernel's depth) and
@@ -419,7 +439,7 @@ def test_small_integers_and_float32_read_as_they_are(compiled, rng, dtype, kerne
 @given(
     lines=st.integers(1, 9),
     length=st.integers(1, 40),
-    taps=st.sampled_from([1, 2, 5, 9, _compiled.MAX_ROW_TAPS]),  # each width compiles its own loops
+    taps=st.sampled_from([1, 2, 5, 9, 40, _compiled.MAX_ROW_TAPS]),  # each width compiles its own loops
     mode=st.sampled_from(MODES),
     boundary=st.sampled_from(EDGE_RULES),
     dtype=st.sampled_from(["float32", "float64"]),

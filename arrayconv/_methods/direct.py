@@ -59,6 +59,9 @@ _gpu_problems = LRUCache("direct_cuda_problems", maxsize=256)
 # 3.2 ms on one thread; 3 and 5 taps on 200^3-256^3 ran 1.3x slower so. Along an image's
 # columns, one taller than a pass's weights (13-25 taps on 512^2-4096^2: 0.5-0.8x the time).
 _VOLUME_COLUMN_TAPS = 8
+# With one filter a group, rows of up to this many taps run the compiled loops, not the banded
+# GEMMs: on one worker or two the loops ran 3-64 taps 1.2-4.5x faster, from 97 taps 1.4x slower.
+_LOOPS_OVER_BANDED_TAPS = 64
 
 
 def _bytes_per_sample(problem: Problem) -> int:
@@ -131,9 +134,7 @@ def _form_seconds(problem: Problem, backend: Backend, rates: Rates, settings: Se
 def _estimate_forms(problem: Problem, backend: Backend, rates: Rates, settings: Settings) -> dict[tuple[str, int], float]:
     p = problem
     estimates = {("taps", 0): _taps_cost(p, backend, rates).seconds}
-    # With one filter a group the compiled loops ran rows of 3-31 taps 2.2-4.5x faster than
-    # the banded GEMMs (one worker or two, float32 and float64): banded is left to the rest.
-    if _banded.takes(p) and not (p.out_per_group == 1 and _compiled.takes(p, backend)):
+    if _banded.takes(p) and not (p.out_per_group == 1 and p.kernel[-1] <= _LOOPS_OVER_BANDED_TAPS and _compiled.takes(p, backend)):
         block = _banded.best_block(p, _samples(p), rates)
         estimates[("banded", block)] = _banded.seconds(p, block, _samples(p), rates)
     if _rows.takes(p, backend):
