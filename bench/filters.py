@@ -234,9 +234,9 @@ def _plot(rows: list[dict], path: Path) -> None:
 def fit(repeats: int) -> dict[str, float]:
     """Least-squares fit of the compiled form's cost constants (per multiply-add and per tap
     of the loops at a row's ends: the "compiled" weights ``MAC_BYTES`` and ``EDGE_TAP_BYTES``
-    of arrayconv/_runtime/fitted.json) to its timings on 2-D and 3-D float32 images, in the
-    model's units (the other methods' estimates run 1.3x their times; a byte moved counts
-    one byte at the stream rate)."""
+    of arrayconv/_runtime/fitted.json) to its timings on 2-D and 3-D float32 images and
+    rows, in the model's units (the other methods' estimates run 1.3x their times; a byte
+    moved counts one byte at the stream rate), each error relative to the time."""
     from arrayconv._methods import _compiled, direct
     from arrayconv._runtime import config as _config
     from arrayconv._runtime.backend import NUMPY
@@ -245,43 +245,45 @@ def fit(repeats: int) -> dict[str, float]:
     rates, workers = rates_for(NUMPY), _config.workers()
     real = direct._fastest_form
     direct._fastest_form = lambda problem, backend, r, s: ("compiled", int(problem.rank_one)) if _compiled.takes(problem, NUMPY) else real(problem, backend, r, s)
-    features, targets = [], []
+    features, targets, measured = [], [], []
     try:
         rng = np.random.default_rng(0)
         shapes = [(s, s) for s in (64, 256, 1024, 2048, 4096)] + [(s, s, s) for s in (32, 96, 192)]
-        for shape in shapes:
-            for k in (3, 5, 7, 11, 15):
-                if k >= min(shape):
-                    continue
-                x = rng.random(shape, dtype=np.float32)
-                for outer in (False, True):
-                    w = rng.random((k,) * len(shape), dtype=np.float32)
-                    if outer:
-                        line = rng.random(k, dtype=np.float32)
-                        w = np.multiply.outer(np.multiply.outer(line, line), line) if len(shape) == 3 else np.multiply.outer(line, line)
-                    plan = ac.plan_correlate(w, shape, "same", "direct")
-                    seconds = interleaved_medians({"plan": lambda: plan(x)}, {"plan": time_call}, repeats)["plan"]
-                    p = plan._spec.problem
-                    saved = (_compiled._MAC_BYTES, _compiled._EDGE_TAP_BYTES)
-                    parts = []
-                    for i in range(2):  # each constant's share of the estimate, one at a time
-                        _compiled._MAC_BYTES, _compiled._EDGE_TAP_BYTES = (float(i == j) for j in range(2))
-                        parts.append(_compiled.seconds(p, rates, outer, workers))
-                    _compiled._MAC_BYTES, _compiled._EDGE_TAP_BYTES = (0.0, 0.0)
-                    rest = _compiled.seconds(p, rates, outer, workers)  # the bytes moved and the calls
-                    _compiled._MAC_BYTES, _compiled._EDGE_TAP_BYTES = saved
-                    features.append([part - rest for part in parts])
-                    targets.append(1.3 * seconds - rest)
-                    print(f"{shape} k={k} outer={outer}: {1e3 * seconds:.3f} ms", flush=True)
+        square = [(shape, (k,) * len(shape), outer) for shape in shapes for k in (3, 5, 7, 11, 15) if k < min(shape) for outer in (False, True)]
+        rows = [(shape, (1,) * (len(shape) - 1) + (k,), False) for shape in ((256, 16384), (2048, 2048), (64, 64, 1024)) for k in (3, 9, 17, 33, 65)]
+        for shape, kernel, outer in square + rows:  # square kernels and outer products; rows (kernels one row high)
+            x = rng.random(shape, dtype=np.float32)
+            w = rng.random(kernel, dtype=np.float32)
+            k = kernel[-1]
+            if outer:
+                line = rng.random(k, dtype=np.float32)
+                w = np.multiply.outer(np.multiply.outer(line, line), line) if len(shape) == 3 else np.multiply.outer(line, line)
+            plan = ac.plan_correlate(w, shape, "same", "direct")
+            plan(x)  # compiles the loops it runs
+            seconds = interleaved_medians({"plan": lambda: plan(x)}, {"plan": time_call}, repeats)["plan"]
+            p = plan._spec.problem
+            saved = (_compiled._MAC_BYTES, _compiled._EDGE_TAP_BYTES)
+            parts = []
+            for i in range(2):  # each constant's share of the estimate, one at a time
+                _compiled._MAC_BYTES, _compiled._EDGE_TAP_BYTES = (float(i == j) for j in range(2))
+                parts.append(_compiled.seconds(p, rates, outer, workers))
+            _compiled._MAC_BYTES, _compiled._EDGE_TAP_BYTES = (0.0, 0.0)
+            rest = _compiled.seconds(p, rates, outer, workers)  # the bytes moved and the calls
+            _compiled._MAC_BYTES, _compiled._EDGE_TAP_BYTES = saved
+            features.append([part - rest for part in parts])
+            targets.append(1.3 * seconds - rest)
+            measured.append(1.3 * seconds)
+            print(f"{shape} {w.shape} outer={outer}: {1e3 * seconds:.3f} ms, estimate {1e3 * _compiled.seconds(p, rates, outer, workers):.3f}", flush=True)
     finally:
         direct._fastest_form = real
     from scipy.optimize import nnls
 
     a, b = np.array(features), np.array(targets)
-    weights = 1 / np.maximum(b, 1e-6)  # relative errors: small and large calls count alike
+    weights = 1 / np.array(measured)  # relative errors: small and large calls count alike
     constants, _ = nnls(a * weights[:, None], b * weights)
-    errors = np.abs(a @ constants - b) / np.maximum(b, 1e-9)
-    print(f"median relative error {np.median(errors):.2f}, worst {errors.max():.2f}")
+    errors = np.abs(a @ constants - b) / np.array(measured)
+    today = np.abs(a @ np.array([_compiled._MAC_BYTES, _compiled._EDGE_TAP_BYTES]) - b) / np.array(measured)
+    print(f"median relative error {np.median(errors):.2f}, worst {errors.max():.2f} (today's weights: {np.median(today):.2f}, {today.max():.2f})")
     return dict(zip(("MAC_BYTES", "EDGE_TAP_BYTES"), (round(float(c), 2) for c in constants)))
 
 

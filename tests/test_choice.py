@@ -21,16 +21,12 @@ TIMINGS = json.loads((Path(__file__).parent / "data" / "pick-timings.json").read
 INSTALLED = {"threadpoolctl": importlib.util.find_spec("threadpoolctl") is not None, "numba": _compiled.available()}
 # Known mis-picks, each with its cause; strict, so a fix shows.
 KNOWN = {
-    "bank-4x256-11": (
-        "a plain call with four 11x11 filters over a 256x256 image keeps its plan, and the FFT's one call is estimated "
-        "at 1.44x overlap-save's (its kernel spectra at 3.0 of its 6.9 ms), so the later calls run "
-        "overlap-save, 1.1-1.24x the FFT's: the FFT rates need a refit from a fresh sweep"
-    ),
-    "stack-256x128-11": (
-        "on the AVX2 host these timings ran on, overlap-add took 78 ms against its 150 ms estimate and direct's "
-        "compiled loops 117 ms against 56 (on the AVX-512 host the rates were fitted on: 57 and 56 ms): "
-        "the CPU rates need a refit from a sweep on an AVX2 host"
-    ),
+    point: (
+        "lines with one filter of 127-128 taps: direct's compiled loops ran in 0.61-0.74x the FFT's time, but "
+        "their estimate for kernels one row high is 1.8-3.3x their time (square kernels 0.8-1.8x: "
+        "python -m bench.filters --fit), so 'auto' takes the FFT: the loops' weights need a refit"
+    )
+    for point in ("fir-32x62894-128", "fir-64x3000-127")
 }
 
 @pytest.fixture(autouse=True)

@@ -460,6 +460,33 @@ def test_lines_run_as_the_rows_of_one_image(lines, length, taps, mode, boundary,
     assert_matches(single(x[0]), reference[0], dtype=dtype)
 
 
+@settings(max_examples=examples(30))
+@given(
+    lines=st.integers(1, 6),
+    filters=st.integers(1, 3),
+    length=st.integers(1, 40),
+    taps=st.sampled_from([1, 2, 5, 9, 40]),
+    mode=st.sampled_from(MODES),
+    boundary=st.sampled_from(EDGE_RULES),
+    dtype=st.sampled_from(["float32", "float64"]),
+    seed=st.integers(0, 2**16),
+)
+def test_lines_with_filters_of_their_own_run_as_images_of_one_row(lines, filters, length, taps, mode, boundary, dtype, seed):
+    """Lines each with a filter of its own (``axes=-1``), and each with a bank of `filters`
+    (a grouped conv), as images one row high; every mode and edge rule."""
+    rng = np.random.default_rng(seed)
+    taps = min(taps, length) if mode == "valid" else taps
+    x, w = random(rng, (lines, length), dtype), random(rng, (lines * filters, taps), dtype)
+    with _forced():
+        own = ac.plan_correlate(w[::filters], x.shape, mode, "direct", axes=-1, boundary=boundary, dtype=dtype)
+        bank = ac.plan_conv(w[:, None], (1, lines, length), dtype, padding=taps - 1, groups=lines, method="direct")
+    assert _plan_is_compiled(own) and _plan_is_compiled(bank)
+    reference = np.concatenate([_extended_reference(x[i : i + 1], w[i * filters : i * filters + 1], mode, boundary) for i in range(lines)])
+    assert_matches(own(x), reference, dtype=dtype)
+    banks = reference_conv(x[None], w[:, None], padding=taps - 1, groups=lines)
+    assert_matches(bank(x[None]), banks, dtype=dtype)
+
+
 @pytest.mark.parametrize("boundary", ["symmetric", "mirror", "wrap"])
 def test_the_compiled_loops_are_taken_where_they_skip_a_copy_of_the_input(rng, boundary):
     """A float32 image under a float64 row filter: the other forms read a float64 copy of

@@ -689,7 +689,7 @@ def test_direct_takes_1d_lines_in_place_for_short_kernels_and_keeps_nans_in_thei
     assert_matches(np.where(finite, got, 0), np.where(finite, ref, 0), dtype="float64")
 
 
-def test_direct_takes_the_banded_form_for_long_1d_kernels_and_keeps_nans_in_their_footprint(rng):
+def test_direct_takes_the_banded_form_for_long_1d_kernels_and_keeps_nans_in_their_footprint(rng, numpy_forms):
     from arrayconv._methods import _banded
 
     x, k = random(rng, (20000,), "float64"), random(rng, (101,), "float64")

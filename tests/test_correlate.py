@@ -362,11 +362,11 @@ def test_short_signals_run_as_one_numpy_correlate(n, k, dtype, mode, rng):
         (300000, 255, "float64", "banded"),
     ],
 )
-def test_long_1d_kernels_are_priced_by_their_bytes(n, k, dtype, form):
+def test_long_1d_kernels_are_priced_by_their_bytes(n, k, dtype, form, numpy_forms):
     """numpy.correlate's dot product per output sample grows with the kernel's bytes (taps
-    times itemsize), so direct's faster form (one numpy.correlate per line, or banded GEMMs)
-    is the one it runs (times: 'same', 2-core CI machine). Which method 'auto' takes on
-    these lines: tests/test_choice.py."""
+    times itemsize), so direct's faster NumPy form (one numpy.correlate per line, or banded
+    GEMMs) is the one it runs (times: 'same', 2-core CI machine). Which method 'auto' takes
+    on these lines: tests/test_choice.py."""
     from arrayconv._methods import _banded, _rows
 
     kernel = ac.plan_correlate(np.ones(k, dtype), (n,), "same", method="direct")._kernel

@@ -171,13 +171,15 @@ def takes(problem: Problem, backend: Backend) -> bool:
 
 @functools.lru_cache(maxsize=256)
 def _image(problem: Problem) -> Problem:
-    """`problem` as the loops run it: a batch of 1-D lines with one filter (the rows of an
-    image filtered along them) as the rows of one image, with a kernel one row high; any
-    other problem as it is."""
+    """`problem` as the loops run it: 1-D lines as images with a kernel one row high, a
+    batch of lines with one filter as the rows of one image (the rows of an image filtered
+    along them), lines with filters of their own each as an image of one row; any other
+    problem as it is."""
     p = problem
-    if len(p.spatial) != 1 or p.groups * p.in_per_group * p.out_per_group != 1:
+    if len(p.spatial) != 1:
         return p
-    return replace(p, batch=1, spatial=(p.batch, *p.spatial), kernel=(1, *p.kernel), pad_lo=(0, *p.pad_lo), pad_hi=(0, *p.pad_hi),
+    rows = (p.batch, 1) if p.groups * p.in_per_group * p.out_per_group == 1 else (1, p.batch)
+    return replace(p, batch=rows[1], spatial=(rows[0], *p.spatial), kernel=(1, *p.kernel), pad_lo=(0, *p.pad_lo), pad_hi=(0, *p.pad_hi),
                    stride=(1, *p.stride), dilation=(1, *p.dilation))
 
 
@@ -262,9 +264,9 @@ def bound_run(kernel: CompiledTaps, problem: Problem, x_shape: tuple[int, ...]) 
 def _bound(kernel: CompiledTaps, problem: Problem, x_shape: tuple[int, ...], workers: int) -> Callable[[Array, Array], None]:
     """``f(x, out)``: :func:`run` for `x` of `x_shape` on `workers` threads."""
     p = _image(problem)
-    lines = p.spatial != problem.spatial  # lines, read and written as the rows of one image
+    lines = p.spatial != problem.spatial  # lines, read and written as the rows of images
     volume = len(p.spatial) == 3
-    x3_shape = (p.batch, p.groups, *(() if volume else (1,)), *((problem.batch, x_shape[-1]) if lines else x_shape[2:]))
+    x3_shape = (p.batch, p.groups, *(() if volume else (1,)), *((*p.spatial[:-1], x_shape[-1]) if lines else x_shape[2:]))
     o3_shape = (p.batch, p.groups, p.out_per_group, *(() if volume else (1,)), *p.out_spatial)
     source = x3_shape[2:]
     at = _geometry(p, kernel.edges, source, kernel.factors is not None, workers)
@@ -349,8 +351,8 @@ def _geometry(problem: Problem, edges: Edges | None, source: tuple[int, int, int
     p = problem
     pads = _pads(p, edges)
     maps = tuple(_index_map(n, pad, pads.pad_mode) for n, pad in zip(source, pads.pads))
-    height, width = p.out_spatial[-2:]
-    out = (p.out_spatial[0] if len(p.out_spatial) == 3 else 1, height, width)
+    out = _out_dims(p)
+    height, width = out[1:]
     kw = p.kernel[-1]
     shift = pads.pads[-1][0]
     c_lo = min(shift, width)
@@ -388,6 +390,12 @@ def _maps(problem: Problem) -> list[tuple[int, int, int]]:
     """The output maps ``(b, g, o)`` of `problem`."""
     p = problem
     return [(b, g, o) for b in range(p.batch) for g in range(p.groups) for o in range(p.out_per_group)]
+
+
+def _out_dims(problem: Problem) -> tuple[int, int, int]:
+    """Planes, rows and columns of each of `problem`'s output maps (one plane for an image)."""
+    *planes, height, width = problem.out_spatial
+    return (planes[0] if planes else 1, height, width)
 
 
 def _units(problem: Problem, out: tuple[int, int, int]) -> list[Unit]:
@@ -498,7 +506,7 @@ def seconds(problem: Problem, rates: Rates, separable: bool, workers: int) -> fl
     row_calls = rows if separable else rows * math.prod(p.kernel[:-1])  # an outer product's row pass once per row
     edge_taps = 0 if separable or _halo(p, _pads(p, None)) else row_calls * (kw - 1) * kw  # an outer product's rows run extended
     moved = (p.batch * p.groups * math.prod(p.spatial) + outputs) * p.dtype.itemsize
-    blocks = -(-outputs // _BLOCK_SAMPLES)
+    blocks = len(_units(p, _out_dims(p)))  # the loops never cut a row
     return loop_seconds(_macs(p, separable), moved, blocks, _lanes(p, separable, workers), rates, edge_taps)
 
 
