@@ -41,10 +41,12 @@ from scipy.ndimage import correlate as _scipy_correlate  # bound now: SciPy's, w
 from scipy.ndimage import correlate1d as _scipy_correlate1d
 
 from ._api.correlate import correlate as _typed_correlate
+from ._methods import box_sums, compiled_loops
 from ._runtime.backend import NUMPY, array_module
 from ._runtime.config import workers
 from ._runtime.scratch import REUSED_BYTES, reused
 from ._runtime.threads import run_parallel
+from ._spec.boundary import EDGE_RULES, extended_index
 
 _ac_correlate: Callable[..., Any] = _typed_correlate  # validated SciPy arguments: str, not its Literal types
 
@@ -67,6 +69,10 @@ __all__ = [
 # NumPy inputs of at most this many samples and multiply-adds run in scipy.ndimage: its C
 # loop is done in 5-60 us, before arrayconv's call (50-80 us of setup) would be.
 _SCIPY_SAMPLES, _SCIPY_MACS = 1 << 14, 100_000
+
+# Means of at least this many samples a window run as running sums with numba (one sample
+# added and one taken away an output, whatever the window).
+_RUNNING_SIZE = 9
 
 # Results of at least this many bytes are stored in parts, on every worker.
 _PARALLEL_STORE_BYTES = 1 << 20
@@ -179,10 +185,32 @@ def uniform_filter1d(input: Any, size: int, axis: int = -1, output: Any = None, 
     shape[axis] = size
     origins = [0] * input.ndim
     origins[axis] = origin
+    if _running(input, output, size):
+        _running_means(input, output, size, axis, _mode(mode), float(cval), origin)
+        return output
     parts = [(input.real, output.real, np.real(cval)), (input.imag, output.imag, np.imag(cval))] if complex_output else [(input, output, cval)]
     for x, out, fill in parts:
         _filter_into(out, x, xp.ones(shape), _mode(mode), fill, origins, divide=size)
     return output
+
+
+def _running(input: Any, output: Any, size: int) -> bool:
+    """Whether a mean over `size` samples runs as a running sum (:func:`_running_means`):
+    float NumPy arrays, numba installed, and windows of at least :data:`_RUNNING_SIZE`."""
+    floats = all(isinstance(a, np.ndarray) and a.dtype in (np.float32, np.float64) for a in (input, output))
+    return floats and size >= _RUNNING_SIZE and output.flags.c_contiguous and compiled_loops()
+
+
+def _running_means(input: np.ndarray, output: np.ndarray, size: int, axis: int, boundary: str, cval: float, origin: int) -> None:
+    """`output` = the means of `size` samples of `input` along `axis`, centred at ``size // 2
+    + origin``, past the edges by `boundary` (an arrayconv rule) with `cval`: a running sum in
+    float64 in numba's loops (:func:`arrayconv._methods.box_sums`)."""
+    n = input.shape[axis]
+    lo = size // 2 + origin
+    index = extended_index(n, (lo, size - 1 - lo), EDGE_RULES[boundary]).astype(np.int64)
+    lines, inner = math.prod(input.shape[:axis]), math.prod(input.shape[axis + 1 :])
+    x = np.ascontiguousarray(input) if not np.shares_memory(input, output) else input.copy()
+    box_sums(x.reshape(lines, n, inner), size, index, cval if boundary == "constant" else 0.0, output.reshape(lines, n, inner))
 
 
 def uniform_filter(input: Any, size: Any = 3, output: Any = None, mode: Any = "reflect", cval: Any = 0.0, origin: Any = 0, *, axes: Any = None) -> Any:
@@ -198,6 +226,15 @@ def uniform_filter(input: Any, size: Any = 3, output: Any = None, mode: Any = "r
         output[...] = input[...]
         return output
     lines = [(axis, np.full(s, 1.0 / s)) for axis, s, _, _ in passes]
+    if all(_running(input, output, s) for _, s, _, _ in passes):
+        # each pass from the last one's result: the passes alternate between a buffer and
+        # `output`, so that the last writes `output`
+        buffers = [output, np.empty_like(output)] if len(passes) > 1 else [output]
+        for i, (axis, s, o, m) in enumerate(passes):
+            written = buffers[(len(passes) - 1 - i) % 2]
+            _running_means(input, written, s, axis, _mode(m), float(cval), o)
+            input = written
+        return output
     if not any(o for *_, o, _ in passes) and input.dtype.kind != "c" and _ran_as_one_pass(output, input, lines, [m for *_, m in passes], cval):
         return output
     for axis, s, o, m in passes:
