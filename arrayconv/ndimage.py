@@ -196,9 +196,11 @@ def uniform_filter1d(input: Any, size: int, axis: int = -1, output: Any = None, 
 
 def _running(input: Any, output: Any, size: int) -> bool:
     """Whether a mean over `size` samples runs as a running sum (:func:`_running_means`):
-    float NumPy arrays, numba installed, and windows of at least :data:`_RUNNING_SIZE`."""
-    floats = all(isinstance(a, np.ndarray) and a.dtype in (np.float32, np.float64) for a in (input, output))
-    return floats and size >= _RUNNING_SIZE and output.flags.c_contiguous and compiled_loops()
+    NumPy arrays, the input of integers or floats and the output float32 or float64, numba
+    installed, and windows of at least :data:`_RUNNING_SIZE`."""
+    arrays = isinstance(input, np.ndarray) and isinstance(output, np.ndarray)
+    dtypes = arrays and (input.dtype.kind in "iu" or input.dtype in (np.float32, np.float64)) and output.dtype in (np.float32, np.float64)
+    return dtypes and size >= _RUNNING_SIZE and output.flags.c_contiguous and compiled_loops()
 
 
 def _running_means(input: np.ndarray, output: np.ndarray, size: int, axis: int, boundary: str, cval: float, origin: int) -> None:
@@ -229,7 +231,8 @@ def uniform_filter(input: Any, size: Any = 3, output: Any = None, mode: Any = "r
     if all(_running(input, output, s) for _, s, _, _ in passes):
         # each pass from the last one's result: the passes alternate between a buffer and
         # `output`, so that the last writes `output`
-        buffers = [output, np.empty_like(output)] if len(passes) > 1 else [output]
+        buffer = reused("ndimage.means", output.shape, output.dtype, NUMPY) if len(passes) > 1 else None
+        buffers = [output, np.empty_like(output) if buffer is None and len(passes) > 1 else buffer]
         for i, (axis, s, o, m) in enumerate(passes):
             written = buffers[(len(passes) - 1 - i) % 2]
             _running_means(input, written, s, axis, _mode(m), float(cval), o)

@@ -336,15 +336,16 @@ def test_cupy_arrays_give_scipys_results_on_their_device(xp, rng):
     shape=st.lists(st.integers(1, 30), min_size=1, max_size=3),
     size=st.integers(9, 40),
     mode=st.sampled_from(NDIMAGE_MODES),
-    dtype=st.sampled_from(["float32", "float64"]),
+    dtype=st.sampled_from(["float32", "float64", "uint8", "int16"]),
     where=st.floats(0, 1),
     seed=st.integers(0, 2**16),
 )
 def test_ndimage_means_of_wide_windows(shape, size, mode, dtype, where, seed):
-    """Means over windows of 9 samples or more (running sums with numba): every mode, an
-    origin anywhere in the window, each axis; the N-D filter, in place and from a view."""
+    """Means over windows of 9 samples or more (running sums with numba, into float
+    arrays): every mode, an origin anywhere in the window, each axis; the N-D filter, in
+    place and from a view; integer images, as integers (truncated as SciPy's) and as floats."""
     rng = np.random.default_rng(seed)
-    x = random(rng, tuple(shape), dtype) * 10 - 3
+    x = (random(rng, tuple(shape), "float64") * 200 - (0 if dtype == "uint8" else 60)).astype(dtype)
     origin = int(where * (size - 1)) - size // 2
     for axis in range(x.ndim):
         got = ndimage.uniform_filter1d(x, size, axis, mode=mode, cval=1.5, origin=origin)
@@ -355,3 +356,5 @@ def test_ndimage_means_of_wide_windows(shape, size, mode, dtype, where, seed):
     mine = view.copy()
     assert ndimage.uniform_filter(mine, size, output=mine, mode=mode, cval=1.5) is mine
     _assert_like_scipy(mine, expected)
+    means = scipy.ndimage.uniform_filter(x, size, output=np.float32, mode=mode, cval=1.5)
+    _assert_like_scipy(ndimage.uniform_filter(x, size, output=np.float32, mode=mode, cval=1.5), means)
