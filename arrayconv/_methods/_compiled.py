@@ -55,9 +55,9 @@ from .._runtime.threads import run_parallel
 from .._spec.boundary import source_index
 from .._spec.problem import Problem
 
-# Kernel rows of at most this many taps, summed in pieces (an outer product's passes of 65-193
-# taps ran in 0.2-0.8x the time of the other forms).
-MAX_ROW_TAPS = 256
+# Kernel rows of at most this many taps, summed in pieces (an outer product's passes of 65-385
+# taps ran in 0.2-0.9x the time of the other forms).
+MAX_ROW_TAPS = 1024
 # Output samples of a segment of halo_taps's line, at most: its line stays in the first cache
 # level; and its output rows, at least, else each row runs on its own, straight into the result
 # (3x3x3 on 256^3: the copy from the line costs more than the short rows' overheads it saves).
