@@ -196,11 +196,11 @@ def uniform_filter1d(input: Any, size: int, axis: int = -1, output: Any = None, 
 
 def _running(input: Any, output: Any, size: int) -> bool:
     """Whether a mean over `size` samples runs as a running sum (:func:`_running_means`):
-    NumPy arrays, the input of integers or floats and the output float32 or float64, numba
-    installed, and windows of at least :data:`_RUNNING_SIZE`."""
+    NumPy arrays, not empty, the input of integers or floats and the output float32 or
+    float64, numba installed, and windows of at least :data:`_RUNNING_SIZE`."""
     arrays = isinstance(input, np.ndarray) and isinstance(output, np.ndarray)
     dtypes = arrays and (input.dtype.kind in "iu" or input.dtype in (np.float32, np.float64)) and output.dtype in (np.float32, np.float64)
-    return dtypes and size >= _RUNNING_SIZE and output.flags.c_contiguous and compiled_loops()
+    return dtypes and input.size > 0 and size >= _RUNNING_SIZE and output.flags.c_contiguous and compiled_loops()
 
 
 def _running_means(input: np.ndarray, output: np.ndarray, size: int, axis: int, boundary: str, cval: float, origin: int) -> None:
@@ -217,7 +217,8 @@ def _running_means(input: np.ndarray, output: np.ndarray, size: int, axis: int, 
 
 def uniform_filter(input: Any, size: Any = 3, output: Any = None, mode: Any = "reflect", cval: Any = 0.0, origin: Any = 0, *, axes: Any = None) -> Any:
     """Multidimensional mean filter, as :func:`scipy.ndimage.uniform_filter`: one pass per
-    axis, or (float results, one mode, no origin) one pass over the whole box."""
+    axis, or (float results, one mode, no origin) one pass over the whole box; with numba,
+    float results of windows of 9 samples or more a running sum per axis."""
     input = array_module(input).asarray(input)
     output = _get_output(output, input, complex_output=input.dtype.kind == "c")
     axes = _check_axes(axes, input.ndim)

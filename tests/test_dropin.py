@@ -358,3 +358,6 @@ def test_ndimage_means_of_wide_windows(shape, size, mode, dtype, where, seed):
     _assert_like_scipy(mine, expected)
     means = scipy.ndimage.uniform_filter(x, size, output=np.float32, mode=mode, cval=1.5)
     _assert_like_scipy(ndimage.uniform_filter(x, size, output=np.float32, mode=mode, cval=1.5), means)
+    empty = np.zeros((0, *shape[1:]), dtype)
+    got, expected = ndimage.uniform_filter(empty, size, mode=mode), scipy.ndimage.uniform_filter(empty, size, mode=mode)
+    assert got.shape == expected.shape and got.dtype == expected.dtype
