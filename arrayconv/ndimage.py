@@ -232,8 +232,10 @@ def uniform_filter(input: Any, size: Any = 3, output: Any = None, mode: Any = "r
     if all(_running(input, output, s) for _, s, _, _ in passes):
         # each pass from the last one's result: the passes alternate between a buffer and
         # `output`, so that the last writes `output`
-        buffer = reused("ndimage.means", output.shape, output.dtype, NUMPY) if len(passes) > 1 else None
-        buffers = [output, np.empty_like(output) if buffer is None and len(passes) > 1 else buffer]
+        buffers = [output]
+        if len(passes) > 1:
+            spare = reused("ndimage.means", output.shape, output.dtype, NUMPY)
+            buffers.append(np.empty_like(output) if spare is None else spare)
         for i, (axis, s, o, m) in enumerate(passes):
             written = buffers[(len(passes) - 1 - i) % 2]
             _running_means(input, written, s, axis, _mode(m), float(cval), o)

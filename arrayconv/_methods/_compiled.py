@@ -178,8 +178,8 @@ def _image(problem: Problem) -> Problem:
     p = problem
     if len(p.spatial) != 1:
         return p
-    rows = (p.batch, 1) if p.groups * p.in_per_group * p.out_per_group == 1 else (1, p.batch)
-    return replace(p, batch=rows[1], spatial=(rows[0], *p.spatial), kernel=(1, *p.kernel), pad_lo=(0, *p.pad_lo), pad_hi=(0, *p.pad_hi),
+    height, batch = (p.batch, 1) if p.groups * p.in_per_group * p.out_per_group == 1 else (1, p.batch)
+    return replace(p, batch=batch, spatial=(height, *p.spatial), kernel=(1, *p.kernel), pad_lo=(0, *p.pad_lo), pad_hi=(0, *p.pad_hi),
                    stride=(1, *p.stride), dilation=(1, *p.dilation))
 
 
@@ -627,7 +627,7 @@ def box_sums(x: np.ndarray, size: int, index: np.ndarray, fill: float, out: np.n
         x, out = x[:, :, 0], out[:, :, 0]
     run = code.box_lines if c == 1 else code.box_sums
     parts = min(_config.workers(), max(a, c))
-    if parts <= 1 or out.size < _THREADED_MACS:
+    if parts <= 1 or out.size < _THREADED_MACS:  # about a multiply-add's work a sample
         run(x, size, index, fill, out)
         return
     cuts = np.linspace(0, max(a, c), parts + 1).astype(int)
@@ -658,7 +658,6 @@ def _box_lines_source(lanes: int) -> str:
     return f"""@njit(nogil=True, cache=True)
 def box_lines(x, size, index, fill, out):
     lines, n = out.shape
-    scale = 1.0 / size
     first = 0
     while first < lines:
         if first + {lanes} > lines:
@@ -672,7 +671,7 @@ def box_lines(x, size, index, fill, out):
             s, t = index[i + size - 1], index[i - 1]
             if s >= 0 and t >= 0:
 {each("a{k} += np.float64(r{k}[s]) - np.float64(r{k}[t])", 16)}            else:
-{each("a{k} += (fill if s < 0 else np.float64(r{k}[s])) - (fill if t < 0 else np.float64(r{k}[t]))", 16)}{each("o{k}[i] = a{k} * scale", 12)}        first += {lanes}
+{each("a{k} += (fill if s < 0 else np.float64(r{k}[s])) - (fill if t < 0 else np.float64(r{k}[t]))", 16)}{each("o{k}[i] = a{k} / size", 12)}        first += {lanes}
 """
 
 
