@@ -631,10 +631,11 @@ def box_sums(x: np.ndarray, size: int, index: np.ndarray, fill: float, out: np.n
         run(x, size, index, fill, out)
         return
     cuts = np.linspace(0, max(a, c), parts + 1).astype(int)
-    if a >= c:  # cut between lines
-        run_parallel(zip(cuts[:-1], cuts[1:]), lambda s: run(x[s[0] : s[1]], size, index, fill, out[s[0] : s[1]]), parts)
-    else:  # the inner axis cut: each thread's sums a slice of every row
-        run_parallel(zip(cuts[:-1], cuts[1:]), lambda s: run(x[:, :, s[0] : s[1]], size, index, fill, out[:, :, s[0] : s[1]]), parts)
+
+    def part(span: tuple[int, int]) -> tuple[slice, ...]:  # cut between lines, else a slice of every row
+        return (slice(*span),) if a >= c else (slice(None), slice(None), slice(*span))
+
+    run_parallel(zip(cuts[:-1], cuts[1:]), lambda span: run(x[part(span)], size, index, fill, out[part(span)]), parts)
 
 
 @functools.cache
