@@ -460,6 +460,36 @@ def test_lines_run_as_the_rows_of_one_image(lines, length, taps, mode, boundary,
     assert_matches(single(x[0]), reference[0], dtype=dtype)
 
 
+@settings(max_examples=examples(40))
+@given(
+    lines=st.integers(1, 2),
+    length=st.integers(1, 60),
+    taps=st.sampled_from([1, 2, 5, 9, 40]),
+    mode=st.sampled_from(MODES),
+    boundary=st.sampled_from(EDGE_RULES),
+    dtype=st.sampled_from(["float32", "float64"]),
+    seed=st.integers(0, 2**16),
+)
+def test_long_lines_run_in_windows_of_their_columns_side_by_side(lines, length, taps, mode, boundary, dtype, seed):
+    """Fewer lines than threads (one signal) are cut in windows of their output columns, one
+    a call on the workers (here windows of 4 columns on 3 workers): as the reference, and the
+    same bits as on one worker, every mode and edge rule."""
+    rng = np.random.default_rng(seed)
+    taps = min(taps, length) if mode == "valid" else taps
+    x, w = random(rng, (lines, length), dtype), random(rng, (taps,), dtype)
+    with _forced(halo=False), pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_compiled, "_WINDOW_SAMPLES", 4)
+        patch.setattr(_compiled, "_THREADED_MACS", 0)
+        got = {}
+        for workers in (1, 3):
+            with ac.config(workers=workers):
+                plan = ac.plan_correlate(w[None], x.shape, mode, "direct", boundary=boundary, dtype=dtype)
+                assert _plan_is_compiled(plan)
+                got[workers] = plan(x)
+    assert_matches(got[3], _extended_reference(x, w[None], mode, boundary, 0.0), dtype=dtype)
+    np.testing.assert_array_equal(got[3], got[1])
+
+
 @settings(max_examples=examples(30))
 @given(
     lines=st.integers(1, 6),

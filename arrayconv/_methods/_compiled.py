@@ -131,6 +131,8 @@ _HALO_WIDTH = (512, 4096)
 # least this many calls a thread: each call's hand-over of the GIL costs tens of
 # microseconds, and more calls let a thread on an idle core take a busy one's share.
 _CALL_MACS, _CALLS_PER_LANE = 1 << 22, 2
+# Output samples of a window of a line's columns, at least (:func:`_windows`).
+_WINDOW_SAMPLES = 1 << 14
 # Inputs read as they are, converted sample by sample in the loop, where the sums run in
 # another dtype: 8- and 16-bit integers, and float32 (float64 sums: scipy.ndimage's).
 _READ_AS_IS = frozenset("bBhHf")
@@ -300,6 +302,8 @@ def _bound(kernel: CompiledTaps, problem: Problem, x_shape: tuple[int, ...], wor
     taps, fill_rows = kernel.taps, kernel.fill_rows
     no_buffer = np.empty((1, 1), p.dtype)  # taps_jobs and deep_jobs read the input itself
     one_call = at.calls[0] if len(at.calls) == 1 else None
+    every_job = np.concatenate(at.calls)
+    windows = _windows(p, len(every_job), at.lanes) if at.buffer is None and not at.deep_rows else [(0, p.out_spatial[-1])]
 
     def direct(x: Array, out: Array) -> None:
         x3, o3 = _read_only(x.reshape(x3_shape)), out.reshape(o3_shape)
@@ -313,12 +317,37 @@ def _bound(kernel: CompiledTaps, problem: Problem, x_shape: tuple[int, ...], wor
             buf = scratch("compiled.halo", at.buffer, p.dtype, NUMPY) if at.buffer else no_buffer
             jobs_of(x3, flat, taps, fill_rows, o3, *maps, jobs, *columns, fill, buf, at.segment_rows)
 
-        if one_call is not None:
+        def window(span: tuple[int, int]) -> None:  # every block's output columns [lo, hi)
+            lo, hi = span
+            c_lo, c_hi, shift = columns
+            inner_lo = min(max(c_lo - lo, 0), hi - lo)
+            code.taps_jobs(x3, flat, taps, fill_rows, o3[..., lo:hi], maps[0], maps[1], maps[2][lo : hi + p.kernel[-1] - 1], every_job,
+                           inner_lo, max(inner_lo, min(c_hi - lo, hi - lo)), shift - lo, fill, no_buffer, at.segment_rows)
+
+        if len(windows) > 1:
+            run_parallel(windows, window, at.lanes)
+        elif one_call is not None:
             blocks(one_call)
         else:
             run_parallel(at.calls, blocks, at.lanes)
 
     return direct
+
+
+def _windows(problem: Problem, blocks: int, lanes: int) -> list[tuple[int, int]]:
+    """The output columns of `problem`'s rows in :func:`_window_count` windows of near-equal
+    width, ``(lo, hi)`` each (a window's outputs are the same bits as the whole row's)."""
+    cuts = np.linspace(0, problem.out_spatial[-1], _window_count(problem, blocks, lanes) + 1).astype(int)
+    return list(zip(cuts[:-1].tolist(), cuts[1:].tolist()))
+
+
+def _window_count(problem: Problem, blocks: int, lanes: int) -> int:
+    """Windows of the output columns run side by side: for rows one high (lines) in fewer
+    `blocks` than `lanes`, :data:`_CALLS_PER_LANE` a thread of at least
+    :data:`_WINDOW_SAMPLES` columns; else one, the whole row."""
+    if blocks >= lanes or _out_dims(problem)[:2] != (1, 1):
+        return 1
+    return max(1, min(_CALLS_PER_LANE * lanes, problem.out_spatial[-1] // _WINDOW_SAMPLES))
 
 
 @dataclass(frozen=True, slots=True)
@@ -506,8 +535,10 @@ def seconds(problem: Problem, rates: Rates, separable: bool, workers: int) -> fl
     row_calls = rows if separable else rows * math.prod(p.kernel[:-1])  # an outer product's row pass once per row
     edge_taps = 0 if separable or _halo(p, _pads(p, None)) else row_calls * (kw - 1) * kw  # an outer product's rows run extended
     moved = (p.batch * p.groups * math.prod(p.spatial) + outputs) * p.dtype.itemsize
-    blocks = len(_units(p, _out_dims(p)))  # the loops never cut a row
-    return loop_seconds(_macs(p, separable), moved, blocks, _lanes(p, separable, workers), rates, edge_taps)
+    units = len(_units(p, _out_dims(p)))
+    lanes = _lanes(p, separable, workers)
+    blocks = units if separable or _halo(p, _pads(p, None)) else max(units, _window_count(p, units, lanes))  # lines cut in windows
+    return loop_seconds(_macs(p, separable), moved, blocks, lanes, rates, edge_taps)
 
 
 def loop_seconds(macs: int, moved: int, blocks: int, lanes: int, rates: Rates, edge_taps: int = 0) -> float:
