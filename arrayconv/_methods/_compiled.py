@@ -24,8 +24,9 @@ The code is generated per kernel row length and dtype and compiled once per proc
 read from numba's cache on disk (:func:`arrayconv.cache_dir`): a new one costs a few
 seconds the first time (each way of running blocks its own entry point, compiled only
 where it runs: 3x3 on a 300x300 image 5.9 -> 2.6 s, 3x3x3 on a volume 12.8 -> 5.0 s).
-Work is cut into blocks of output rows (or planes) that do not depend on the number of
-threads, so the result is the same bits on one worker or many.
+Work is cut into blocks of output rows (or planes), and the rows of a long 1-D signal
+into windows of their columns, whose sums do not depend on the number of threads, so the
+result is the same bits on one worker or many.
 The blocks run on :func:`arrayconv.config`'s workers, a few calls each, in loops that
 release the GIL and call no BLAS: no thread but arrayconv's own runs a call.
 """
