@@ -76,11 +76,7 @@ class Layout:
         threads to share (:func:`.._threads.even_chunk_length`)."""
         p = self.problem
         rows = p.out_spatial[0]
-        items, rows_per_chunk = self.chunk_extent(bytes_per_sample, target_bytes, exact=exact)
-        if rows_per_chunk == rows:
-            items = even_chunk_length(p.batch, items, 1, parts)
-        else:
-            rows_per_chunk = even_chunk_length(rows, rows_per_chunk, p.batch, parts)
+        items, rows_per_chunk = self._chunk_size(bytes_per_sample, target_bytes, exact, parts)
         if rows_per_chunk == rows:
             return [Chunk(b, min(b + items, p.batch), 0, rows) for b in range(0, p.batch, items)]
         return [
@@ -88,6 +84,23 @@ class Layout:
             for b in range(p.batch)
             for r in range(0, rows, rows_per_chunk)
         ]
+
+    def item_runs(self, bytes_per_sample: int, target_bytes: int) -> int:
+        """``sum(c.b1 - c.b0 for c in self.chunks(bytes_per_sample, target_bytes))``: each
+        batch item once per chunk of its rows, without listing the chunks."""
+        p = self.problem
+        rows = p.out_spatial[0]
+        _, rows_per_chunk = self._chunk_size(bytes_per_sample, target_bytes, False, 1)
+        return p.batch * -(-rows // rows_per_chunk)
+
+    def _chunk_size(self, bytes_per_sample: int, target_bytes: int, exact: bool, parts: int) -> tuple[int, int]:
+        """Batch items and output rows of each of :meth:`chunks`' chunks."""
+        p = self.problem
+        rows = p.out_spatial[0]
+        items, rows_per_chunk = self.chunk_extent(bytes_per_sample, target_bytes, exact=exact)
+        if rows_per_chunk == rows:
+            return even_chunk_length(p.batch, items, 1, parts), rows
+        return items, even_chunk_length(rows, rows_per_chunk, p.batch, parts)
 
     def share_bytes(self, bytes_per_sample: int, parts: int) -> int:
         """Bytes of a chunk (at `bytes_per_sample` per flat output sample) that gives each of

@@ -518,8 +518,7 @@ def _rows_cost(problem: Problem, rates: Rates) -> Cost:
     if _rows.reads_lines(p):
         pieces = _rows.line_pieces(p, _ROWS_CHUNK_BYTES, 1, rates)
         return Cost(_rows.line_seconds(p, pieces, 1, rates), _ROWS_CHUNK_BYTES)
-    chunks = layout(p).chunks(_bytes_per_sample(p), _ROWS_CHUNK_BYTES)
-    runs = p.groups * sum(c.b1 - c.b0 for c in chunks)
+    runs = p.groups * layout(p).item_runs(_bytes_per_sample(p), _ROWS_CHUNK_BYTES)
     seconds = _rows.seconds(p, _samples(p), runs, 1, rates) + _once_seconds(p, rates)
     return Cost(seconds, padded_bytes(p) + _chunk_temp(p, _ROWS_CHUNK_BYTES))
 
