@@ -163,6 +163,13 @@ def compile_seconds() -> dict[str, float]:
     return found
 
 
+def _milliseconds(seconds: float) -> str:
+    """`seconds` in milliseconds to three significant digits (sub-millisecond rows too),
+    whole past 100."""
+    ms = 1e3 * seconds
+    return f"{ms:.0f}" if ms >= 100 else f"{ms:.3g}"
+
+
 def write(rows: list[dict], compiled: dict[str, float], folder: Path, argv: list[str]) -> Path:
     """JSON, Markdown and a plot; returns the Markdown path."""
     date = datetime.date.today().isoformat()
@@ -186,7 +193,7 @@ def write(rows: list[dict], compiled: dict[str, float], folder: Path, argv: list
     ]
     for r in rows:
         s = r["median_s"]
-        ms = {name: f"{1e3 * t:.1f}" for name, t in s.items()}
+        ms = {name: _milliseconds(t) for name, t in s.items()}
         kernel = f"{r['size']:g}" + ("x" + f"{r['size']:g}") * (len(r["shape"]) - 1) if r["kernel"] == "random" else f"Gaussian sigma {r['size']:g}"
         if r.get("flat_axis") is not None:
             kernel += f", one tap along axis {r['flat_axis']}"

@@ -2,7 +2,6 @@
 footprint, the same bits on one worker or many, and the NumPy forms where numba is absent."""
 
 import contextlib
-import functools
 import itertools
 
 import numpy as np
@@ -273,27 +272,6 @@ def test_volumes_in_blocks_of_several_planes(compiled, rng, monkeypatch, boundar
     _compiled._geometry.cache_clear()
 
 
-@pytest.mark.parametrize("halo", [True, False], ids=["halo", "in-place"])
-@pytest.mark.parametrize("boundary", ["constant", "mirror", "wrap"])
-@pytest.mark.parametrize("shape, kernel, outer", [((41, 30), (7, 6), False), ((41, 30), (9, 7), True), ((9, 12, 10), (3, 4, 2), False), ((9, 12, 10), (3, 3, 3), True)])
-def test_blocks_of_fewer_rows_where_each_output_takes_many_multiply_adds(rng, monkeypatch, halo, boundary, shape, kernel, outer):
-    """Blocks cut by their multiply-adds (here down to a row or a plane each): the
-    reference's values, and the same bits on 3 workers as on one."""
-    x = random(rng, shape, "float64")
-    w = random(rng, kernel, "float64")
-    if outer:
-        w = functools.reduce(np.multiply.outer, [random(rng, (n,), "float64") for n in kernel])
-    monkeypatch.setattr(_compiled, "_BLOCK_MACS", 1)
-    monkeypatch.setattr(_compiled, "_BLOCK_SAMPLES", 160)
-    monkeypatch.setattr(_compiled, "_THREADED_MACS", 0)
-    results = []
-    for workers in (3, 1):
-        with _forced(halo=halo), ac.config(workers=workers):
-            results.append(ac.correlate(x, w, "same", "direct", boundary=boundary))
-    assert_matches(results[0], _extended_reference(x, w, "same", boundary), dtype="float64")
-    np.testing.assert_array_equal(results[0], results[1])
-
-
 @settings(max_examples=examples(60))
 @given(
     batch=st.integers(1, 5),
@@ -309,8 +287,7 @@ def test_the_estimates_count_blocks_and_chunks_without_listing_them(batch, maps,
     plan = ac.plan_conv(np.random.default_rng(0).standard_normal((maps, 1, *kernel)), (batch, 1, *sides), "float32", method="direct")
     p = _compiled._image(plan._spec.problem)
     out = _compiled._out_dims(p)
-    for separable in (False, True):
-        assert _compiled._unit_count(p, out, separable) == len(_compiled._units(p, out, separable))
+    assert _compiled._unit_count(p, out) == len(_compiled._units(p, out))
     lay = direct.layout(plan._spec.problem)
     assert lay.item_runs(4, chunk_bytes) == sum(c.b1 - c.b0 for c in lay.chunks(4, chunk_bytes))
 

@@ -73,10 +73,8 @@ _NAMED_WEIGHT = re.compile(r"\b([aw])(\d+)(?:_(\d+))?\b")
 # ends are summed in scalar loops, their cost growing as the square of the taps (Gaussians on 1M
 # samples: 9 taps on rows of 64 to 256 0.61-0.86x the time, of 512 0.96x; 17 taps 1.11-1.25x).
 _SEPARABLE_LINE_ROWS, _SEPARABLE_LINE_TAPS = 8, 9
-# Output samples of one block of work, at least: blocks cut by rows (or planes) to about this,
-# or to about _BLOCK_MACS multiply-adds where fewer samples make as many, so that a mid-size
-# image under a large kernel is shared by the threads.
-_BLOCK_SAMPLES, _BLOCK_MACS = 1 << 16, 1 << 22
+# Output samples of one block of work, at least: blocks cut by rows (or planes) to about this.
+_BLOCK_SAMPLES = 1 << 16
 # A volume's blocks of large planes, under a kernel of several planes: bands of rows of this
 # many planes, so that a block's copy of its input rows (``halo_taps``) holds each input
 # plane once for them all, not once for each kernel plane (3x3x3 over planes of 256x256:
@@ -397,7 +395,7 @@ def _geometry(problem: Problem, edges: Edges | None, source: tuple[int, int, int
     lanes = _lanes(p, separable, workers)
     deep = separable and len(p.kernel) == 3 and p.kernel[0] > 1
     band_rows = _band_rows(p, out, lanes) if deep else 0
-    jobs = np.array(_ring_units(p, out, band_rows, lanes) if deep else _units(p, out, separable), np.int64).reshape(-1, 7)
+    jobs = np.array(_ring_units(p, out, band_rows, lanes) if deep else _units(p, out), np.int64).reshape(-1, 7)
     jobs.flags.writeable = False
     calls = calls_for(len(jobs), _macs(p, separable), lanes)
     buffer = None
@@ -430,38 +428,29 @@ def _out_dims(problem: Problem) -> tuple[int, int, int]:
     return (planes[0] if planes else 1, height, width)
 
 
-def _units(problem: Problem, out: tuple[int, int, int], separable: bool) -> list[Unit]:
+def _units(problem: Problem, out: tuple[int, int, int]) -> list[Unit]:
     """The blocks of `problem` (`out`: planes, rows, columns a map), ``(b, g, o, z0, z1, r0,
     r1)``, of :func:`_block_size`."""
-    (depth, height, _), (planes_per, rows_per) = out, _block_size(problem, out, separable)
+    (depth, height, _), (planes_per, rows_per) = out, _block_size(problem, out)
     return [(*m, z, min(depth, z + planes_per), r, min(height, r + rows_per))
             for m in _maps(problem) for z in range(0, depth, planes_per) for r in range(0, height, rows_per)]
 
 
-def _unit_count(problem: Problem, out: tuple[int, int, int], separable: bool) -> int:
-    """``len(_units(problem, out, separable))``, without making them."""
-    (depth, height, _), (planes_per, rows_per) = out, _block_size(problem, out, separable)
+def _unit_count(problem: Problem, out: tuple[int, int, int]) -> int:
+    """``len(_units(problem, out))``, without making them."""
+    (depth, height, _), (planes_per, rows_per) = out, _block_size(problem, out)
     return problem.batch * problem.groups * problem.out_per_group * -(-depth // planes_per) * -(-height // rows_per)
 
 
-def _block_size(problem: Problem, out: tuple[int, int, int], separable: bool) -> tuple[int, int]:
-    """Planes and rows of a block of `problem` (`out`: planes, rows, columns a map): about
-    :data:`_BLOCK_SAMPLES` outputs, fewer where each takes many multiply-adds
-    (:data:`_BLOCK_MACS`, down to a sixteenth); several planes of small ones, else bands of
-    rows of one plane, or under a kernel of several planes of up to :data:`_BAND_PLANES`."""
+def _block_size(problem: Problem, out: tuple[int, int, int]) -> tuple[int, int]:
+    """Planes and rows of a block of about :data:`_BLOCK_SAMPLES` outputs of `problem`
+    (`out`: planes, rows, columns a map): several planes of small ones, else bands of rows
+    of one plane, or under a kernel of several planes of up to :data:`_BAND_PLANES`."""
     depth, height, width = out
-    p = problem
-    taps = sum(p.kernel) if separable else math.prod(p.kernel)
-    samples = max(_BLOCK_SAMPLES // 16, min(_BLOCK_SAMPLES, _BLOCK_MACS // taps))
-    if height * width < samples:
-        return _even(depth, samples // max(1, height * width)), height
-    planes_per = min(depth, _BAND_PLANES) if len(p.kernel) == 3 and p.kernel[0] > 1 else 1
-    return planes_per, _even(height, samples // max(1, width * planes_per))
-
-
-def _even(count: int, most: int) -> int:
-    """Parts of `count` (rows or planes) of at most `most` (at least 1), as even as may be."""
-    return max(1, -(-count // -(-count // max(1, most))))
+    if height * width < _BLOCK_SAMPLES:
+        return max(1, _BLOCK_SAMPLES // max(1, height * width)), height
+    planes_per = min(depth, _BAND_PLANES) if len(problem.kernel) == 3 and problem.kernel[0] > 1 else 1
+    return planes_per, max(1, _BLOCK_SAMPLES // max(1, width * planes_per))
 
 
 def _band_rows(problem: Problem, out: tuple[int, int, int], lanes: int) -> int:
@@ -556,7 +545,7 @@ def seconds(problem: Problem, rates: Rates, separable: bool, workers: int) -> fl
     row_calls = rows if separable else rows * math.prod(p.kernel[:-1])  # an outer product's row pass once per row
     edge_taps = 0 if separable or _halo(p, _pads(p, None)) else row_calls * (kw - 1) * kw  # an outer product's rows run extended
     moved = (p.batch * p.groups * math.prod(p.spatial) + outputs) * p.dtype.itemsize
-    units = _unit_count(p, _out_dims(p), separable)
+    units = _unit_count(p, _out_dims(p))
     lanes = _lanes(p, separable, workers)
     blocks = units if separable or _halo(p, _pads(p, None)) else max(units, _window_count(p, units, lanes))  # lines cut in windows
     return loop_seconds(_macs(p, separable), moved, blocks, lanes, rates, edge_taps)
