@@ -492,13 +492,13 @@ def test_lines_run_as_the_rows_of_one_image(lines, length, taps, mode, boundary,
 )
 def test_long_lines_run_in_windows_of_their_columns_side_by_side(lines, length, taps, mode, boundary, dtype, seed):
     """Fewer lines than threads (one signal) are cut in windows of their output columns, one
-    a call on the workers (here windows of 4 columns on 3 workers): as the reference, and the
-    same bits as on one worker, every mode and edge rule."""
+    a call on the workers (here windows of 4 multiply-adds or more on 3 workers): as the
+    reference, and the same bits as on one worker, every mode and edge rule."""
     rng = np.random.default_rng(seed)
     taps = min(taps, length) if mode == "valid" else taps
     x, w = random(rng, (lines, length), dtype), random(rng, (taps,), dtype)
     with _forced(halo=False), pytest.MonkeyPatch.context() as patch:
-        patch.setattr(_compiled, "_WINDOW_SAMPLES", 4)
+        patch.setattr(_compiled, "_CALL_MACS", 4)
         patch.setattr(_compiled, "_THREADED_MACS", 0)
         got = {}
         for workers in (1, 3):

@@ -132,8 +132,6 @@ _HALO_WIDTH = (512, 4096)
 # least this many calls a thread: each call's hand-over of the GIL costs tens of
 # microseconds, and more calls let a thread on an idle core take a busy one's share.
 _CALL_MACS, _CALLS_PER_LANE = 1 << 22, 2
-# Output samples of a window of a line's columns, at least (:func:`_windows`).
-_WINDOW_SAMPLES = 1 << 14
 # Inputs read as they are, converted sample by sample in the loop, where the sums run in
 # another dtype: 8- and 16-bit integers, and float32 (float64 sums: scipy.ndimage's).
 _READ_AS_IS = frozenset("bBhHf")
@@ -344,11 +342,12 @@ def _windows(problem: Problem, blocks: int, lanes: int) -> list[tuple[int, int]]
 
 def _window_count(problem: Problem, blocks: int, lanes: int) -> int:
     """Windows of the output columns run side by side: for rows one high (lines) in fewer
-    `blocks` than `lanes`, :data:`_CALLS_PER_LANE` a thread of at least
-    :data:`_WINDOW_SAMPLES` columns; else one, the whole row."""
+    `blocks` than `lanes`, :data:`_CALLS_PER_LANE` a thread of at least :data:`_CALL_MACS`
+    multiply-adds (a second thread's hand-over outweighs smaller ones: 2^16-2^19 samples
+    with 9-17 taps in four windows ran 1.1-2.4x slower); else one, the whole row."""
     if blocks >= lanes or _out_dims(problem)[:2] != (1, 1):
         return 1
-    return max(1, min(_CALLS_PER_LANE * lanes, problem.out_spatial[-1] // _WINDOW_SAMPLES))
+    return max(1, min(_CALLS_PER_LANE * lanes, problem.out_spatial[-1], _macs(problem, False) // _CALL_MACS))
 
 
 @dataclass(frozen=True, slots=True)
