@@ -2,6 +2,7 @@
 callers on several threads and forked children served; BLAS held to one thread while
 im2col's chunks run on it."""
 
+import contextlib
 import os
 import sys
 import threading
@@ -59,6 +60,53 @@ def test_an_error_in_a_job_is_raised_after_every_lane_has_stopped():
         with pytest.raises(ValueError, match="first pool item"):
             run_parallel(range(30), job, 3)
         assert running[0] == 0  # nothing still running after the raise
+
+
+def test_a_caller_that_ran_every_item_does_not_wait_for_a_helper_still_waking(monkeypatch):
+    # The pool's thread wakes only when the test lets it (a busy machine): the caller runs
+    # the items itself and returns, or raises at once where a job raises, before that; the
+    # late thread then takes no item, goes back to the pool, and serves the next loop.
+    def failing(item: int) -> None:
+        raise ValueError(f"item {item}")
+
+    run_parallel(range(4), lambda item: None, 2)  # the pool has its thread
+    for job in (lambda item: threads.append(threading.current_thread()), failing):
+        _wait_for_an_idle_pool()
+        gate, waited_out, threads = threading.Event(), [], []
+
+        def late_start(lane, task):  # type: ignore[no-untyped-def]
+            lane._task, lane._error, lane._detached = task, None, False
+
+            def wake() -> None:
+                waited_out.append(not gate.wait(10))
+                lane._go.release()
+
+            threading.Thread(target=wake).start()
+
+        with monkeypatch.context() as patch, contextlib.suppress(ValueError):
+            patch.setattr(_threads._Lane, "start", late_start)
+            run_parallel(range(6), job, 2)
+            assert job is not failing, "the job's error was not raised"
+        gate.set()
+        assert set(threads) <= {threading.main_thread()}
+        _wait_for_an_idle_pool()
+        assert waited_out == [False], "the caller waited for the thread to wake"
+    seen, lock = set(), threading.Lock()
+
+    def slow(item: int) -> None:
+        time.sleep(0.01)
+        with lock:
+            seen.add(threading.current_thread())
+
+    run_parallel(range(8), slow, 2)
+    assert len(seen) == 2
+
+
+def _wait_for_an_idle_pool() -> None:
+    deadline = time.monotonic() + 5
+    while len(_threads._idle) < _threads._made and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(_threads._idle) == _threads._made, "a pool thread did not come back"
 
 
 def test_callers_on_several_threads_share_the_pool_without_growing_it():

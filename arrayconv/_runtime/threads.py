@@ -44,10 +44,12 @@ def run_parallel(items: Iterable[Item], job: Callable[[Item], None], workers: in
             job(item)
         return
     queue, taking = iter(pending), threading.Lock()
+    started: set[int] = set()  # the lanes (thread idents) that took the queue's lock, under it
 
     def lane() -> None:
         while True:
             with taking:
+                started.add(threading.get_ident())
                 item = next(queue, _DONE)
             if item is _DONE:
                 return
@@ -58,10 +60,14 @@ def run_parallel(items: Iterable[Item], job: Callable[[Item], None], workers: in
     _in_lane.active = True
     try:
         lane()
-    finally:  # every lane has stopped writing before this returns or raises
+    finally:  # every lane that took an item has stopped writing before this returns or raises
         _in_lane.active = False
-        errors = [helper.join() for helper in helpers]
-        _give_back(helpers)
+        with taking:  # the queue emptied (a job raised), a helper not started by now is not waited for
+            for _ in queue:
+                pass
+            waited = [helper for helper in helpers if helper.ident in started or not helper.detach()]
+        errors = [helper.join() for helper in waited]
+        _give_back(waited)
     for error in errors:
         if error is not None:
             raise error
@@ -70,7 +76,9 @@ def run_parallel(items: Iterable[Item], job: Callable[[Item], None], workers: in
 class _Lane:
     """A pool thread that runs one task at a time, started and joined through two locks:
     a parallel loop's hand-over costs about half what ``ThreadPoolExecutor``'s submit and
-    wait did (``python -m bench.handover``), tens of microseconds on a 2-core VM."""
+    wait did (``python -m bench.handover``), tens of microseconds on a 2-core VM. Waking
+    the thread can take longer than a small loop: a caller that has run every item itself
+    detaches a lane that has not started, which goes back to the pool when its task ends."""
 
     def __init__(self) -> None:
         self._go, self._done = threading.Lock(), threading.Lock()
@@ -78,17 +86,25 @@ class _Lane:
         self._done.acquire()
         self._task: Callable[[], None] = _nothing
         self._error: BaseException | None = None
-        threading.Thread(target=self._serve, name="arrayconv", daemon=True).start()
+        self._detached = False
+        thread = threading.Thread(target=self._serve, name="arrayconv", daemon=True)
+        thread.start()
+        self.ident = thread.ident
 
     def start(self, task: Callable[[], None]) -> None:
         """Run `task` on this thread."""
-        self._task, self._error = task, None
+        self._task, self._error, self._detached = task, None, False
         self._go.release()
 
     def join(self) -> BaseException | None:
         """Wait for the task to end; what it raised, if anything."""
         self._done.acquire()
         return self._error
+
+    def detach(self) -> bool:
+        """Not waited for: the lane goes back to the pool itself when its task ends."""
+        self._detached = True
+        return True
 
     def _serve(self) -> None:
         _in_lane.active = True
@@ -98,7 +114,10 @@ class _Lane:
                 self._task()
             except BaseException as exc:  # handed to the caller by join
                 self._error = exc
-            self._done.release()
+            if self._detached:
+                _give_back([self])
+            else:
+                self._done.release()
 
 
 def _nothing() -> None:
