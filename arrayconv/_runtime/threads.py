@@ -65,7 +65,10 @@ def run_parallel(items: Iterable[Item], job: Callable[[Item], None], workers: in
         with taking:  # the queue emptied (a job raised), a helper not started by now is not waited for
             for _ in queue:
                 pass
-            waited = [helper for helper in helpers if helper.ident in started or not helper.detach()]
+            waited = [helper for helper in helpers if helper.ident in started]
+            for helper in helpers:
+                if helper.ident not in started:
+                    helper.detach()
         errors = [helper.join() for helper in waited]
         _give_back(waited)
     for error in errors:
@@ -101,10 +104,9 @@ class _Lane:
         self._done.acquire()
         return self._error
 
-    def detach(self) -> bool:
+    def detach(self) -> None:
         """Not waited for: the lane goes back to the pool itself when its task ends."""
         self._detached = True
-        return True
 
     def _serve(self) -> None:
         _in_lane.active = True
