@@ -455,15 +455,21 @@ def test_small_integers_and_float32_read_as_they_are(compiled, rng, dtype, kerne
         assert_matches(got, _extended_reference(x, w, "same", boundary), dtype=kernel_dtype)
 
 
+# Each case of the line tests: mode, edge rule, dtype and the data's seed.
+_LINE_CASES = dict(
+    mode=st.sampled_from(MODES),
+    boundary=st.sampled_from(EDGE_RULES),
+    dtype=st.sampled_from(["float32", "float64"]),
+    seed=st.integers(0, 2**16),
+)
+
+
 @settings(max_examples=examples(40))
 @given(
     lines=st.integers(1, 9),
     length=st.integers(1, 40),
     taps=st.sampled_from([1, 2, 5, 9, 40, _compiled.MAX_ROW_TAPS]),  # each width compiles its own loops
-    mode=st.sampled_from(MODES),
-    boundary=st.sampled_from(EDGE_RULES),
-    dtype=st.sampled_from(["float32", "float64"]),
-    seed=st.integers(0, 2**16),
+    **_LINE_CASES,
 )
 def test_lines_run_as_the_rows_of_one_image(lines, length, taps, mode, boundary, dtype, seed):
     """A 1-D signal, or a stack of lines filtered along their last axis by one filter, runs
@@ -485,10 +491,7 @@ def test_lines_run_as_the_rows_of_one_image(lines, length, taps, mode, boundary,
     lines=st.integers(1, 2),
     length=st.integers(1, 60),
     taps=st.sampled_from([1, 2, 5, 9, 40]),
-    mode=st.sampled_from(MODES),
-    boundary=st.sampled_from(EDGE_RULES),
-    dtype=st.sampled_from(["float32", "float64"]),
-    seed=st.integers(0, 2**16),
+    **_LINE_CASES,
 )
 def test_long_lines_run_in_windows_of_their_columns_side_by_side(lines, length, taps, mode, boundary, dtype, seed):
     """Fewer lines than threads (one signal) are cut in windows of their output columns, one
@@ -516,10 +519,7 @@ def test_long_lines_run_in_windows_of_their_columns_side_by_side(lines, length, 
     filters=st.integers(1, 3),
     length=st.integers(1, 40),
     taps=st.sampled_from([1, 2, 5, 9, 40]),
-    mode=st.sampled_from(MODES),
-    boundary=st.sampled_from(EDGE_RULES),
-    dtype=st.sampled_from(["float32", "float64"]),
-    seed=st.integers(0, 2**16),
+    **_LINE_CASES,
 )
 def test_lines_with_filters_of_their_own_run_as_images_of_one_row(lines, filters, length, taps, mode, boundary, dtype, seed):
     """Lines each with a filter of its own (``axes=-1``), and each with a bank of `filters`
