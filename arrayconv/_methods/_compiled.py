@@ -542,11 +542,12 @@ def seconds(problem: Problem, rates: Rates, separable: bool, workers: int) -> fl
     rows = outputs // p.out_spatial[-1]  # output rows, each of which takes a call per kernel row
     kw = p.kernel[-1]
     row_calls = rows if separable else rows * math.prod(p.kernel[:-1])  # an outer product's row pass once per row
-    edge_taps = 0 if separable or _halo(p, _pads(p, None)) else row_calls * (kw - 1) * kw  # an outer product's rows run extended
+    extended = separable or _halo(p, _pads(p, None))  # rows run from a copy extended past their ends
+    edge_taps = 0 if extended else row_calls * (kw - 1) * kw
     moved = (p.batch * p.groups * math.prod(p.spatial) + outputs) * p.dtype.itemsize
     units = _unit_count(p, _out_dims(p))
     lanes = _lanes(p, separable, workers)
-    blocks = units if separable or _halo(p, _pads(p, None)) else max(units, _window_count(p, units, lanes))  # lines cut in windows
+    blocks = units if extended else max(units, _window_count(p, units, lanes))  # lines cut in windows
     return loop_seconds(_macs(p, separable), moved, blocks, lanes, rates, edge_taps)
 
 
