@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 import arrayconv as ac
 from arrayconv._methods import _compiled, _separable, direct
 from arrayconv._runtime import config as _config
+from arrayconv._runtime import jit
 from arrayconv._runtime.backend import NUMPY
 from arrayconv._runtime.rates import rates_for
 from arrayconv._spec.shapes import mode_padding
@@ -160,7 +161,7 @@ def test_auto_runs_small_kernels_on_large_images_compiled(rng):
 
 def test_turned_off_it_leaves_the_numpy_forms(monkeypatch, rng):
     monkeypatch.setenv("ARRAYCONV_NUMBA", "0")
-    _compiled._numba.cache_clear()
+    jit.numba_module.cache_clear()
     ac.clear_caches()
     try:
         assert not _compiled.available()
@@ -170,7 +171,7 @@ def test_turned_off_it_leaves_the_numpy_forms(monkeypatch, rng):
         assert_matches(plan(x), reference_correlate(x, w, "same"), dtype="float32")
     finally:
         monkeypatch.delenv("ARRAYCONV_NUMBA")
-        _compiled._numba.cache_clear()
+        jit.numba_module.cache_clear()
         ac.clear_caches()
 
 

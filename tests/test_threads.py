@@ -102,6 +102,41 @@ def test_a_caller_that_ran_every_item_does_not_wait_for_a_helper_still_waking(mo
     assert len(seen) == 2
 
 
+def test_a_caller_looks_for_its_helpers_end_without_the_gil_where_numba_is_loaded(monkeypatch):
+    # The look sees a flag another thread sets (a read hoisted out of its loop never would:
+    # the test's thread times out), and the pool's lanes set theirs once their task ends.
+    pytest.importorskip("numba")
+    look = _threads._looker()
+    if look is None:
+        pytest.skip("no sched_yield to pause with")
+    monkeypatch.setattr(_threads, "_LOOKS", 1 << 62)
+    ended, gate = np.zeros(1, np.int32), threading.Event()
+
+    def set_later() -> None:
+        gate.wait(10)
+        ended[0] = 1
+
+    waiter = threading.Thread(target=look, args=(ended,), daemon=True)
+    waiter.start()
+    threading.Thread(target=set_later).start()
+    waiter.join(0.05)
+    assert waiter.is_alive(), "the look returned before the flag was set"
+    gate.set()
+    waiter.join(10)
+    assert not waiter.is_alive(), "the look did not see the flag"
+
+    monkeypatch.setattr(_threads, "_LOOKS", 2000)
+    run_parallel(range(2), lambda item: None, 2)  # the pool has its thread
+    _wait_for_an_idle_pool()
+    [lane] = _threads._take_lanes(1)
+    go = threading.Event()
+    lane.start(lambda: go.wait(10) or None)
+    assert lane._ended[0] == 0
+    go.set()
+    assert lane.join() is None and lane._ended[0] == 1
+    _threads._give_back([lane])
+
+
 def _wait_for_an_idle_pool() -> None:
     deadline = time.monotonic() + 5
     while len(_threads._idle) < _threads._made and time.monotonic() < deadline:

@@ -34,11 +34,8 @@ release the GIL and call no BLAS: no thread but arrayconv's own runs a call.
 from __future__ import annotations
 
 import functools
-import importlib.util
 import math
-import os
 import re
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from types import ModuleType
@@ -49,8 +46,9 @@ import numpy as np
 from .._runtime import config as _config
 from .._runtime.backend import NUMPY, Array, Backend
 from .._runtime.fitted import fitted
+from .._runtime.jit import available, load
 from .._runtime.machine import wide_vectors
-from .._runtime.rates import Rates, cache_dir
+from .._runtime.rates import Rates
 from .._runtime.scratch import scratch
 from .._runtime.threads import run_parallel
 from .._spec.boundary import source_index
@@ -135,22 +133,6 @@ _CALL_MACS, _CALLS_PER_LANE = 1 << 22, 2
 # Inputs read as they are, converted sample by sample in the loop, where the sums run in
 # another dtype: 8- and 16-bit integers, and float32 (float64 sums: scipy.ndimage's).
 _READ_AS_IS = frozenset("bBhHf")
-
-
-def available() -> bool:
-    """Whether numba is importable and not turned off (``ARRAYCONV_NUMBA=0``)."""
-    return _numba() is not None
-
-
-@functools.cache
-def _numba() -> ModuleType | None:
-    if os.environ.get("ARRAYCONV_NUMBA") == "0":
-        return None
-    try:
-        import numba
-    except ImportError:
-        return None
-    return numba
 
 
 def takes(problem: Problem, backend: Backend) -> bool:
@@ -579,27 +561,6 @@ def _module(piece: int, last: int, fused: int, dtype: str, deep: int = 0) -> Mod
     where not 0), in `dtype` ('f' or 'd'): see :func:`_load`."""
     name = f"arrayconv_compiled_{dtype}{piece}_{last}x{fused}{f'd{deep}' if deep else ''}_{_VERSION}"
     return load(name, _source(piece, last, fused, dtype, deep))
-
-
-def load(name: str, source: str) -> ModuleType:
-    """Module `name` of `source`, written under :func:`arrayconv.cache_dir` so that numba
-    caches its machine code there, and imported; in memory (compiled each process) where
-    that folder cannot be written."""
-    folder = cache_dir() / "numba"
-    path = folder / f"{name}.py"
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        if not path.exists() or path.read_text() != source:
-            path.write_text(source)
-        spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    except OSError:
-        module = ModuleType(name)
-        exec(compile(source.replace("cache=True", "cache=False"), name, "exec"), module.__dict__)
-    sys.modules.setdefault(name, module)
-    return module
 
 
 def window_scores(x: np.ndarray, window: tuple[int, int], offset: float, numerator: np.ndarray, scores: np.ndarray, flat: float) -> None:
