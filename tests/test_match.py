@@ -221,9 +221,12 @@ def test_long_float32_windows_with_a_nan_sum_their_own_samples(monkeypatch, rng)
     assert np.isnan(ref).sum() == 33 * 31  # the windows over (40, 30), less those past the first column
 
 
-def test_float32_images_past_a_float32_square_are_scored(rng):
-    """Values of 1e20, whose squares float32 cannot hold: the windows' sums are float64."""
-    image = (1e20 * rng.standard_normal((90, 80))).astype(np.float32)
+@pytest.mark.parametrize(("scale", "method"), [(1e20, "auto"), (3e36, "direct")])
+def test_float32_images_past_a_float32_square_are_scored(scale, method, rng):
+    """Values of 1e20, whose squares float32 cannot hold: the windows' sums are float64; of
+    3e36, whose windows' norms pass float32's largest too (by 'direct': an FFT's sums of
+    so many of them overflow float32)."""
+    image = (scale * rng.standard_normal((90, 80))).astype(np.float32)
     template = image[10:45, 20:60].copy()
     ref, spreads = reference_match_template(image, template, spread=True)
-    assert_scores_match(ac.match_template(image, template), ref, spreads, dtype="float32", backend="numpy")
+    assert_scores_match(ac.match_template(image, template, method=method), ref, spreads, dtype="float32", backend="numpy")
