@@ -403,6 +403,11 @@ def _maps(problem: Problem) -> list[tuple[int, int, int]]:
     return [(b, g, o) for b in range(p.batch) for g in range(p.groups) for o in range(p.out_per_group)]
 
 
+def _map_count(problem: Problem) -> int:
+    """``len(_maps(problem))``, without listing them."""
+    return problem.batch * problem.groups * problem.out_per_group
+
+
 def _out_dims(problem: Problem) -> tuple[int, int, int]:
     """Planes, rows and columns of each of `problem`'s output maps (one plane for an image)."""
     *planes, height, width = problem.out_spatial
@@ -420,7 +425,7 @@ def _units(problem: Problem, out: tuple[int, int, int]) -> list[Unit]:
 def _unit_count(problem: Problem, out: tuple[int, int, int]) -> int:
     """``len(_units(problem, out))``, without making them."""
     (depth, height, _), (planes_per, rows_per) = out, _block_size(problem, out)
-    return problem.batch * problem.groups * problem.out_per_group * -(-depth // planes_per) * -(-height // rows_per)
+    return _map_count(problem) * -(-depth // planes_per) * -(-height // rows_per)
 
 
 def _block_size(problem: Problem, out: tuple[int, int, int]) -> tuple[int, int]:
@@ -440,7 +445,7 @@ def _band_rows(problem: Problem, out: tuple[int, int, int], lanes: int) -> int:
     are fewer maps than threads (8 rows a band at least)."""
     kz, (_, height, width) = problem.kernel[0], out
     most = max(1, _RING_BYTES // ((kz + 1) * width * problem.dtype.itemsize))
-    bands = max(-(-height // most), -(-lanes // (problem.batch * problem.groups * problem.out_per_group)))
+    bands = max(-(-height // most), -(-lanes // _map_count(problem)))
     return max(min(height, 8), -(-height // bands))
 
 
@@ -511,7 +516,7 @@ def _macs(problem: Problem, separable: bool) -> int:
     """Multiply-adds of `problem` in the compiled form: every tap of every output, or the
     outer product's factors' taps."""
     p = problem
-    outputs = p.batch * p.groups * p.out_per_group * math.prod(p.out_spatial)
+    outputs = _map_count(p) * math.prod(p.out_spatial)
     return outputs * (sum(p.kernel) if separable else math.prod(p.kernel))
 
 
@@ -520,7 +525,7 @@ def seconds(problem: Problem, rates: Rates, separable: bool, workers: int) -> fl
     row's ends, the input read and the output written, and a cost per block, shared by the
     threads (:func:`_lanes`), and a fixed cost per call."""
     p = _image(problem)
-    outputs = p.batch * p.groups * p.out_per_group * math.prod(p.out_spatial)
+    outputs = _map_count(p) * math.prod(p.out_spatial)
     rows = outputs // p.out_spatial[-1]  # output rows, each of which takes a call per kernel row
     kw = p.kernel[-1]
     row_calls = rows if separable else rows * math.prod(p.kernel[:-1])  # an outer product's row pass once per row
