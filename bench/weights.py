@@ -1,9 +1,10 @@
 """The cost model's weights tried at other values, judged on the committed timings.
 
-Usage: ``python -m bench.weights GROUP.NAME=VALUE [...] [--timings FILE ...]``. Each
-assignment sets a weight of ``arrayconv/_runtime/fitted.json`` (VALUE in JSON: ``1``,
-``0.5``, ``[1, 2]``) in a copy of the package, and the committed CPU sweeps
-(``bench/results/sweep-timings.jsonl``) are rescored (:func:`bench.sweep.rescore`) by
+Usage: ``python -m bench.weights GROUP.NAME=VALUE [...] [--device cpu|gpu] [--timings FILE ...]``.
+Each assignment sets a weight of ``arrayconv/_runtime/fitted.json`` (VALUE in JSON: ``1``,
+``0.5``, ``[1, 2]``) in a copy of the package, and the committed sweeps of the device
+(``bench/results/sweep-timings.jsonl``; the GPU's on tests/_numpy_cupy.py's stand-in for
+CuPy where CuPy is not installed) are rescored (:func:`bench.sweep.rescore`) by
 today's model and by the changed one, each in its own process, since the modules read their
 weights once, on import. Printed: the timings whose pick is within 1.2x of the fastest
 method and those past 2x, over every sweep and over the held-out ones (a note saying "held
@@ -15,6 +16,8 @@ bench/results/cost-model-notes.md.
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
 import json
 import os
 import shutil
@@ -33,11 +36,14 @@ ROOT = Path(__file__).resolve().parents[1]
 TIMINGS = str(ROOT / "bench" / "results" / "sweep-timings.jsonl")
 
 
-def score(paths: list[str]) -> dict[str, dict[str, Any]]:
-    """Each CPU sweep of `paths` rescored by the model of this process: its timings, those
-    within 1.2x and past 2x, whether it is held out, and its moved picks."""
+def score(paths: list[str], device_name: str = "cpu") -> dict[str, dict[str, Any]]:
+    """Each sweep of `paths` on `device_name` rescored by the model of this process: its
+    timings, those within 1.2x and past 2x, whether it is held out, and its moved picks."""
+    if device_name == "gpu" and importlib.util.find_spec("cupy") is None:
+        sys.path.insert(0, str(ROOT / "tests"))
+        importlib.import_module("_numpy_cupy").install()
     scores = {}
-    for name, report in committed_sweeps(paths, "cpu"):
+    for name, report in committed_sweeps(paths, device_name):
         stats, changed = rescore(report)
         within = round(stats["within_1.2x"] * stats["points"])
         held = "held out" in (report.get("note") or "").lower()
@@ -60,7 +66,7 @@ def parse(assignments: list[str]) -> dict[str, Any]:
     return weights
 
 
-def scored_with(weights: dict[str, Any], paths: list[str]) -> dict[str, dict[str, Any]]:
+def scored_with(weights: dict[str, Any], paths: list[str], device_name: str = "cpu") -> dict[str, dict[str, Any]]:
     """:func:`score` in a new process whose arrayconv reads `weights` over fitted.json's."""
     with tempfile.TemporaryDirectory() as folder:
         package = Path(folder) / "arrayconv"
@@ -73,7 +79,7 @@ def scored_with(weights: dict[str, Any], paths: list[str]) -> dict[str, dict[str
         fitted.write_text(json.dumps(table))
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([folder, str(ROOT)])}
         paths = [str(Path(path).resolve()) for path in paths]  # run from the copy: `-m` puts it first on the path
-        done = subprocess.run([sys.executable, "-m", "bench.weights", "--score", "--timings", *paths], env=env, cwd=folder, capture_output=True, text=True, check=True)
+        done = subprocess.run([sys.executable, "-m", "bench.weights", "--score", "--device", device_name, "--timings", *paths], env=env, cwd=folder, capture_output=True, text=True, check=True)
     return json.loads(done.stdout)
 
 
@@ -89,16 +95,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("weights", nargs="*", metavar="GROUP.NAME=VALUE")
     parser.add_argument("--timings", nargs="+", default=[TIMINGS], help="committed sweeps: reports or JSON-lines files of them")
+    parser.add_argument("--device", default="cpu", choices=["cpu", "gpu"], help="whose sweeps to rescore")
     parser.add_argument("--score", action="store_true", help="print this process's scores as JSON (used by the comparison)")
     args = parser.parse_args(argv)
     if args.score:
-        print(json.dumps(score(args.timings)))
+        print(json.dumps(score(args.timings, args.device)))
         return 0
     try:
         trial = parse(args.weights)
     except ValueError as error:
         parser.error(str(error))
-    today, changed = score(args.timings), scored_with(trial, args.timings)
+    today, changed = score(args.timings, args.device), scored_with(trial, args.timings, args.device)
     for label, scores in (("today's model", today), (" ".join(args.weights) or "unchanged", changed)):
         print(f"{label}: {totals(scores)}; held out: {totals(scores, held_out=True)}")
     for name in today:

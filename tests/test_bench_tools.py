@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import arrayconv as ac
-from bench import accuracy, deconvolve, forms, images, layer_methods, layers, lines, match, overhead, page, perfmap, plans, run, sweep, weights
+from bench import accuracy, deconvolve, forms, images, layer_methods, layers, lines, match, moved, overhead, page, perfmap, plans, run, sweep, weights
 from bench.cases import CASES, Case, random_array
 from bench.devices import device
 from bench.peers import QUICK_MAX_DIRECT_MACS, peer_callables
@@ -423,6 +423,38 @@ def test_weights_bench_rescores_with_a_weight_changed_in_a_new_process(tmp_path)
     assert moved["changed"][0].startswith(f"p0 (512, 512) x (63, 63): {pick} (1.00) -> ")
     with pytest.raises(ValueError, match="GROUP.NAME=VALUE"):
         weights.parse(["rates.NO_SUCH_WEIGHT=1"])
+
+
+def test_weights_bench_rescores_gpu_sweeps_on_the_stand_in(tmp_path):
+    """With ``device='gpu'`` only the GPU's sweeps are rescored, on the NumPy stand-in for
+    CuPy where CuPy is not installed."""
+    point = {"id": "p0", "op": "correlate", "x": (512, 512), "w": (63, 63), "mode": "same"}
+    timed = {**point, "chosen": "fft", "ratio": 1.0, "median_s": dict.fromkeys(ac.METHODS, 0.001)}  # every pick the fastest
+    path = tmp_path / "timings.jsonl"
+    lines = [{"name": "g", "device": "gpu", "points": [timed]}, {"name": "c", "device": "cpu", "points": [timed]}]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    scores = weights.scored_with({}, [str(path)], "gpu")
+    assert list(scores) == ["g"] and scores["g"]["points"] == 1 and scores["g"]["within"] == 1
+
+
+def test_moved_bench_draws_capped_problems_and_times_only_moved_picks(tmp_path):
+    """The problems are the same for a seed, none past the size caps, of every kind; a
+    revision compared with itself moves no pick; a moved pick is timed against the fastest."""
+    found = moved.problems(60, seed=3)
+    assert found == moved.problems(60, seed=3) and len(found) == 60
+    assert {p["op"] for p in found} == {"correlate", "conv"} and {p["kernel"] for p in found} == {"outer", "random", "row"}
+    assert all(math.prod(p["x"]) <= moved.MAX_SAMPLES and math.prod(p["x"]) * math.prod(p["w"]) <= moved.MAX_MACS for p in found)
+    outer = next(p for p in found if p["kernel"] == "outer")
+    _, w = moved.arrays(outer)
+    assert np.linalg.matrix_rank(w.reshape(w.shape[0], -1)) == 1
+    few = found[:6]
+    assert moved.picks_at("HEAD", few) == moved.picks(few)  # in a clean checkout the committed model is this one
+    problem = {"op": "correlate", "x": [64, 64], "w": [5, 5], "kernel": "random", "dtype": "float32", "mode": "same", "workers": 1, "seed": 0, "id": 0}
+    row = moved.time_moved(problem, ["direct", "direct"], ["fft", "fft"], repeats=3)
+    assert set(row["ratios"]) == {"plain", "plan"} and all(min(r) >= 1.0 for r in row["ratios"].values())
+    report = {"date": "2026-01-01", "command": "python -m bench.moved X", "versions": {}, "revision": "abc1234", "problems": 60, "numba": "off", "rows": [row]}
+    text = moved.write(report, tmp_path).read_text()
+    assert tmp_path.joinpath("moved-2026-01-01-numpy.md").exists() and "| (64, 64) x (5, 5) | random | float32 | 1 | plain | direct" in text
 
 
 def test_rescore_picks_under_the_memory_limit_the_sweep_recorded():
