@@ -474,7 +474,7 @@ def test_the_dot_product_probe_runs_at_calibrate_not_while_planning(monkeypatch,
     finally:
         _rates._loaded.clear()
     monkeypatch.setattr(np, "correlate", lambda *a: time.sleep(1e-4))  # 49 ns a sample: slow
-    assert _rates.measure_dot_extra_ns(8, 32) > 30
+    assert _rates.measure_dot_extra_ns() > 30
 
 
 def test_batches_of_1d_signals_price_each_lines_transform_by_its_own_bytes():

@@ -83,7 +83,7 @@ _BAND_PLANES = 8
 # as multiples of a byte at the stream rate (each byte read or written counts one); array
 # calls per block and per call.
 _MAC_BYTES, _EDGE_TAP_BYTES = fitted("compiled", "MAC_BYTES"), fitted("compiled", "EDGE_TAP_BYTES")
-_CALLS = fitted("compiled", "CALLS")
+_CALLS = fitted("calls", "DIRECT_FORM")
 # Calls of fewer multiply-adds run on the calling thread: waking another costs more (with
 # the pool woken by a lock, a second thread saves time from about 1M on 2 cores: depthwise
 # 3x3 and 5x5 layers at batch 1 0.63-0.74x the time, a Gaussian on 48^3 0.64-0.66x; at 4M

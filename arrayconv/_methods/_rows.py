@@ -43,18 +43,18 @@ from ._taps import Chunk, Layout
 # numpy's small_correlate handles kernels of up to this many taps.
 MAX_TAPS = 11
 # The model's weights (fitted.json): its time per output sample (ns) for 1 to 11 taps; past 11
-# taps, one dot product per output sample: a fixed part (to which the machine's
-# Rates.dot_extra_ns is added) and the taps' bytes; the weight on the loops and adds against the
+# taps, one dot product per output sample: its fixed part (to which the machine's
+# Rates.dot_extra_ns is added); the weight on the loops and adds against the
 # taps' estimate; the passes storing a 1-D line's result (:func:`run_lines`); and for rows split
-# in pieces (:func:`split_valid`), a weight on the pieces' loops, each further piece's add per
-# output sample and a piece's calls.
+# in pieces (:func:`split_valid`), a weight on the pieces' loops and a piece's calls.
 _NS_PER_SAMPLE = fitted("rows", "NS_PER_SAMPLE")
-_DOT_NS_OFFSET, _DOT_NS_PER_BYTE = fitted("rows", "DOT_NS_OFFSET"), fitted("rows", "DOT_NS_PER_BYTE")
+_DOT_NS_OFFSET = fitted("rows", "DOT_NS_OFFSET")
 _WEIGHT = fitted("rows", "WEIGHT")
 _LINE_STORE_PASSES = fitted("rows", "LINE_STORE_PASSES")
-_SPLIT_WEIGHT, _SPLIT_ADD_NS = fitted("rows", "SPLIT_WEIGHT"), fitted("rows", "SPLIT_ADD_NS")
+_SPLIT_WEIGHT = fitted("rows", "SPLIT_WEIGHT")
 _PIECE_CALL_NS = fitted("rows", "PIECE_CALL_NS")
-# Adds of each row's result into the sum move their bytes as direct's elementwise taps.
+# Adds of each row's result into the sum (and of a piece's), and a dot product's reads of its
+# taps, move their bytes as direct's elementwise taps.
 _CACHE_SPEEDUP = fitted("direct", "CACHE_SPEEDUP")
 
 
@@ -325,16 +325,18 @@ def _loop_ns(taps: float) -> float:
 def _dot_ns(taps: float, itemsize: int, rates: Rates) -> float:
     """``numpy.correlate``'s time per output sample (ns) past :data:`MAX_TAPS` taps: one
     dot product, a fixed part (with what this machine's dot takes over the reference's,
-    :attr:`.Rates.dot_extra_ns`) and the taps' bytes."""
-    return _DOT_NS_OFFSET + rates.dot_extra_ns + _DOT_NS_PER_BYTE * taps * itemsize
+    :attr:`.Rates.dot_extra_ns`) and the taps' bytes, read from cache."""
+    return _DOT_NS_OFFSET + rates.dot_extra_ns + taps * itemsize / (_CACHE_SPEEDUP * rates.stream_bytes) * 1e9
 
 
-def _split_ns(width: int) -> float:
+def _split_ns(width: int, itemsize: int, rates: Rates) -> float:
     """Time per output sample (ns) of a row of `width` taps summed in pieces
-    (:func:`split_valid`): each piece's loop and each further piece's add."""
+    (:func:`split_valid`): each piece's loop and each further piece's add (two reads and a
+    write from cache, as the row form's adds)."""
     starts = _piece_starts(width)
     loops = sum(_loop_ns(min(MAX_TAPS, width - start)) for start in starts)
-    return _SPLIT_WEIGHT * loops + _SPLIT_ADD_NS * (len(starts) - 1)
+    add_ns = 3 * itemsize / (_CACHE_SPEEDUP * rates.stream_bytes) * 1e9
+    return _SPLIT_WEIGHT * loops + add_ns * (len(starts) - 1)
 
 
 def _line_ns(problem: Problem, rates: Rates) -> tuple[float, bool]:
@@ -348,7 +350,7 @@ def _line_ns(problem: Problem, rates: Rates) -> tuple[float, bool]:
     if width <= MAX_TAPS:
         return _loop_ns(_taps_met(p)), False
     calls, samples = _split_calls(p)
-    pieces = _split_ns(width) + calls * _PIECE_CALL_NS / samples
+    pieces = _split_ns(width, p.dtype.itemsize, rates) + calls * _PIECE_CALL_NS / samples
     whole = _dot_ns(_taps_met(p), p.dtype.itemsize, rates)
     return (pieces, True) if pieces < whole else (whole, False)
 

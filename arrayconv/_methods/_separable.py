@@ -28,7 +28,7 @@ import numpy as np
 from .._runtime.backend import Array, Backend
 from .._runtime.config import Settings
 from .._runtime.fitted import fitted
-from .._runtime.rates import Rates
+from .._runtime.rates import Rates, small_gemm_share
 from .._runtime.scratch import reused
 from .._spec.problem import Problem
 from ._registry import Cost, Method
@@ -40,12 +40,10 @@ BLOCK_ROWS = 32
 # of the dtype's epsilon times its largest tap: factors of a kernel made as an outer
 # product and rounded to the dtype reproduce it to a few units.
 _TOLERANCE_EPS = 8
-# Share of the GEMM rate that the column pass's small GEMMs reach (32 x 36 blocks).
-_GEMM_SHARE = fitted("separable", "GEMM_SHARE")
 # Weights on the row pass's estimate (direct's, in the model's units) and on the other passes',
 # by data (real or complex) and kernel dimensions.
 _WEIGHTS = fitted("separable", "WEIGHTS")  # [rows, columns] by "real 2-D" ... "complex 3-D"
-_FIXED_CALLS = fitted("separable", "FIXED_CALLS")
+_FIXED_CALLS = fitted("calls", "DIRECT_FORM")
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,13 +178,15 @@ def _along(a: Array, band: Array, axis: int, target: Array, backend: Backend) ->
 
 def cost(problem: Problem, backend: Backend, rates: Rates, settings: Settings, rows: Method) -> Cost:
     """The row pass's cost (by `rows`, direct's method), and each other axis's pass: its
-    GEMMs' flops (2 per multiply-add, complex too) at :data:`_GEMM_SHARE` of the GEMM
-    rate, and the pass's input read and output written at the stream rate; weighted
+    GEMMs' flops (2 per multiply-add, complex too) at the share of the GEMM rate that
+    blocks of :data:`BLOCK_ROWS` rows reach (:func:`.._runtime.rates.small_gemm_share`),
+    and the pass's input read and output written at the stream rate; weighted
     (:data:`_WEIGHTS`), with a fixed cost."""
     p, size = problem, problem.dtype.itemsize
     row_cost = rows.cost(row_problem(p), backend, rates, settings)
-    gemm_rate, columns, held = _GEMM_SHARE * rates.gemm_rate(p.dtype, backend.name), 0.0, 0
+    columns, held = 0.0, 0
     for axis in reversed(range(len(p.kernel) - 1)):
+        gemm_rate = small_gemm_share(BLOCK_ROWS, BLOCK_ROWS + p.kernel[axis] - 1) * rates.gemm_rate(p.dtype, backend.name)
         read = p.batch * math.prod(p.padded[: axis + 1]) * math.prod(p.out_spatial[axis + 1 :])
         written = p.batch * math.prod(p.padded[:axis]) * math.prod(p.out_spatial[axis:])
         columns += 2 * written * (BLOCK_ROWS + p.kernel[axis] - 1) / gemm_rate + (read + written) * size / rates.stream_bytes

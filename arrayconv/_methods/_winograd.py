@@ -57,10 +57,10 @@ _CHUNK_BYTES = 4 << 20
 # Tiles of one chunk's GEMMs where whole small images share a chunk, at most: GEMMs of a few
 # hundred columns ran fastest (256 -> 256 channels on 7x7 images, batch 8: 8.4 -> 4.1 ms).
 _GROUPED_TILES = 256
-# Passes over the input's and the output's bytes in the transforms, at stream speed, and NumPy
-# calls of one chunk's transforms and GEMMs.
+# Passes over the input's and the output's bytes in the transforms, at stream speed, and the
+# NumPy calls of one chunk's transforms and GEMMs (a call's).
 _PASSES = fitted("winograd", "PASSES")
-_CALLS_PER_CHUNK = fitted("winograd", "CALLS_PER_CHUNK")
+_CALLS_PER_CHUNK = fitted("calls", "A_CALL")
 # numba's transforms read each sample once and write its transform once (n * n values for
 # each tile's t * t outputs): 1 + n * n / t^2 passes a side; a chunk's calls are the grid's
 # copy and margins, the two transforms and the GEMMs.

@@ -43,16 +43,16 @@ _MAC_MAX_OUTPUTS = 4
 _THREADED_SAMPLES = 1 << 17
 # The model's weights (fitted.json): on the CPU, passes at the stream rate over the spectra
 # (placing the kernel's, the data's per batch item, the multiply-add's over the kernel's) and
-# the array calls made whatever the size (per call, and with the kernel's spectrum, which a plan
+# the array calls made whatever the size (a call's, and the kernel's form's, which a plan
 # or a kept plain call makes once; an overlap-save block makes both). A GPU makes the same calls
 # and one pass over each.
 _SPECTRUM_PASSES = fitted("fft", "SPECTRUM_PASSES")
-_FIXED_CALLS, _FIXED_KERNEL_CALLS = fitted("fft", "FIXED_CALLS"), fitted("fft", "FIXED_KERNEL_CALLS")
-# Along one axis (1-D signals, batches through `axes`) a share of those calls, one pass per item
-# over its spectra (each line goes into its transform and out contiguously), and the
-# multiply-add's passes; several lines transformed by one call run at a share of one line's
-# time each (pocketfft transforms lines side by side in SIMD lanes).
-_ONE_AXIS_CALL_SHARE, _ONE_AXIS_MAC_PASSES = fitted("fft", "ONE_AXIS_CALL_SHARE"), fitted("fft", "ONE_AXIS_MAC_PASSES")
+_FIXED_CALLS, _FIXED_KERNEL_CALLS = fitted("calls", "A_CALL"), fitted("calls", "KERNEL_FORM")
+# Along one axis (1-D signals, batches through `axes`) a share of those calls and of the
+# multiply-add's passes, and one pass per item over its spectra (each line goes into its
+# transform and out contiguously); several lines transformed by one call run at a share of one
+# line's time each (pocketfft transforms lines side by side in SIMD lanes).
+_ONE_AXIS_SHARE = fitted("fft", "ONE_AXIS_SHARE")
 _LINES_TRANSFORM_WEIGHT = fitted("fft", "LINES_TRANSFORM_WEIGHT")
 # The channel sum's per-frequency GEMMs of small (B, Cg) x (Cg, Og) complex matrices reach
 # a * B^b * Og^c * Cg^d of the large-GEMM rate; the sum's weight (on a GPU too; in a CPU's
@@ -386,7 +386,7 @@ def split_cost(problem: Problem, backend: Backend, rates: Rates, workers: int, *
     transforms on `workers` threads; with `block`,
     for one block of overlap-save (both calls' counts, and
     :data:`_BLOCK_CONTRACTION_WEIGHT` on the CPU). On the CPU, problems along one axis pay
-    a share of the calls (:data:`_ONE_AXIS_CALL_SHARE`), a call's transforms of several lines
+    a share of the calls and multiply-add passes (:data:`_ONE_AXIS_SHARE`), a call's transforms of several lines
     :data:`_LINES_TRANSFORM_WEIGHT` of theirs, and the channel sum `contraction_weight`
     times its GEMMs' time where given."""
     p = problem
@@ -407,13 +407,13 @@ def split_cost(problem: Problem, backend: Backend, rates: Rates, workers: int, *
         return weight * _slowed(maps, map_bytes, backend, one_axis) * _thread_factor(maps * size, workers, backend, block, one_axis) * transform
 
     if not _sums_by_gemm(p, backend):  # one pass of the kernel spectra per batch item, a few times over
-        contraction = (_ONE_AXIS_MAC_PASSES if one_axis else _SPECTRUM_PASSES) * p.batch * kernels / rates.stream_bytes
+        contraction = (_ONE_AXIS_SHARE if one_axis else 1.0) * _SPECTRUM_PASSES * p.batch * kernels / rates.stream_bytes
     else:
         weight = contraction_weight if contraction_weight is not None else (_BLOCK_CONTRACTION_WEIGHT if block else CONTRACTION_WEIGHT)
         contraction = _contraction_seconds(p, size if complex_data else size / 2, kernels, backend, rates, weight)
     fixed, kernel_fixed = (_FIXED_CALLS + _FIXED_KERNEL_CALLS, 0) if block and cpu else (_FIXED_CALLS, _FIXED_KERNEL_CALLS)
     if one_axis and not block:
-        fixed, kernel_fixed = _ONE_AXIS_CALL_SHARE * fixed, _ONE_AXIS_CALL_SHARE * kernel_fixed
+        fixed, kernel_fixed = _ONE_AXIS_SHARE * fixed, _ONE_AXIS_SHARE * kernel_fixed
     kernel_passes, data_passes = (_SPECTRUM_PASSES, 1 if one_axis else _SPECTRUM_PASSES) if cpu else (1, 1)
     kernel_share = _by_axis_share(p.kernel, shape) if cpu else 1.0
     kernel_seconds = 0.5 * kernel_share * transforms(kernel_maps) + kernel_passes * kernels / rates.stream_bytes + kernel_fixed * rates.call_seconds

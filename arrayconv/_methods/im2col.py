@@ -23,7 +23,7 @@ from .._runtime import config as _config
 from .._runtime.backend import NUMPY, Array, Backend
 from .._runtime.config import Settings
 from .._runtime.fitted import fitted
-from .._runtime.rates import GEMM_ROWS, Rates
+from .._runtime.rates import GEMM_ROWS, Rates, small_gemm_share
 from .._runtime.scratch import scratch
 from .._runtime.threads import Gemm, gemm_lanes, run_gemm_jobs
 from .._spec.problem import Problem
@@ -46,26 +46,24 @@ _EXACT_RESULT_PASSES = fitted("im2col", "EXACT_RESULT_PASSES")
 _SHALLOW_DEPTH = 1
 # On a GPU, launches cost tens of microseconds: fewer, larger chunks.
 _GPU_CHUNK_BYTES = 1 << 30
-# On a GPU: the GEMM's and the passes' weights, the launches of each chunk (the kernel's form's
-# counted with them), and the launches' worth of time building the operator matrix takes per axis.
+# On a GPU: the GEMM's and the passes' weights, the launches of each chunk (a call's, the
+# kernel's form's counted with them), and the launches building the operator matrix takes per
+# axis (a kernel form's).
 _GPU_GEMM_WEIGHT, _GPU_PASS_WEIGHT = fitted("im2col", "GPU_GEMM_WEIGHT"), fitted("im2col", "GPU_PASS_WEIGHT")
-_GPU_CALLS_PER_CHUNK = fitted("im2col", "GPU_CALLS_PER_CHUNK")
-_GPU_OPERATOR_AXIS_CALLS = fitted("im2col", "GPU_OPERATOR_AXIS_CALLS")
+_GPU_CALLS_PER_CHUNK = fitted("calls", "A_CALL")
+_GPU_OPERATOR_AXIS_CALLS = fitted("calls", "KERNEL_FORM")
 # The operator matrix is used up to this size, and when the image has at most this many
 # times the kernel's taps (the share of the operator's zeros).
 _OPERATOR_BYTES = 16 << 20
 _OPERATOR_WASTE = fitted("im2col", "OPERATOR_WASTE")
-# On the CPU the operator's GEMM is the slower of its arithmetic (at least this share of the GEMM
-# rate) and its bytes (the matrix, read from cache as a GEMM tap's: direct.GEMM_CACHE_SPEEDUP).
-_OPERATOR_GEMM_FLOOR = fitted("im2col", "OPERATOR_GEMM_FLOOR")
-# The operator matrix's GEMM reaches the GEMM rate from this many batch items and columns.
-_OPERATOR_FULL_RATE = fitted("im2col", "OPERATOR_FULL_RATE")
-# The columns' GEMMs reach it from GEMM_ROWS output channels, columns this deep and chunks this
-# many columns wide; on the CPU, shallow and narrow ones at least a measured share
-# (a * filters^b * depth^c); on a GPU, at least a floor.
+# The GEMMs run at least this share of the GEMM rate; on the CPU the operator's is the slower
+# of that and its bytes (the matrix, read from cache as a GEMM tap's: direct.GEMM_CACHE_SPEEDUP).
+_GEMM_FLOOR = fitted("im2col", "GEMM_FLOOR")
+# GEMMs reach the rate from this size on their short sides (the operator's batch items and
+# columns; the columns' depth, with GEMM_ROWS output channels) and on a GPU from chunks this
+# many columns wide; on the CPU, shallow and narrow columns' GEMMs reach at least a measured
+# share (:func:`.._runtime.rates.small_gemm_share`).
 _FULL_RATE_GEMM = fitted("im2col", "FULL_RATE_GEMM")
-_MEASURED_GEMM_EFFICIENCY = fitted("im2col", "MEASURED_GEMM_EFFICIENCY")
-_GPU_GEMM_FLOOR = fitted("im2col", "GPU_GEMM_FLOOR")
 # When the last axis's taps alone make columns this deep (taps x input channels), only they are
 # gathered.
 _LAST_AXIS_DEPTH = 512
@@ -433,13 +431,13 @@ def cost(problem: Problem, backend: Backend, rates: Rates, settings: Settings) -
     p = problem
     if _operator_fits(p, settings.budget):
         rows, columns = p.groups * p.in_per_group * math.prod(p.spatial), p.groups * p.out_per_group * math.prod(p.out_spatial)
-        efficiency = min(1.0, p.batch / _OPERATOR_FULL_RATE["batch"]) * min(1.0, columns / _OPERATOR_FULL_RATE["columns"])
+        efficiency = min(1.0, p.batch / _FULL_RATE_GEMM["side"]) * min(1.0, columns / _FULL_RATE_GEMM["side"])
         flops = p.mac_flops * p.batch * rows * columns
         data = (p.batch * (rows + columns) + rows * columns) * p.dtype.itemsize
         if backend.name == "cupy":  # as first fitted (unrefitted on a GPU)
-            product = flops / (rates.gemm_flops * max(efficiency, _GPU_GEMM_FLOOR)) + data / rates.stream_bytes
+            product = flops / (rates.gemm_flops * max(efficiency, _GEMM_FLOOR)) + data / rates.stream_bytes
         else:
-            product = max(flops / (rates.gemm_rate(p.dtype, backend.name) * max(efficiency, _OPERATOR_GEMM_FLOOR)), data / (direct.GEMM_CACHE_SPEEDUP * rates.stream_bytes))
+            product = max(flops / (rates.gemm_rate(p.dtype, backend.name) * max(efficiency, _GEMM_FLOOR)), data / (direct.GEMM_CACHE_SPEEDUP * rates.stream_bytes))
         building = _operator_seconds(p, rates, backend)
         return Cost(building + product + rates.call_seconds, _operator_bytes(p), building)
     if _winograd.fits(p, backend):
@@ -548,15 +546,14 @@ def _gemm_efficiency(filters: int, depth: int, columns: int, backend: Backend) -
     and (on a GPU) `columns` wide per chunk.
 
     The first term (:data:`_FULL_RATE_GEMM`) was fitted to a sweep (on a GPU, at least
-    :data:`_GPU_GEMM_FLOOR`). On the CPU the second (:data:`_MEASURED_GEMM_EFFICIENCY`) keeps
+    :data:`_GEMM_FLOOR`). On the CPU the second (:func:`.._runtime.rates.small_gemm_share`) keeps
     shallow GEMMs from being charged far below what they reach, and narrow chunks run at
     the rate of wide ones (``python -m bench.gemm_widths``).
     """
-    shape = min(1.0, filters / GEMM_ROWS) * min(1.0, depth / _FULL_RATE_GEMM["depth"])
+    shape = min(1.0, filters / GEMM_ROWS) * min(1.0, depth / _FULL_RATE_GEMM["side"])
     if backend.name == "cupy":
-        return max(_GPU_GEMM_FLOOR, shape * min(1.0, columns / _FULL_RATE_GEMM["columns"]))
-    scale, by_filters, by_depth = _MEASURED_GEMM_EFFICIENCY
-    return max(shape, min(1.0, scale * filters**by_filters * depth**by_depth))
+        return max(_GEMM_FLOOR, shape * min(1.0, columns / _FULL_RATE_GEMM["gpu_columns"]))
+    return max(shape, small_gemm_share(filters, depth))
 
 
 def _last_axis_cost(problem: Problem, rates: Rates) -> Cost:

@@ -72,6 +72,13 @@ def rows_gain(rows: int) -> float:
     return min(GEMM_ROWS_MAX_GAIN, max(1.0, rows / GEMM_ROWS) ** (1 / 3))
 
 
+def small_gemm_share(rows: int, depth: int) -> float:
+    """The least share of the GEMM rate a CPU GEMM of `rows` output rows over columns `depth`
+    deep reaches (:data:`SMALL_GEMM_SHARE`, measured with OpenBLAS on wide products)."""
+    scale, by_rows, by_depth = SMALL_GEMM_SHARE
+    return min(1.0, scale * rows**by_rows * depth**by_depth)
+
+
 # The model's weights (fitted.json): the CPU's rates are its units, not a machine's peaks;
 # `calibrate` scales each by this machine's probe over REFERENCE_PROBES, the fitted host's.
 DEFAULT_RATES = Rates(**fitted("rates", "DEFAULT_RATES"))
@@ -81,6 +88,9 @@ DOUBLE_GEMM_SHARE = fitted("rates", "DOUBLE_GEMM_SHARE")
 # GEMMs with more than GEMM_ROWS rows (output channels) reuse each column more: their rate grows
 # as the cube root of rows / GEMM_ROWS, at most GEMM_ROWS_MAX_GAIN.
 GEMM_ROWS, GEMM_ROWS_MAX_GAIN = fitted("rates", "GEMM_ROWS"), fitted("rates", "GEMM_ROWS_MAX_GAIN")
+# GEMMs of few output rows over shallow columns run at least a * rows^b * depth^c of the rate
+# (:func:`small_gemm_share`).
+SMALL_GEMM_SHARE = fitted("rates", "SMALL_GEMM_SHARE")
 # The reference host's BLAS ran on 2 cores, its large transforms on 2 workers: a process allotted
 # one core, or one worker, gets these shares (small transforms, and overlap-save's slabs, lose nothing).
 ONE_CORE_GEMM_SHARE = fitted("rates", "ONE_CORE_GEMM_SHARE")
@@ -92,9 +102,9 @@ GPU_REFERENCE_PROBES = Rates(**fitted("rates", "GPU_REFERENCE_PROBES"))
 
 _loaded = LRUCache("rates", maxsize=8)
 # numpy.correlate past 11 taps makes one BLAS dot product per output sample, whose fixed cost
-# varies with the BLAS build: `calibrate` measures it (Rates.dot_extra_ns) against the reference's.
-_REFERENCE_DOT_NS = fitted("rates", "REFERENCE_DOT_NS")
-_REFERENCE_DOT_NS_PER_BYTE = fitted("rates", "REFERENCE_DOT_NS_PER_BYTE")
+# varies with the BLAS build: `calibrate` measures it (Rates.dot_extra_ns) against the reference
+# host's time per sample of the same probe (float64, 32 taps).
+_REFERENCE_DOT_PROBE_NS = fitted("rates", "REFERENCE_DOT_PROBE_NS")
 _DOT_PROBE_SAMPLES, _DOT_PROBE_TAPS = 2048, 32
 
 
@@ -244,7 +254,7 @@ def measure_rates(backend: Backend) -> Rates:
         stream_bytes=2 * v.nbytes / copy,
         fft_flops=float(2 * 2.5 * n * np.log2(n) / round_trip),
         call_seconds=call,
-        dot_extra_ns=measure_dot_extra_ns(8, _DOT_PROBE_TAPS),
+        dot_extra_ns=measure_dot_extra_ns(),
     )
 
 
@@ -285,14 +295,11 @@ def _best(fn: Callable[[], object], repeats: int = 7) -> float:
     return min(times)
 
 
-def measure_dot_extra_ns(itemsize: int, taps: int) -> float:
-    """:attr:`Rates.dot_extra_ns` measured now, for floats of `itemsize` bytes:
-    ``numpy.correlate`` of 2048 samples with `taps` taps ('valid', one dot product per
-    sample), best of 5, less the taps' bytes at the reference's rate and the reference's
-    fixed 6 ns (0 where the dot is faster)."""
-    dtype = np.dtype(f"f{itemsize}")
-    signal = np.linspace(-1.0, 1.0, _DOT_PROBE_SAMPLES + taps - 1, dtype=dtype)
-    kernel = np.linspace(0.5, 1.5, taps, dtype=dtype)
+def measure_dot_extra_ns() -> float:
+    """:attr:`Rates.dot_extra_ns` measured now: ``numpy.correlate`` of 2048 float64
+    samples with 32 taps ('valid', one dot product per sample), best of 5, less the
+    reference host's time per sample (0 where the dot is faster)."""
+    signal = np.linspace(-1.0, 1.0, _DOT_PROBE_SAMPLES + _DOT_PROBE_TAPS - 1)
+    kernel = np.linspace(0.5, 1.5, _DOT_PROBE_TAPS)
     best = _best(lambda: np.correlate(signal, kernel, "valid"), repeats=5)
-    fixed_ns = best / _DOT_PROBE_SAMPLES * 1e9 - _REFERENCE_DOT_NS_PER_BYTE * taps * itemsize
-    return max(0.0, fixed_ns - _REFERENCE_DOT_NS)
+    return max(0.0, best / _DOT_PROBE_SAMPLES * 1e9 - _REFERENCE_DOT_PROBE_NS)
