@@ -8,7 +8,8 @@ outer-product, row and random kernels, 1-D signals and batches of lines (2-4096 
 conv layers with groups and strides, on one and two workers. Each problem whose pick moved is
 timed here: both picks, and the FFT and direct, interleaved after a warm-up, the median of
 `repeats` rounds (a plan's call for the plan's pick; a plain call keeps its plan as
-``correlate`` does). Ratio: a pick's time over the fastest one timed. With ``--numba off``
+``correlate`` does). A pick of direct names its form (``direct: rows``) where it has several;
+a form is timed as a plan made with it, for plain calls too. Ratio: a pick's time over the fastest one timed. With ``--numba off``
 both processes and the timings run NumPy's loops (``ARRAYCONV_NUMBA=0``). Nothing is timed
 where no pick moved. Writes ``moved-<date>[-numpy].md`` and ``.json``.
 """
@@ -16,18 +17,21 @@ where no pick moved. Writes ``moved-<date>[-numpy].md`` and ``.json``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 import arrayconv as ac
+from arrayconv._methods import direct
 
 from .peers import interleaved_medians, time_call
 from .run import new_report, save_report, versions
@@ -92,14 +96,40 @@ def options(problem: dict[str, Any]) -> dict[str, Any]:
     return {"mode": problem["mode"]} | ({"axes": problem["axes"]} if problem.get("axes") is not None else {})
 
 
+def pick_name(choice: ac.Choice) -> str:
+    """A choice's method, with direct's form where it has several (``direct: rows``)."""
+    forms = choice.estimates[choice.method].forms
+    if choice.method != "direct" or len(forms) < 2:
+        return choice.method
+    return f"direct: {min(forms, key=lambda form: form[1])[0]}"
+
+
 def picks(found: list[dict[str, Any]]) -> list[list[str]]:
     """'auto's pick for each problem, as a plain call and as a plan, by this process's model."""
     chosen = []
     for problem in found:
         x, w = arrays(problem)
         with ac.config(workers=problem["workers"]):
-            chosen.append([ac.choose_method(x, w, op=problem["op"], plan=plan, **options(problem)).method for plan in (False, True)])
+            chosen.append([pick_name(ac.choose_method(x, w, op=problem["op"], plan=plan, **options(problem))) for plan in (False, True)])
     return chosen
+
+
+@contextlib.contextmanager
+def direct_form(name: str) -> Iterator[None]:
+    """Plans made inside run direct's form `name` (as :class:`arrayconv.Choice` names it)."""
+    real = direct._fastest_form
+
+    def chosen(problem: Any, backend: Any, rates: Any, settings: Any) -> tuple[str, int]:
+        keys = [key for key in direct._form_seconds(problem, backend, rates, settings) if direct._form_name(*key) == name]
+        return keys[0] if keys else real(problem, backend, rates, settings)
+
+    direct._fastest_form = chosen
+    ac.clear_caches()
+    try:
+        yield
+    finally:
+        direct._fastest_form = real
+        ac.clear_caches()
 
 
 def picks_at(revision: str, found: list[dict[str, Any]]) -> list[list[str]]:
@@ -116,26 +146,29 @@ def picks_at(revision: str, found: list[dict[str, Any]]) -> list[list[str]]:
 
 def time_moved(problem: dict[str, Any], before: list[str], after: list[str], repeats: int) -> dict[str, Any]:
     """Median seconds of the picks `before` and `after` and of the FFT and direct on
-    `problem`, as plain calls and plans, and each pick's ratio to the fastest."""
+    `problem`, as plain calls and plans (a form of direct as a plan made with it, for
+    both), and each pick's ratio to the fastest."""
     x, w = arrays(problem)
-    methods = sorted({*before, *after, "fft", "direct"})
+    names = sorted({*before, *after, "fft", "direct"})
     function = ac.conv if problem["op"] == "conv" else ac.correlate
     with ac.config(workers=problem["workers"]):
         plan = ac.plan_conv if problem["op"] == "conv" else ac.plan_correlate
         plans = {}
-        for name in methods:
+        for name in names:
+            method, _, form = name.partition(": ")
             try:
-                plans[name] = plan(w, x.shape, method=name, dtype=x.dtype, **options(problem))
+                with direct_form(form) if form else contextlib.nullcontext():
+                    plans[name] = plan(w, x.shape, method=method, dtype=x.dtype, **options(problem))
             except (ValueError, TypeError):  # a method that does not take the problem
                 continue
-        calls = {f"{name} plain": (lambda n=name: function(x, w, method=n, **options(problem))) for name in plans}
+        calls = {f"{name} plain": (lambda n=name: function(x, w, method=n, **options(problem))) for name in plans if ": " not in name}
         calls |= {f"{name} plan": (lambda p=p: p(x)) for name, p in plans.items()}
         for call in calls.values():
             call()
         medians = interleaved_medians(calls, dict.fromkeys(calls, time_call), repeats)
     ratios = {}
     for index, label in enumerate(("plain", "plan")):
-        timed = {name: medians[f"{name} {label}"] for name in plans}
+        timed = {name: medians[f"{name} {label}" if f"{name} {label}" in medians else f"{name} plan"] for name in plans}
         fastest = min(timed.values())
         ratios[label] = [timed.get(before[index], float("inf")) / fastest, timed.get(after[index], float("inf")) / fastest]
     return {**problem, "before": before, "after": after, "median_s": medians, "ratios": ratios}
