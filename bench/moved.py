@@ -1,7 +1,7 @@
 """The picks a change of the cost model moves, timed.
 
-Usage: ``python -m bench.moved REV [--problems 600] [--seed 0] [--numba on|off] [--repeats 15]
-[--out bench/results]``. 'auto's pick (plain call and plan) is asked of the package at git
+Usage: ``python -m bench.moved REV [--problems 600] [--seed 0] [--kinds image,line,conv]
+[--numba on|off] [--repeats 15] [--out bench/results]``. 'auto's pick (plain call and plan) is asked of the package at git
 revision REV and of this one, each in its own process (the modules read their weights on
 import), over random problems the committed sweeps lack: images and volumes with
 outer-product, row and random kernels, 1-D signals and batches of lines (2-4096 taps), and
@@ -42,12 +42,16 @@ ROOT = Path(__file__).resolve().parents[1]
 MAX_SAMPLES, MAX_MACS = 1 << 23, 4e9
 
 
-def problems(count: int, seed: int) -> list[dict[str, Any]]:
-    """`count` random problems: a third images and volumes, a sixth 1-D, the rest conv layers."""
+KINDS = ("image", "image", "line", "conv", "conv", "image")
+
+
+def problems(count: int, seed: int, kinds: tuple[str, ...] = KINDS) -> list[dict[str, Any]]:
+    """`count` random problems of `kinds` in turn (by default half images and volumes, a
+    sixth 1-D, a third conv layers)."""
     rng = np.random.default_rng(seed)
     found: list[dict[str, Any]] = []
     while len(found) < count:
-        kind = ("image", "image", "line", "conv", "conv", "image")[len(found) % 6]
+        kind = kinds[len(found) % len(kinds)]
         dtype = str(rng.choice(["float32", "float64"]))
         if kind == "image":
             nd = int(rng.choice([2, 2, 3]))
@@ -201,6 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("revision", nargs="?", help="the git revision whose model is compared with this one")
     parser.add_argument("--problems", type=int, default=600)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--kinds", help="draw only these kinds of problem, in turn (comma-separated: image, line, conv)")
     parser.add_argument("--numba", choices=["on", "off"], default="on", help="off: NumPy's loops only (ARRAYCONV_NUMBA=0)")
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--out", default="bench/results")
@@ -215,10 +220,13 @@ def main(argv: list[str] | None = None) -> int:
         again = sys.argv[1:] if argv is None else argv
         return subprocess.run([sys.executable, "-m", "bench.moved", *again], env={**os.environ, "ARRAYCONV_NUMBA": "0"}, check=False).returncode
     revision = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", args.revision], capture_output=True, text=True, check=True).stdout.strip()
-    found = problems(args.problems, args.seed)
+    kinds = tuple(args.kinds.split(",")) if args.kinds else KINDS
+    if not set(kinds) <= set(KINDS):
+        parser.error(f"--kinds must name image, line or conv, got {args.kinds!r}")
+    found = problems(args.problems, args.seed, kinds)
     before, after = picks_at(revision, found), picks(found)
     rows = [time_moved(p, b, a, args.repeats) for p, b, a in zip(found, before, after) if b != a]
-    report = new_report("python -m bench.moved", argv, versions(), revision=revision, problems=len(found), seed=args.seed, numba=args.numba, rows=rows)
+    report = new_report("python -m bench.moved", argv, versions(), revision=revision, problems=len(found), seed=args.seed, kinds=list(kinds), numba=args.numba, rows=rows)
     print(write(report, Path(args.out)).read_text().split("\n\n", 2)[-1])
     return 0
 
