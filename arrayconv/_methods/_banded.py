@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 
 from .._runtime.backend import NUMPY, Array, Backend
 from .._runtime.fitted import fitted
-from .._runtime.rates import Rates
+from .._runtime.rates import FULL_RATE_GEMM, Rates
 from .._runtime.scratch import scratch
 from .._spec.problem import Problem
 from ._taps import Chunk, layout, pad_input
@@ -33,7 +33,6 @@ BLOCKS = (8, 16, 32, 64, 128, 256, 512)
 # Preferred bytes of one chunk's gathered runs.
 _CHUNK_BYTES = 4 << 20
 # The estimate's weights (see :func:`seconds`; their sources in fitted.json).
-_FULL_RATE_BLOCK = fitted("banded", "FULL_RATE_BLOCK")
 _GEMM_WEIGHT = fitted("banded", "GEMM_WEIGHT")
 _RUN_PASSES = fitted("banded", "RUN_PASSES")
 _PRODUCT_PASSES = fitted("banded", "PRODUCT_PASSES")
@@ -140,8 +139,8 @@ def seconds(problem: Problem, block: int, samples: int, rates: Rates) -> float:
     """Estimated time for `samples` flat output samples (all batch items and groups) in
     blocks of `block`.
 
-    The GEMM at the GEMM rate (less for blocks under 32 samples, the product's narrow
-    side), the runs gathered, the input padded, the products stored and the Toeplitz
+    The GEMM at the GEMM rate (less for blocks under ``FULL_RATE_GEMM["side"]`` samples, the
+    product's narrow side, as the square root of their share), the runs gathered, the input padded, the products stored and the Toeplitz
     matrices read at the stream rate, and a cost per GEMM row and per stored run of
     `block` samples (when the products need transposing: several filters or groups),
     with weights fitted to 152 timings (1-D signals of 10**3-10**6 samples, batches of
@@ -150,7 +149,7 @@ def seconds(problem: Problem, block: int, samples: int, rates: Rates) -> float:
     """
     p, size = problem, problem.dtype.itemsize
     rows = samples / block
-    efficiency = min(1.0, math.sqrt(block / _FULL_RATE_BLOCK))
+    efficiency = min(1.0, math.sqrt(block / FULL_RATE_GEMM["side"]))
     gemm = _GEMM_WEIGHT * p.mac_flops * samples * depth(p, block) * p.out_per_group / (rates.gemm_rate(p.dtype, NUMPY.name) * efficiency)
     moved = samples * size * (_RUN_PASSES * depth(p, block) / block + _PRODUCT_PASSES * p.out_per_group + _INPUT_PASSES)
     transposed = rows * p.out_per_group if p.groups * p.out_per_group > 1 else 0

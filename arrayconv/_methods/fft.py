@@ -50,10 +50,9 @@ _SPECTRUM_PASSES = fitted("fft", "SPECTRUM_PASSES")
 _FIXED_CALLS, _FIXED_KERNEL_CALLS = fitted("calls", "A_CALL"), fitted("calls", "KERNEL_FORM")
 # Along one axis (1-D signals, batches through `axes`) a share of those calls and of the
 # multiply-add's passes, and one pass per item over its spectra (each line goes into its
-# transform and out contiguously); several lines transformed by one call run at a share of one
-# line's time each (pocketfft transforms lines side by side in SIMD lanes).
+# transform and out contiguously); several lines transformed by one call run at that share of
+# one line's time each (pocketfft transforms lines side by side in SIMD lanes).
 _ONE_AXIS_SHARE = fitted("fft", "ONE_AXIS_SHARE")
-_LINES_TRANSFORM_WEIGHT = fitted("fft", "LINES_TRANSFORM_WEIGHT")
 # The channel sum's per-frequency GEMMs of small (B, Cg) x (Cg, Og) complex matrices reach
 # a * B^b * Og^c * Cg^d of the large-GEMM rate; the sum's weight (on a GPU too; in a CPU's
 # overlap-save block, in cache: lower).
@@ -386,8 +385,8 @@ def split_cost(problem: Problem, backend: Backend, rates: Rates, workers: int, *
     transforms on `workers` threads; with `block`,
     for one block of overlap-save (both calls' counts, and
     :data:`_BLOCK_CONTRACTION_WEIGHT` on the CPU). On the CPU, problems along one axis pay
-    a share of the calls and multiply-add passes (:data:`_ONE_AXIS_SHARE`), a call's transforms of several lines
-    :data:`_LINES_TRANSFORM_WEIGHT` of theirs, and the channel sum `contraction_weight`
+    a share of the calls and multiply-add passes (:data:`_ONE_AXIS_SHARE`), a call's transforms
+    of several lines that share of theirs, and the channel sum `contraction_weight`
     times its GEMMs' time where given."""
     p = problem
     shape = fft_shape(p, backend)
@@ -403,7 +402,7 @@ def split_cost(problem: Problem, backend: Backend, rates: Rates, workers: int, *
 
     def transforms(maps: int) -> float:
         """Seconds of `maps` forward or inverse transforms made by one call."""
-        weight = _LINES_TRANSFORM_WEIGHT if one_axis and maps > 1 and not block else 1.0
+        weight = _ONE_AXIS_SHARE if one_axis and maps > 1 and not block else 1.0
         return weight * _slowed(maps, map_bytes, backend, one_axis) * _thread_factor(maps * size, workers, backend, block, one_axis) * transform
 
     if not _sums_by_gemm(p, backend):  # one pass of the kernel spectra per batch item, a few times over

@@ -23,7 +23,7 @@ from .._runtime import config as _config
 from .._runtime.backend import NUMPY, Array, Backend
 from .._runtime.config import Settings
 from .._runtime.fitted import fitted
-from .._runtime.rates import GEMM_ROWS, Rates, small_gemm_share
+from .._runtime.rates import FULL_RATE_GEMM, GEMM_ROWS, Rates, small_gemm_share
 from .._runtime.scratch import scratch
 from .._runtime.threads import Gemm, gemm_lanes, run_gemm_jobs
 from .._spec.problem import Problem
@@ -59,11 +59,9 @@ _OPERATOR_WASTE = fitted("im2col", "OPERATOR_WASTE")
 # The GEMMs run at least this share of the GEMM rate; on the CPU the operator's is the slower
 # of that and its bytes (the matrix, read from cache as a GEMM tap's: direct.GEMM_CACHE_SPEEDUP).
 _GEMM_FLOOR = fitted("im2col", "GEMM_FLOOR")
-# GEMMs reach the rate from this size on their short sides (the operator's batch items and
-# columns; the columns' depth, with GEMM_ROWS output channels) and on a GPU from chunks this
-# many columns wide; on the CPU, shallow and narrow columns' GEMMs reach at least a measured
-# share (:func:`.._runtime.rates.small_gemm_share`).
-_FULL_RATE_GEMM = fitted("im2col", "FULL_RATE_GEMM")
+# The GEMMs reach the rate from rates.FULL_RATE_GEMM on their short sides (the operator's batch
+# items and columns; the columns' depth, with GEMM_ROWS output channels); on the CPU, shallow and
+# narrow columns' GEMMs reach at least a measured share (:func:`.._runtime.rates.small_gemm_share`).
 # When the last axis's taps alone make columns this deep (taps x input channels), only they are
 # gathered.
 _LAST_AXIS_DEPTH = 512
@@ -431,7 +429,7 @@ def cost(problem: Problem, backend: Backend, rates: Rates, settings: Settings) -
     p = problem
     if _operator_fits(p, settings.budget):
         rows, columns = p.groups * p.in_per_group * math.prod(p.spatial), p.groups * p.out_per_group * math.prod(p.out_spatial)
-        efficiency = min(1.0, p.batch / _FULL_RATE_GEMM["side"]) * min(1.0, columns / _FULL_RATE_GEMM["side"])
+        efficiency = min(1.0, p.batch / FULL_RATE_GEMM["side"]) * min(1.0, columns / FULL_RATE_GEMM["side"])
         flops = p.mac_flops * p.batch * rows * columns
         data = (p.batch * (rows + columns) + rows * columns) * p.dtype.itemsize
         if backend.name == "cupy":  # as first fitted (unrefitted on a GPU)
@@ -545,14 +543,14 @@ def _gemm_efficiency(filters: int, depth: int, columns: int, backend: Backend) -
     """Share of the GEMM rate reached with `filters` output channels, columns `depth` deep
     and (on a GPU) `columns` wide per chunk.
 
-    The first term (:data:`_FULL_RATE_GEMM`) was fitted to a sweep (on a GPU, at least
+    The first term (:data:`.._runtime.rates.FULL_RATE_GEMM`) was fitted to a sweep (on a GPU, at least
     :data:`_GEMM_FLOOR`). On the CPU the second (:func:`.._runtime.rates.small_gemm_share`) keeps
     shallow GEMMs from being charged far below what they reach, and narrow chunks run at
     the rate of wide ones (``python -m bench.gemm_widths``).
     """
-    shape = min(1.0, filters / GEMM_ROWS) * min(1.0, depth / _FULL_RATE_GEMM["side"])
+    shape = min(1.0, filters / GEMM_ROWS) * min(1.0, depth / FULL_RATE_GEMM["side"])
     if backend.name == "cupy":
-        return max(_GEMM_FLOOR, shape * min(1.0, columns / _FULL_RATE_GEMM["gpu_columns"]))
+        return max(_GEMM_FLOOR, shape * min(1.0, columns / FULL_RATE_GEMM["gpu_columns"]))
     return max(shape, small_gemm_share(filters, depth))
 
 

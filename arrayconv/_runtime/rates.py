@@ -88,6 +88,9 @@ DOUBLE_GEMM_SHARE = fitted("rates", "DOUBLE_GEMM_SHARE")
 # GEMMs with more than GEMM_ROWS rows (output channels) reuse each column more: their rate grows
 # as the cube root of rows / GEMM_ROWS, at most GEMM_ROWS_MAX_GAIN.
 GEMM_ROWS, GEMM_ROWS_MAX_GAIN = fitted("rates", "GEMM_ROWS"), fitted("rates", "GEMM_ROWS_MAX_GAIN")
+# GEMMs reach the rate from this size on their short sides (less in proportion below), and on a
+# GPU from chunks this many columns wide.
+FULL_RATE_GEMM = fitted("rates", "FULL_RATE_GEMM")
 # GEMMs of few output rows over shallow columns run at least a * rows^b * depth^c of the rate
 # (:func:`small_gemm_share`).
 SMALL_GEMM_SHARE = fitted("rates", "SMALL_GEMM_SHARE")
