@@ -38,12 +38,14 @@ FORMS = ("compiled", "banded", "rows")
 
 
 @contextmanager
-def _forced(form: str) -> Iterator[None]:
-    """Plans made inside run direct's `form` (its estimated best block, where it has one)."""
+def forced_form(wanted: Callable[[tuple[str, int]], bool]) -> Iterator[None]:
+    """Plans made inside run the first of direct's forms, as ``(form, block)`` keys, that
+    `wanted` takes (the estimate's order: its best block, where it has several); direct's
+    own pick where none."""
     real = direct._fastest_form
 
     def chosen(problem: Any, backend: Any, rates: Any, settings: Any) -> tuple[str, int]:
-        keys = [key for key in direct._form_seconds(problem, backend, rates, settings) if key[0] == form]
+        keys = [key for key in direct._form_seconds(problem, backend, rates, settings) if wanted(key)]
         return keys[0] if keys else real(problem, backend, rates, settings)
 
     direct._fastest_form = chosen
@@ -68,7 +70,7 @@ def time_problem(shape: tuple[int, ...], taps: int, workers: int, repeats: int, 
         calls: dict[str, Callable[[], object]] = {}
         for form in FORMS:
             if any(key[0] == form for key in estimates):
-                with _forced(form):
+                with forced_form(lambda key, form=form: key[0] == form):
                     forced = ac.plan_correlate(w, shape, "same", "direct", dtype=np.float32)
                 calls[form] = lambda p=forced: p(x, out=out)
         for call in calls.values():

@@ -24,7 +24,6 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +32,7 @@ import numpy as np
 import arrayconv as ac
 from arrayconv._methods import direct
 
+from .forms import forced_form
 from .peers import interleaved_medians, time_call
 from .run import new_report, save_report, versions
 from .sweep import WITHIN
@@ -118,24 +118,6 @@ def picks(found: list[dict[str, Any]]) -> list[list[str]]:
     return chosen
 
 
-@contextlib.contextmanager
-def direct_form(name: str) -> Iterator[None]:
-    """Plans made inside run direct's form `name` (as :class:`arrayconv.Choice` names it)."""
-    real = direct._fastest_form
-
-    def chosen(problem: Any, backend: Any, rates: Any, settings: Any) -> tuple[str, int]:
-        keys = [key for key in direct._form_seconds(problem, backend, rates, settings) if direct._form_name(*key) == name]
-        return keys[0] if keys else real(problem, backend, rates, settings)
-
-    direct._fastest_form = chosen
-    ac.clear_caches()
-    try:
-        yield
-    finally:
-        direct._fastest_form = real
-        ac.clear_caches()
-
-
 def picks_at(revision: str, found: list[dict[str, Any]]) -> list[list[str]]:
     """:func:`picks` by the package at git `revision`, in a new process."""
     with tempfile.TemporaryDirectory() as folder:
@@ -161,7 +143,8 @@ def time_moved(problem: dict[str, Any], before: list[str], after: list[str], rep
         for name in names:
             method, _, form = name.partition(": ")
             try:
-                with direct_form(form) if form else contextlib.nullcontext():
+                named = forced_form(lambda key, form=form: direct._form_name(*key) == form)
+                with named if form else contextlib.nullcontext():
                     plans[name] = plan(w, x.shape, method=method, dtype=x.dtype, **options(problem))
             except (ValueError, TypeError):  # a method that does not take the problem
                 continue
