@@ -322,11 +322,16 @@ def _loop_ns(taps: float) -> float:
     return _NS_PER_SAMPLE[max(1, round(taps)) - 1]
 
 
+def _cached_seconds(moved: float, rates: Rates) -> float:
+    """Seconds moving `moved` bytes in cache (:data:`_CACHE_SPEEDUP` times the stream rate)."""
+    return moved / (_CACHE_SPEEDUP * rates.stream_bytes)
+
+
 def _dot_ns(taps: float, itemsize: int, rates: Rates) -> float:
     """``numpy.correlate``'s time per output sample (ns) past :data:`MAX_TAPS` taps: one
     dot product, a fixed part (with what this machine's dot takes over the reference's,
     :attr:`.Rates.dot_extra_ns`) and the taps' bytes, read from cache."""
-    return _DOT_NS_OFFSET + rates.dot_extra_ns + taps * itemsize / (_CACHE_SPEEDUP * rates.stream_bytes) * 1e9
+    return _DOT_NS_OFFSET + rates.dot_extra_ns + _cached_seconds(taps * itemsize, rates) * 1e9
 
 
 def _split_ns(width: int, itemsize: int, rates: Rates) -> float:
@@ -335,7 +340,7 @@ def _split_ns(width: int, itemsize: int, rates: Rates) -> float:
     write from cache, as the row form's adds)."""
     starts = _piece_starts(width)
     loops = sum(_loop_ns(min(MAX_TAPS, width - start)) for start in starts)
-    add_ns = 3 * itemsize / (_CACHE_SPEEDUP * rates.stream_bytes) * 1e9
+    add_ns = _cached_seconds(3 * itemsize, rates) * 1e9
     return _SPLIT_WEIGHT * loops + add_ns * (len(starts) - 1)
 
 
@@ -397,7 +402,7 @@ def seconds(problem: Problem, samples: int, runs: int, threads: int, rates: Rate
     n_rows = math.prod(p.kernel[:-1])
     products = samples * p.out_per_group * n_rows
     dots = products * _loop_ns(p.kernel[-1]) * 1e-9
-    adds = products * 3 * p.dtype.itemsize / (_CACHE_SPEEDUP * rates.stream_bytes)
+    adds = _cached_seconds(products * 3 * p.dtype.itemsize, rates)
     calls = 2 * n_rows * p.out_per_group * runs
     return _WEIGHT * (dots + adds) / threads + calls * rates.call_seconds
 
