@@ -23,7 +23,7 @@ without a converted copy of the input (:func:`reads_dtype`).
 The code is generated per kernel row length and dtype and compiled once per process, or
 read from numba's cache on disk (:func:`arrayconv.cache_dir`): a new one costs a few
 seconds the first time (each way of running blocks its own entry point, compiled only
-where it runs: 3x3 on a 300x300 image 5.9 -> 2.6 s, 3x3x3 on a volume 12.8 -> 5.0 s).
+where it runs: 3x3 on an image about 2 s, 3x3x3 on a volume about 6 s).
 Work is cut into blocks of output rows (or planes), and the rows of a long 1-D signal
 into windows of their columns, whose sums do not depend on the number of threads, so the
 result is the same bits on one worker or many.
@@ -370,7 +370,7 @@ def _geometry(problem: Problem, edges: Edges | None, source: tuple[int, int, int
     c_hi = max(c_lo, min(width, source[2] + shift - kw + 1))
     halo = not separable and _halo(p, pads)
     fused = 1 if separable else _fused_rows(p.kernel, halo)
-    deep_rows = 0 if separable else _deep_rows(p.kernel)
+    deep_rows = None if separable else _deep_rows(p.kernel)
     code = _module(*_pieces(kw, separable or p.kernel[-2] == 1), fused, p.dtype.char, deep_rows)
     kh = p.kernel[-2]
     lanes = _lanes(p, separable, workers)
@@ -383,7 +383,7 @@ def _geometry(problem: Problem, edges: Edges | None, source: tuple[int, int, int
     if halo:  # the input rows of a block, of each of the kernel's planes
         buffer = ((int(np.max(jobs[:, 6] - jobs[:, 5])) + kh - 1) * (p.kernel[0] if len(p.kernel) == 3 else 1), maps[2].size)
     segment = _LINE_SAMPLES // maps[2].size
-    return _Geometry(code, bool(deep_rows), maps, (c_lo, c_hi, shift), pads.fill, tuple(np.array_split(jobs, calls)), lanes,  # type: ignore[arg-type]
+    return _Geometry(code, deep_rows is not None, maps, (c_lo, c_hi, shift), pads.fill, tuple(np.array_split(jobs, calls)), lanes,  # type: ignore[arg-type]
                      buffer, segment if segment >= _LINE_ROWS else 1, band_rows)
 
 
@@ -560,11 +560,12 @@ def _pieces(row_taps: int, one_row: bool) -> tuple[int, int]:
 
 
 @functools.cache
-def _module(piece: int, last: int, fused: int, dtype: str, deep: int = 0) -> ModuleType:
+def _module(piece: int, last: int, fused: int, dtype: str, deep: tuple[int, int] | None = None) -> ModuleType:
     """The compiled loops for kernel rows summed in pieces of `piece` taps and a `last`
-    narrower one (:func:`_pieces`), `fused` rows a pass (and `deep` rows of several planes,
-    where not 0), in `dtype` ('f' or 'd'): see :func:`_load`."""
-    name = f"arrayconv_compiled_{dtype}{piece}_{last}x{fused}{f'd{deep}' if deep else ''}_{_VERSION}"
+    narrower one (:func:`_pieces`), `fused` rows a pass (and a volume's kernel of `deep`
+    planes and rows, all its rows a pass, where given), in `dtype` ('f' or 'd'): see
+    :func:`_load`."""
+    name = f"arrayconv_compiled_{dtype}{piece}_{last}x{fused}{f'd{deep[0]}x{deep[1]}' if deep else ''}_{_VERSION}"
     return load(name, _source(piece, last, fused, dtype, deep))
 
 
@@ -727,7 +728,7 @@ def box_sums(x, size, index, fill, out):
 {box_lines}'''
 
 
-_VERSION = 23  # bump when the generated code changes: numba keys its cache by file
+_VERSION = 24  # bump when the generated code changes: numba keys its cache by file
 
 
 def weights_held() -> int:
@@ -749,11 +750,12 @@ def _fused_rows(kernel: tuple[int, ...], halo: bool = False) -> int:
     return min(kernel[-2], _FUSED_ROWS, rows)
 
 
-def _deep_rows(kernel: tuple[int, ...]) -> int:
-    """Rows of a volume's kernel summed in one pass, those of every plane, where its weights
-    stay in registers (:func:`weights_held`); 0 for a kernel one plane deep or larger."""
-    deep = len(kernel) == 3 and kernel[0] > 1 and math.prod(kernel) <= weights_held()
-    return kernel[0] * kernel[1] if deep else 0
+def _deep_rows(kernel: tuple[int, ...]) -> tuple[int, int] | None:
+    """Planes and rows of a volume's kernel whose rows, those of every plane, are summed in
+    one pass, where its weights stay in registers (:func:`weights_held`); None for a kernel
+    one plane deep, larger, or of rows in pieces (:func:`_pieces`)."""
+    deep = len(kernel) == 3 and kernel[0] > 1 and math.prod(kernel) <= weights_held() and not _pieces(kernel[-1], False)[1]
+    return (kernel[0], kernel[1]) if deep else None
 
 
 def _split_loop(count: str, body: str, unsigned: bool = False) -> str:
@@ -840,6 +842,38 @@ def _lines_function(g: int, piece: int, last: int) -> str:
     return _in_pieces(f"lines{g}", "x, starts, w, dst, n, assign", f"line{g}_{{k}}(x, starts, j, {{w}}, dst, n, assign and j == 0)", piece, last)
 
 
+def _twin_function(planes: int, rows: int, kw: int) -> str:
+    """``twin{planes}x{rows}``: as ``rows{planes * rows}_{kw}`` (=), two output rows a pass,
+    `d` and `e`: `rows` holds ``rows + 1`` input rows a plane, `e`'s kernel rows one input
+    row below `d`'s. Each sample loaded is summed into both where the two share its row
+    (3x3x3: 18 loads an output, not 27; 1.3x the multiply-adds a second in cache). Only
+    assignments (=): no second pair of loops to compile."""
+    weights = "".join(f"    w{i}_{j} = w[{i}, {j}]\n" for i in range(planes * rows) for j in range(kw))
+    sources = "".join(f"    s{p}_{i} = np.uint64(rows[{p * (rows + 1) + i}])\n" for p in range(planes) for i in range(rows + 1))
+    loads = "".join(f"        v{p}_{i}_{j} = F(x[s{p}_{i}, a + c{f' + np.uint64({j})' if j else ''}])\n"
+                    for p in range(planes) for i in range(rows + 1) for j in range(kw))
+
+    def terms(below: int) -> str:
+        return " + ".join(f"w{p * rows + i}_{j} * v{p}_{i + below}_{j}" for p in range(planes) for i in range(rows) for j in range(kw))
+
+    def rest(below: int) -> str:  # the weights read from memory, as _split_loop's
+        return _NAMED_WEIGHT.sub(lambda m: f"w[{m[2]}, {m[3]}]", terms(below))
+
+    return f"""
+@njit(inline="always", **LOOP)
+def twin{planes}x{rows}(x, rows, w, d, e, c_lo, c_hi, shift):
+    n = max(c_hi - c_lo, 0)
+{weights}    a, lo = np.uint64(c_lo - shift), np.uint64(c_lo)
+{sources}    most = np.uint64(n // {_VECTOR_SAMPLES} * {_VECTOR_SAMPLES})
+    for c in range(most):
+{loads}        d[lo + c] = {terms(0)}
+        e[lo + c] = {terms(1)}
+    for c in range(most, np.uint64(n)):
+{loads}        d[lo + c] = {rest(0)}
+        e[lo + c] = {rest(1)}
+"""
+
+
 def _weights_function(g: int, pair: bool, flat: bool = False) -> str:
     """``buffer{g}``: `d` (= or +=) the sum of `g` rows of `b`, ``b[index[i]]``, weighted by
     `a`; with `pair`, ``pair{g}``: the same, and `e` from the rows one index on (the rows
@@ -859,7 +893,7 @@ def {'flat' if flat else 'pair' if pair else 'buffer'}{g}(a, {'x, start, step' i
 {sums['+=']}"""
 
 
-def _source(piece: int, last: int, fused: int, dtype: str, deep: int = 0) -> str:
+def _source(piece: int, last: int, fused: int, dtype: str, deep: tuple[int, int] | None = None) -> str:
     """Python source of the compiled loops for kernel rows in pieces of `piece` and `last`
     taps (:func:`_pieces`) in `dtype` (see the module's docstring): ``span1`` and
     ``span{fused}`` sum kernel rows, piece by piece, over an output row's
@@ -871,9 +905,11 @@ def _source(piece: int, last: int, fused: int, dtype: str, deep: int = 0) -> str
     Few sizes of each are made: numba's compile time grows with the unrolled code."""
     cast = {"f": "np.float32", "d": "np.float64"}[dtype]
     widths = [w for w in (piece, last) if w]
-    groups = sorted({1, fused, *([deep] if deep else [])})
+    groups = sorted({1, fused, *([deep[0] * deep[1]] if deep else [])})
     functions = [_rows_function(g, w) for g in groups for w in widths] + [_span_function(g, piece, last) for g in groups]
     functions += [_line_function(g, w) for g in groups for w in widths] + [_lines_function(g, piece, last) for g in groups]
+    if deep:
+        functions.append(_twin_function(*deep, piece))
     counts = (*_BUFFER_PASSES, max(_BUFFER_PASSES) + 1)
     functions += [_weights_function(g, pair) for g in counts for pair in (False, True)] + [_weights_function(g, False, True) for g in counts]
     most = max(_BUFFER_PASSES)
@@ -905,7 +941,7 @@ CONTRACT = set(["contract"])  # a * b + c as one fused multiply-add
 # increment and decrement, a fifth of the time of short rows. So they allocate nothing: the
 # entry points (``*_jobs``) make their scratch, INTS indices and the lines they need.
 LOOP = dict(nogil=True, cache=True, fastmath=CONTRACT, _nrt=False)
-INTS = 64
+INTS = 128
 {"".join(functions)}
 
 @njit(inline="always", **LOOP)
@@ -972,6 +1008,21 @@ def weigh_mapped_pair(a, b, index, first, d, e, fill):
     else:
         weigh_mapped(a, b, index, first, d, fill)
         weigh_mapped(a, b, index, first + 1, e, fill)
+
+
+@njit(inline="always", **LOOP)
+def copy_row(x, p, s, line, cols, shift, fill):
+    """line = input row s of plane p (the fill where either is -1), from `shift` on,
+    extended past its ends by `cols`."""
+    if p < 0 or s < 0:
+        put(line, F(fill), True)
+        return
+    src = x[p, s]
+    lo, hi = min(shift, line.shape[0]), min(line.shape[0], shift + src.shape[0])
+    inner, given = line[lo:hi], src[lo - shift : hi - shift]
+    for q in range(inner.shape[0]):  # the input row as it is: a vectorized copy
+        inner[q] = F(given[q])
+    extend(line, src, cols, lo, hi, fill)  # past its ends, by the boundary rule
 
 
 @njit(inline="always", **LOOP)
@@ -1172,7 +1223,7 @@ def plane_rows(plane, flat, fy, fx, out, out_flat, rows, cols, r0, r1, shift, fi
 ''' + _halo_function(fused, deep) + (_deep_function(deep) if deep else "") + _jobs_function(deep)
 
 
-def _jobs_function(deep: int) -> str:
+def _jobs_function(deep: tuple[int, int] | None) -> str:
     """``halo_jobs``, ``taps_jobs`` and with `deep`, ``deep_jobs``: the blocks ``(b, g, o,
     z0, z1, r0, r1)`` of `jobs`, each by ``halo_taps``, ``taps`` or ``deep_taps`` (`flat`:
     the input's planes as rows), in one call: no Python between blocks. One entry point
@@ -1196,23 +1247,36 @@ def {name}_jobs(x, flat, w, fill_rows, out, planes, rows, cols, jobs, c_lo, c_hi
 ''' for name, call in calls.items())
 
 
-def _halo_function(fused: int, deep: int) -> str:
+def _halo_function(fused: int, deep: tuple[int, int] | None) -> str:
     """``halo_taps``: as ``taps``, from a copy of the block's input rows in `buf`, each
     extended past the column edges (`cols`, the fill where -1; a volume's planes in a ring
     of the kernel's depth, each copied once a block). The copy's rows, end to end, are one
     line, and so are the output rows of a segment at the copy's width: every kernel row is
-    one pass over the segment's line (no short rows), in passes of `fused` kernel rows (or
-    of all `deep` rows of a volume's kernel), the columns past each output row's end made
-    and dropped."""
-    deep_arrays = f'''
-    stacked, deep_idx = w.reshape(kd * kh, w.shape[2]), ints[{fused} + 1 : {fused} + 1 + kd * kh]''' if deep else ""
-    deep_pass = f'''
-            if kd * kh == {deep}:
-                for d in range(kd):
-                    for i in range(kh):
-                        deep_idx[d * kh + i] = ((z + d) % kd * n + top + i) * pw
-                lines{deep}(flat, deep_idx, stacked, dst, m, True)
-                assign = False''' if deep else ""
+    one pass over the segment's line (no short rows), in passes of `fused` kernel rows, the
+    columns past each output row's end made and dropped. A volume's kernel of `deep` planes
+    and rows takes all its rows a pass, two output rows at a time (``twin``), straight into
+    the result."""
+    deep_arrays = deep_pass = ""
+    if deep:
+        kd, kh = deep
+        deep_arrays = f'''
+    stacked = w.reshape(kd * kh, w.shape[2])
+    deep_idx, twin_idx = ints[{fused} + 1 : {fused} + 1 + {kd * kh}], ints[{fused} + 1 + {kd * kh} : {fused} + 1 + {kd * kh + kd * (kh + 1)}]'''
+        deep_pass = f'''
+        if kd == {kd} and kh == {kh}:
+            for r in range(r0, r1, 2):
+                top = r - r0
+                if r + 1 < r1:
+                    for d in range(kd):
+                        for i in range(kh + 1):
+                            twin_idx[d * (kh + 1) + i] = (z + d) % kd * n + top + i
+                    twin{kd}x{kh}(buf, twin_idx, stacked, out[z, r], out[z, r + 1], 0, width, 0)
+                else:
+                    for d in range(kd):
+                        for i in range(kh):
+                            deep_idx[d * kh + i] = ((z + d) % kd * n + top + i) * pw
+                    lines{kd * kh}(flat, deep_idx, stacked, out[z, r], width, True)
+            continue'''
     return f'''
 
 @njit(**LOOP)
@@ -1225,22 +1289,13 @@ def halo_taps(x, w, out, planes, rows, cols, z0, z1, r0, r1, shift, fill, buf, p
         for d in range(0 if z == z0 else kd - 1, kd):  # each plane copied once: a ring of kd
             p, at = planes[z + d], (z + d) % kd * n
             for i in range(n):
-                line, s = buf[at + i], rows[r0 + i]
-                if p < 0 or s < 0:
-                    put(line, F(fill), True)
-                    continue
-                src = x[p, s]
-                lo, hi = min(shift, line.shape[0]), min(line.shape[0], shift + src.shape[0])
-                inner, given = line[lo:hi], src[lo - shift : hi - shift]
-                for q in range(inner.shape[0]):  # the input row as it is: a vectorized copy
-                    inner[q] = F(given[q])
-                extend(line, src, cols, lo, hi, fill)  # past its ends, by the boundary rule
+                copy_row(x, p, rows[r0 + i], buf[at + i], cols, shift, fill){deep_pass}
         for r in range(r0, r1, per):
             k = min(per, r1 - r)
             top, m = r - r0, k * pw - (pw - width)  # the last row's columns past the result: not made
             dst = out[z, r] if per == 1 else seg
-            assign = True{deep_pass}
-            for d in range(kd if assign else 0):
+            assign = True
+            for d in range(kd):
                 base = ((z + d) % kd * n + top) * pw
                 i = 0
                 while i + {fused} <= kh:
@@ -1261,31 +1316,47 @@ def halo_taps(x, w, out, planes, rows, cols, z0, z1, r0, r1, shift, fill, buf, p
 '''
 
 
-def _deep_function(deep: int) -> str:
-    """``deep_taps``: as ``taps`` for a volume, its kernel's `deep` rows (those of every
-    plane) summed in one pass over each output row whose rows all lie in the input (`flat`:
-    the input's planes as one stack of rows, `height` rows a plane), ``taps`` for the
-    others."""
+def _deep_function(deep: tuple[int, int]) -> str:
+    """``deep_taps``: as ``taps`` for a volume, its kernel's rows (those of its `deep` planes
+    and rows) summed in one pass over each output row whose rows all lie in the input, two
+    rows a pass where both do (``twin``; `flat`: the input's planes as one stack of rows,
+    `height` rows a plane), ``taps`` for the others."""
+    kd, kh = deep
     return f'''
 
 @njit(**LOOP)
 def deep_taps(x, flat, height, w, fill_rows, out, planes, rows, cols, z0, z1, r0, r1, c_lo, c_hi, shift, fill, ints):
     kd, kh = w.shape[0], w.shape[1]
     stacked = w.reshape(kd * kh, w.shape[2])
-    idx = ints[FUSED + 1 : FUSED + 1 + {deep}]
+    idx, below = ints[FUSED + 1 : FUSED + 1 + {kd * kh}], ints[FUSED + 1 + {kd * kh} : FUSED + 1 + {2 * kd * kh}]
+    twin_idx = ints[FUSED + 1 + {2 * kd * kh} : FUSED + 1 + {2 * kd * kh + kd * (kh + 1)}]
     for z in range(z0, z1):
-        for r in range(r0, r1):
+        r = r0
+        while r < r1:
+            pair = r + 1 < r1
             inside = True
             for d in range(kd):
                 p = planes[z + d]
-                for i in range(kh):
+                for i in range(kh + 1 if pair else kh):
                     s = rows[r + i]
-                    inside = inside and p >= 0 and s >= 0
-                    idx[d * kh + i] = p * height + s
+                    if i < kh:
+                        inside = inside and p >= 0 and s >= 0
+                        idx[d * kh + i] = p * height + s
+                    if i > 0:
+                        pair = pair and p >= 0 and s >= 0
+                        below[d * kh + i - 1] = p * height + s
+                    twin_idx[d * (kh + 1) + i] = p * height + s
+            if inside and pair:
+                twin{kd}x{kh}(flat, twin_idx, stacked, out[z, r], out[z, r + 1], c_lo, c_hi, shift)
+                edges(flat, idx, stacked, cols, out[z, r], c_lo, c_hi, fill, True)
+                edges(flat, below, stacked, cols, out[z, r + 1], c_lo, c_hi, fill, True)
+                r += 2
+                continue
             if inside:
-                span{deep}(flat, idx, stacked, out[z, r], c_lo, c_hi, shift, True)
+                span{kd * kh}(flat, idx, stacked, out[z, r], c_lo, c_hi, shift, True)
                 edges(flat, idx, stacked, cols, out[z, r], c_lo, c_hi, fill, True)
             else:
                 taps(x, w, fill_rows, out, planes, rows, cols, z, z + 1, r, r + 1, c_lo, c_hi, shift, fill, ints)
+            r += 1
 
 '''
