@@ -112,9 +112,11 @@ _PIECE_TAPS, _ONE_ROW_PIECE_TAPS = 8, 16
 _WHOLE_ROW_TAPS = (8, 11)
 # Rows of the separable form's column and plane passes summed a pass (9 rows of 1024
 # samples: 0.53 -> 0.46 ms for 1024 rows, as 8 + 1 and not 4 + 4 + 1), for one result or
-# two from the rows they share (a Gaussian, sigma 1, on 1024^2: 0.92 -> 0.76 ms); a count
-# of 8k + 1 (a Gaussian's) takes one pass of 9 for its last 1 (sigma 1 on 4096^2 0.90x).
-_BUFFER_PASSES = (1, 4, 8)
+# two from the rows they share (a Gaussian, sigma 1, on 1024^2: 0.92 -> 0.76 ms), with 16
+# and with 32 vector registers (17 taps' plane pass on 256^3: 1.2x faster as 16 + 1 than
+# 8 + 9, whose second pass reads and writes the sums again); a count of k * 8 + 1 or
+# k * 16 + 1 (a Gaussian's) takes one pass of 9 or 17 for its last 1 (sigma 1 on 4096^2 0.90x).
+_BUFFER_PASSES, _ODD_PASS = ((1, 4, 8), (1, 4, 8, 16)), 8
 # A volume's outer product runs in bands of rows whose planes' passes, one slot a kernel
 # plane, take at most this many bytes: the plane pass then reads them from the second cache
 # level, not each input plane once per kernel plane from memory.
@@ -728,7 +730,7 @@ def box_sums(x, size, index, fill, out):
 {box_lines}'''
 
 
-_VERSION = 24  # bump when the generated code changes: numba keys its cache by file
+_VERSION = 25  # bump when the generated code changes: numba keys its cache by file
 
 
 def weights_held() -> int:
@@ -910,9 +912,13 @@ def _source(piece: int, last: int, fused: int, dtype: str, deep: tuple[int, int]
     functions += [_line_function(g, w) for g in groups for w in widths] + [_lines_function(g, piece, last) for g in groups]
     if deep:
         functions.append(_twin_function(*deep, piece))
-    counts = (*_BUFFER_PASSES, max(_BUFFER_PASSES) + 1)
+    sizes = sorted(_BUFFER_PASSES[wide_vectors()], reverse=True)
+    counts = sorted({*sizes, *(g + 1 for g in sizes if g >= _ODD_PASS)})
     functions += [_weights_function(g, pair) for g in counts for pair in (False, True)] + [_weights_function(g, False, True) for g in counts]
-    most = max(_BUFFER_PASSES)
+    most = sizes[0]
+
+    # a pass of the most rows left; of one more where that would leave one (k * 8 + 1: 9, not 8 + 1)
+    order = [branch for g in sizes for branch in ([(f"left % {g} == 1 and left > {g}", g + 1)] if g >= _ODD_PASS else []) + [(f"left >= {g}", g)]]
     weighings = "".join(f"""
 @njit(**LOOP)
 def {name}({params}):
@@ -920,13 +926,10 @@ def {name}({params}):
     i = 0
     while i < a.shape[0]:
         left = a.shape[0] - i
-        if left % {most} == 1 and left > 1:  # one pass of {most + 1}, not a last one of 1
-            {passes}{most + 1}(a[i:], {rows}, i == 0)
-            i += {most + 1}
-""" + "".join(f"""        elif left >= {g}:
+""" + "".join(f"""        {'elif' if k else 'if'} {test}:
             {passes}{g}(a[i:], {rows}, i == 0)
             i += {g}
-""" for g in sorted(_BUFFER_PASSES, reverse=True)) for name, params, doc, passes, rows in (
+""" for k, (test, g) in enumerate(order)) for name, params, doc, passes, rows in (
         ("weigh", "a, b, index, d", f"d = sum_i a[i] * b[index[i]], up to {most} rows a pass.", "buffer", "b, index[i:], d"),
         ("weigh_pair", "a, b, index, d, e", "d as ``weigh``'s, e the same from index[1:].", "pair", "b, index[i:], d, e"),
         ("weigh_flat", "a, x, start, step, d", "d = sum_i a[i] * x[start + i * step :], as long as d.", "flat", "x, start + i * step, step, d")))
