@@ -250,6 +250,23 @@ def test_rows_wider_than_two_pieces(compiled, rng, boundary, dtype):
         assert_matches(plan(x), _extended_reference(x, w, "same", boundary, fill), dtype=dtype)
 
 
+@pytest.mark.parametrize("halo", [True, False], ids=["halo", "in-place"])
+@pytest.mark.parametrize("kernel", [(5, 5), (4, 6), (6, 1)])
+@pytest.mark.parametrize("boundary", ["constant", "symmetric", "wrap"])
+def test_images_sum_every_row_in_one_pass(rng, halo, kernel, boundary):
+    """An image's kernel of 4 rows or more (up to 27 taps) sums all its rows in one pass from
+    the copy with edges, two output rows at a time, an odd count's last on its own (in place,
+    the fused passes); both as the reference."""
+    whole = random(rng, (31, 40), "float32")
+    w = random(rng, kernel, "float32")
+    fill = -0.75 if boundary == "constant" else 0.0
+    with _forced(halo, held=27):
+        assert _compiled._deep_rows(kernel) == (1, kernel[0]) and _compiled._deep_rows((3, 3)) is None
+        for x in (whole, whole[3:28, 5:37]):
+            got = ac.correlate(x, w, "same", "direct", boundary=boundary, fillvalue=fill)
+            assert_matches(got, _extended_reference(x, w, "same", boundary, fill), dtype="float32")
+
+
 @pytest.mark.parametrize("boundary", EDGE_RULES)
 def test_volumes_in_blocks_of_several_planes(compiled, rng, monkeypatch, boundary):
     """Blocks made small, so that a volume's large planes run in bands of rows of several

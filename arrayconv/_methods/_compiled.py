@@ -4,7 +4,9 @@ With numba installed (the ``numba`` extra), direct runs 2-D and 3-D correlations
 input channel per group (single images, stacks, depthwise layers) through loops compiled
 for the CPU. Each output row takes its kernel's rows a few at a time (as many as keep their
 weights in the CPU's vector registers), in one loop over the row that the compiler
-vectorizes (one load and one multiply-add per tap and sample, the input rows in cache). A
+vectorizes (one load and one multiply-add per tap and sample, the input rows in cache); a
+kernel whose taps all fit in the registers (a volume's, an image's of 4 rows or more) takes
+them all a pass, two output rows at a time, each sample the two share loaded once. A
 kernel that is an outer product of 1-D kernels (a Gaussian, a box) runs its passes fused:
 the column pass of two output rows at a time into lines in cache (the input rows the two
 share read once), then each one's row pass from its line (short rows, several a pass as one
@@ -89,6 +91,11 @@ _CALLS = fitted("calls", "DIRECT_FORM")
 # 3x3 and 5x5 layers at batch 1 0.63-0.74x the time, a Gaussian on 48^3 0.64-0.66x; at 4M
 # before).
 _THREADED_MACS = 1 << 20
+# An image's kernel of at least this many rows (and up to weights_held() taps) sums them all
+# in one pass, two output rows at a time, from halo_taps's copy: 5x5 on 4096^2 1.1-1.15x
+# faster so; 3x3, bound by the memory, ran up to 1.1x slower on 1024^2 and on 56x56
+# depthwise layers, and 4x4 read in place (no copy) 1.2x slower.
+_DEEP_IMAGE_ROWS = 4
 # Kernel rows summed in one pass over an output row, at most.
 _FUSED_ROWS = 5
 # Taps' weights a pass holds in registers, with 16 vector registers and with 32 (AVX-512):
@@ -374,7 +381,7 @@ def _geometry(problem: Problem, edges: Edges | None, source: tuple[int, int, int
     c_hi = max(c_lo, min(width, source[2] + shift - kw + 1))
     halo = not separable and _halo(p, pads)
     fused = 1 if separable else _fused_rows(p.kernel, halo)
-    deep_rows = None if separable else _deep_rows(p.kernel)
+    deep_rows = None if separable or not (halo or len(p.kernel) == 3) else _deep_rows(p.kernel)  # images' from the copy alone
     code = _module(*_pieces(kw, separable or p.kernel[-2] == 1), fused, p.dtype.char, deep_rows)
     kh = p.kernel[-2]
     lanes = _lanes(p, separable, workers)
@@ -732,7 +739,7 @@ def box_sums(x, size, index, fill, out):
 {box_lines}'''
 
 
-_VERSION = 25  # bump when the generated code changes: numba keys its cache by file
+_VERSION = 26  # bump when the generated code changes: numba keys its cache by file
 
 
 def weights_held() -> int:
@@ -755,11 +762,14 @@ def _fused_rows(kernel: tuple[int, ...], halo: bool = False) -> int:
 
 
 def _deep_rows(kernel: tuple[int, ...]) -> tuple[int, int] | None:
-    """Planes and rows of a volume's kernel whose rows, those of every plane, are summed in
-    one pass, where its weights stay in registers (:func:`weights_held`); None for a kernel
-    one plane deep, larger, or of rows in pieces (:func:`_pieces`)."""
-    deep = len(kernel) == 3 and kernel[0] > 1 and math.prod(kernel) <= weights_held() and not _pieces(kernel[-1], False)[1]
-    return (kernel[0], kernel[1]) if deep else None
+    """Planes and rows of a kernel whose rows, those of every plane, are summed in one pass,
+    two output rows at a time, where its weights stay in registers (:func:`weights_held`):
+    a volume's, or an image's of at least :data:`_DEEP_IMAGE_ROWS` rows; None for others,
+    larger ones and those of rows in pieces (:func:`_pieces`)."""
+    planes = kernel[0] if len(kernel) == 3 else 1
+    many = planes > 1 or kernel[-2] >= _DEEP_IMAGE_ROWS
+    deep = many and math.prod(kernel) <= weights_held() and not _pieces(kernel[-1], False)[1]
+    return (planes, kernel[-2]) if deep else None
 
 
 def _split_loop(count: str, body: str, unsigned: bool = False) -> str:
