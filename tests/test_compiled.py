@@ -144,9 +144,9 @@ def test_volumes_sum_every_planes_rows_in_one_pass(rng, halo, kernel, boundary):
     w = random(rng, kernel, "float32")
     fill = -0.75 if boundary == "constant" else 0.0
     with _forced(halo, held=11):
-        assert _compiled._deep_rows(kernel) is None
+        assert _compiled._deep_rows(kernel, halo) is None
     with _forced(halo, held=27):
-        assert _compiled._deep_rows(kernel) == kernel[:2] and _compiled._deep_rows((5, 5, 5)) is None
+        assert _compiled._deep_rows(kernel, halo) == kernel[:2] and _compiled._deep_rows((5, 5, 5), halo) is None
         for x in (whole, whole[:, 3:25]):
             got = ac.correlate(x, w, "same", "direct", boundary=boundary, fillvalue=fill)
             assert_matches(got, _extended_reference(x, w, "same", boundary, fill), dtype="float32")
@@ -261,7 +261,7 @@ def test_images_sum_every_row_in_one_pass(rng, halo, kernel, boundary):
     w = random(rng, kernel, "float32")
     fill = -0.75 if boundary == "constant" else 0.0
     with _forced(halo, held=27):
-        assert _compiled._deep_rows(kernel) == (1, kernel[0]) and _compiled._deep_rows((3, 3)) is None
+        assert _compiled._deep_rows(kernel, halo) == ((1, kernel[0]) if halo else None) and _compiled._deep_rows((3, 3), True) is None
         for x in (whole, whole[3:28, 5:37]):
             got = ac.correlate(x, w, "same", "direct", boundary=boundary, fillvalue=fill)
             assert_matches(got, _extended_reference(x, w, "same", boundary, fill), dtype="float32")

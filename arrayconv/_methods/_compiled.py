@@ -382,7 +382,7 @@ def _geometry(problem: Problem, edges: Edges | None, source: tuple[int, int, int
     c_hi = max(c_lo, min(width, source[2] + shift - kw + 1))
     halo = not separable and _halo(p, pads)
     fused = 1 if separable else _fused_rows(p.kernel, halo)
-    deep_rows = None if separable or not (halo or len(p.kernel) == 3) else _deep_rows(p.kernel)  # images' from the copy alone
+    deep_rows = None if separable else _deep_rows(p.kernel, halo)
     code = _module(*_pieces(kw, separable or p.kernel[-2] == 1), fused, p.dtype.char, deep_rows)
     kh = p.kernel[-2]
     lanes = _lanes(p, separable, workers)
@@ -762,13 +762,14 @@ def _fused_rows(kernel: tuple[int, ...], halo: bool = False) -> int:
     return min(kernel[-2], _FUSED_ROWS, rows)
 
 
-def _deep_rows(kernel: tuple[int, ...]) -> tuple[int, int] | None:
+def _deep_rows(kernel: tuple[int, ...], halo: bool) -> tuple[int, int] | None:
     """Planes and rows of a kernel whose rows, those of every plane, are summed in one pass,
     two output rows at a time, where its weights stay in registers (:func:`weights_held`):
-    a volume's, or an image's of at least :data:`_DEEP_IMAGE_ROWS` rows; None for others,
-    larger ones and those of rows in pieces (:func:`_pieces`)."""
+    a volume's, or an image's of at least :data:`_DEEP_IMAGE_ROWS` rows from the copy with
+    edges (`halo`); None for others, larger ones and those of rows in pieces
+    (:func:`_pieces`)."""
     planes = kernel[0] if len(kernel) == 3 else 1
-    many = planes > 1 or kernel[-2] >= _DEEP_IMAGE_ROWS
+    many = planes > 1 or (halo and kernel[-2] >= _DEEP_IMAGE_ROWS)
     deep = many and math.prod(kernel) <= weights_held() and not _pieces(kernel[-1], False)[1]
     return (planes, kernel[-2]) if deep else None
 
