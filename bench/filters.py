@@ -2,7 +2,7 @@
 
 Usage: ``python -m bench.filters [--sides 1024,4096,8192] [--int-sides 1024,4096]
 [--kernels 3,5,7,11,15] [--sigmas 0.5,1,2,3,8] [--borders-side 2048] [--volumes 128,256,24x1024x1024]
-[--volume-flat-sigmas 1] [--repeats 5] [--out bench/results]``; ``--fit`` instead fits the
+[--volume-flat-sigmas 1] [--repeats 5] [--base BASE] [--out bench/results]``; ``--fit`` instead fits the
 compiled form's cost constants (:mod:`arrayconv._methods._compiled`) to its timings.
 
 2-D float32 images of each side, and uint8 and uint16 images of the integer sides (random
@@ -21,7 +21,8 @@ Each row has the memory floor measured beside it: one read and one write of the 
 (``numpy.copyto`` into a given array of the result's dtype). All calls of a row run
 interleaved after a warm-up, the median of `repeats` rounds kept. The first call's compile
 time of numba's loops (one kernel width, in a fresh process with an empty cache, and again
-with the cache on disk) is measured too. Writes ``filters-<date>.md``, ``.json`` and
+with the cache on disk) is measured too. With ``--base``, an older arrayconv (a folder
+holding its package) runs beside this one in the same process, interleaved. Writes ``filters-<date>.md``, ``.json`` and
 ``.png`` (time against kernel size) to `out`.
 """
 
@@ -39,12 +40,14 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import scipy.ndimage as ndi
 
 import arrayconv as ac
 
+from .layers import load_base
 from .peers import installed_versions, interleaved_medians, time_call
 from .run import command_line, report_head, save_figure, versions
 
@@ -75,9 +78,10 @@ def image(shape: tuple[int, ...], dtype: str, rng: np.random.Generator) -> np.nd
     return rng.integers(info.min, info.max, shape, dtype=dtype, endpoint=True)
 
 
-def row_calls(x: np.ndarray, kernel: str, size: float, border: str, flat: int | None = None) -> tuple[dict[str, Callable[[], object]], dict[str, str], int]:
+def row_calls(x: np.ndarray, kernel: str, size: float, border: str, flat: int | None = None, base: ModuleType | None = None) -> tuple[dict[str, Callable[[], object]], dict[str, str], int]:
     """The calls of one row (name -> call), why any peer is missing, and the taps of the
-    kernel (a Gaussian of one tap along axis `flat`, where given)."""
+    kernel (a Gaussian of one tap along axis `flat`, where given); `base`'s plain call
+    beside arrayconv's, where given."""
     rng = np.random.default_rng(1)
     boundary, cv_border, nd_mode = BORDERS[border]
     out = np.empty(x.shape, np.float32)
@@ -93,6 +97,8 @@ def row_calls(x: np.ndarray, kernel: str, size: float, border: str, flat: int | 
         "arrayconv out=": lambda: plan(x, out=out),
         "floor": lambda: np.copyto(out, x),
     }
+    if base is not None:
+        calls["base"] = lambda: base.correlate(x, w, "same", boundary=boundary)
     missing: dict[str, str] = {}
     try:
         import cv2
@@ -118,12 +124,12 @@ def row_calls(x: np.ndarray, kernel: str, size: float, border: str, flat: int | 
     return calls, missing, w.size
 
 
-def time_row(shape: tuple[int, ...], dtype: str, kernel: str, size: float, border: str, repeats: int, flat: int | None = None) -> dict:
+def time_row(shape: tuple[int, ...], dtype: str, kernel: str, size: float, border: str, repeats: int, flat: int | None = None, base: ModuleType | None = None) -> dict:
     """Median seconds of every call of one row, and the largest difference between
     arrayconv's result and each peer's, relative to the largest magnitude."""
     x = image(shape, dtype, np.random.default_rng(0))
-    calls, missing, taps = row_calls(x, kernel, size, border, flat)
-    results = {name: np.asarray(call()) for name, call in calls.items() if name in ("arrayconv", "OpenCV", "scipy.ndimage")}  # warm-up
+    calls, missing, taps = row_calls(x, kernel, size, border, flat, base)
+    results = {name: np.asarray(call()) for name, call in calls.items() if name in ("arrayconv", "OpenCV", "scipy.ndimage", "base")}  # warm-up
     for name, call in calls.items():
         if name not in results:
             call()
@@ -170,7 +176,7 @@ def _milliseconds(seconds: float) -> str:
     return f"{ms:.0f}" if ms >= 100 else f"{ms:.3g}"
 
 
-def write(rows: list[dict], compiled: dict[str, float], folder: Path, argv: list[str]) -> Path:
+def write(rows: list[dict], compiled: dict[str, float], folder: Path, argv: list[str], base: Path | None = None) -> Path:
     """JSON, Markdown and a plot; returns the Markdown path."""
     date = datetime.date.today().isoformat()
     folder.mkdir(parents=True, exist_ok=True)
@@ -187,9 +193,11 @@ def write(rows: list[dict], compiled: dict[str, float], folder: Path, argv: list
         "arrayconv's given-array time over it. Gaussians: the outer product of scipy.ndimage's taps (to 4 sigma), through",
         "`cv2.sepFilter2D` and `gaussian_filter`. Difference: the largest from arrayconv's result, over its largest magnitude.",
         *(f"Not run: {m}." for m in missing),
+        *([f"Base: the arrayconv under `{base}`, its plain call interleaved in the same process; ac / base: this one's time over the base's."] if base else []),
         "",
-        "| image | dtype | kernel | border | arrayconv | OpenCV | ndimage | cv2 / ac | out= | dst= | cv2 / ac (out) | floor | out / floor | differences |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| image | dtype | kernel | border | arrayconv | OpenCV | ndimage | cv2 / ac | out= | dst= | cv2 / ac (out) | floor | out / floor | differences |"
+        + (" base | ac / base |" if base else ""),
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if base else ""),
     ]
     for r in rows:
         s = r["median_s"]
@@ -204,6 +212,7 @@ def write(rows: list[dict], compiled: dict[str, float], folder: Path, argv: list
             f"| {'x'.join(map(str, r['shape']))} | {r['dtype']} | {kernel} | {r['border']} | {ms['arrayconv']} | {ms.get('OpenCV', '-')} "
             f"| {ms.get('scipy.ndimage', '-')} | {ratio} | {ms['arrayconv out=']} | {ms.get('OpenCV dst=', '-')} | {ratio_out} "
             f"| {ms['floor']} | {s['arrayconv out='] / s['floor']:.2f} | {differences} |"
+            + (f" {ms['base']} | {s['arrayconv'] / s['base']:.2f} |" if "base" in s else "")
         )
     lines += ["", "First calls (numba compiling its loops for a new kernel width; seconds beyond a warm call):", ""]
     lines += [f"- {name}: {seconds:.2f} s" for name, seconds in compiled.items()]
@@ -310,6 +319,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--no-compile-time", action="store_true", help="skip timing numba's first compile")
     parser.add_argument("--fit", action="store_true", help="fit the compiled form's cost constants instead")
+    parser.add_argument("--base", type=Path, help="a folder holding an older arrayconv package, timed beside this one")
     parser.add_argument("--out", default="bench/results")
     args = parser.parse_args(argv)
     if args.fit:
@@ -325,16 +335,17 @@ def main(argv: list[str] | None = None) -> int:
     volume_kernels += [("gaussian", s, axis) for s in numbers(args.volume_flat_sigmas) for axis in range(3)]
     volumes = [tuple(int(n) for n in v.split("x")) if "x" in v else (int(v),) * 3 for v in args.volumes.split(",") if v]
     plan += [(shape, "float32", kernel, size, border, flat) for shape in volumes for kernel, size, flat in volume_kernels for border in ("constant", "reflect101")]
+    base = load_base(args.base) if args.base else None
     rows = []
     started = time.perf_counter()
     for shape, dtype, kernel, size, border, flat in plan:
-        rows.append(time_row(shape, dtype, kernel, size, border, args.repeats, flat))
+        rows.append(time_row(shape, dtype, kernel, size, border, args.repeats, flat, base))
         s = rows[-1]["median_s"]
         along = "" if flat is None else f" (one tap along axis {flat})"
         print(f"{'x'.join(map(str, shape))} {dtype} {kernel} {size:g}{along} {border}: " + ", ".join(f"{n} {1e3 * t:.1f}" for n, t in s.items()) + " ms", flush=True)
     compiled = {} if args.no_compile_time else compile_seconds()
     print(f"{math.ceil(time.perf_counter() - started)} s")
-    print(write(rows, compiled, Path(args.out), argv))
+    print(write(rows, compiled, Path(args.out), argv, args.base))
     return 0
 
 

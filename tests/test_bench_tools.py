@@ -611,6 +611,23 @@ def test_filters_bench_rows_report_peers_the_floor_and_first_compiles(tmp_path, 
     assert "| 64x64 | float32 | 3x3 | constant |" in markdown and "3x3, empty cache: 2.00 s" in markdown
 
 
+def test_filters_bench_times_an_older_arrayconv_beside_this_one(tmp_path, monkeypatch):
+    # --base: the older package's plain call in the same rounds, its time and ratio per row.
+    import shutil
+
+    from bench import filters
+
+    shutil.copytree(Path(ac.__file__).parent, tmp_path / "base" / "arrayconv")
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    argv = ["--sides", "40", "--int-sides", "", "--kernels", "3", "--sigmas", "1", "--borders-side", "0", "--volumes", "",
+            "--repeats", "1", "--no-compile-time", "--base", str(tmp_path / "base"), "--out", str(tmp_path / "out")]
+    assert filters.main(argv) == 0
+    for row in json.loads(next((tmp_path / "out").glob("filters-*.json")).read_text())["rows"]:
+        assert "base" in row["median_s"] and row["difference"]["base"] < 1e-6
+    markdown = next((tmp_path / "out").glob("filters-*.md")).read_text()
+    assert "| base | ac / base |" in markdown and "Base: the arrayconv under" in markdown
+
+
 def test_filters_bench_gaussian_is_ndimages():
     from scipy.ndimage import _filters
 
