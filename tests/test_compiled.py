@@ -426,7 +426,7 @@ def test_an_outer_products_passes_one_or_two_rows_and_planes_a_pass(compiled, rn
     planes' passes, in bands of 8 rows with `bands`, else of whole planes, and on two
     workers in slabs of planes where the volume is deep: odd and even counts of rows and
     planes, rows and planes past the edges, strided inputs and results, as the reference."""
-    monkeypatch.setattr(_compiled, "_RING_BYTES", 1 if bands else 1 << 20)
+    monkeypatch.setattr(_compiled, "l2_bytes", lambda: 2 if bands else 2 << 20)
     monkeypatch.setattr(_compiled, "_THREADED_MACS", 0)
     _compiled._geometry.cache_clear()
     ac.clear_caches()

@@ -9,8 +9,9 @@ kernel whose taps all fit in the registers (a volume's, an image's of 4 rows or 
 them all a pass, two output rows at a time, each sample the two share loaded once. A
 kernel that is an outer product of 1-D kernels (a Gaussian, a box) runs its passes fused:
 the column pass of two output rows at a time into lines in cache (the input rows the two
-share read once), then each one's row pass from its line (short rows, several a pass as one
-line); a volume's plane pass first, two output planes a pass.
+share read once; on short rows, several rows' as one line), then each one's row pass from
+its line; a volume's plane pass first, two output planes a pass, from a ring of its planes'
+passes in half a core's second cache level.
 
 The loops read the input as it is, through index maps (one per axis: the input sample at
 each position of the padded axis, or the fill value): zeros past the edges, a periodic
@@ -50,7 +51,7 @@ from .._runtime import config as _config
 from .._runtime.backend import NUMPY, Array, Backend
 from .._runtime.fitted import fitted
 from .._runtime.jit import available, load
-from .._runtime.machine import wide_vectors
+from .._runtime.machine import l2_bytes, wide_vectors
 from .._runtime.rates import Rates
 from .._runtime.scratch import scratch
 from .._runtime.threads import run_parallel
@@ -69,10 +70,10 @@ _VECTOR_SAMPLES = 8
 # The generated loops' weights held in named variables: kernel rows' taps ``w{i}_{j}`` (of
 # ``w[i, j]``) and weighed rows' ``a{i}`` (of ``a[i]``).
 _NAMED_WEIGHT = re.compile(r"\b([aw])(\d+)(?:_(\d+))?\b")
-# An outer product's column and row passes over output rows as wide as the input's, at least
-# this many a segment, with rows of at most this many taps: else two rows at a time. Each row's
-# ends are summed in scalar loops, their cost growing as the square of the taps (Gaussians on 1M
-# samples: 9 taps on rows of 64 to 256 0.61-0.86x the time, of 512 0.96x; 17 taps 1.11-1.25x).
+# An outer product's column passes over output rows as wide as the input's, at least this
+# many a segment, as one line, with rows of at most this many taps: else two rows at a time
+# (Gaussians on 1M samples: 9 taps on rows of 64 to 256 0.61-0.86x the time, of 512 0.96x;
+# 17 and 25 taps on 64^3 to 256^3 volumes 0.9-1.2x, not kept).
 _SEPARABLE_LINE_ROWS, _SEPARABLE_LINE_TAPS = 8, 9
 # Output samples of one block of work, at least: blocks cut by rows (or planes) to about this.
 _BLOCK_SAMPLES = 1 << 16
@@ -127,10 +128,6 @@ _WHOLE_ROW_TAPS = (8, 11)
 # column passes, which ran no faster so and whose loops every outer product compiles (a
 # Gaussian's first call 10.7 -> 17.2 s).
 _BUFFER_PASSES, _PLANE_PASSES, _ODD_PASS = (1, 4, 8), ((1, 4, 8), (1, 4, 8, 16)), 8
-# A volume's outer product runs in bands of rows whose planes' passes, one slot a kernel
-# plane, take at most this many bytes: the plane pass then reads them from the second cache
-# level, not each input plane once per kernel plane from memory.
-_RING_BYTES = 1 << 20
 # Output rows at most this wide, with columns past the input's edges, run from a copy of
 # their input rows extended past the edges (``halo_taps``), for kernels of under 5 rows and
 # under 7 columns, and for the others: the scalar loop at each row's ends and the rows summed
@@ -353,7 +350,7 @@ class _Geometry:
     z1, r0, r1)`` each) in `calls` shared by `lanes` threads, the shape of ``halo_taps``'s
     copy on each thread (None where the loops read the input) and the output rows of its
     line's segments (1: each row on its own, see :data:`_LINE_SAMPLES`); a volume's outer
-    product's rows a block, at most (:data:`_RING_BYTES`; else 0)."""
+    product's rows a block, at most (:func:`_band_rows`; else 0)."""
 
     code: ModuleType
     deep_rows: bool
@@ -453,10 +450,13 @@ def _block_size(problem: Problem, out: tuple[int, int, int]) -> tuple[int, int]:
 
 def _band_rows(problem: Problem, out: tuple[int, int, int], lanes: int) -> int:
     """Rows of a band of a volume's outer product (:func:`_ring_units`): as many as
-    :data:`_RING_BYTES` holds, in bands of equal height, at least one a thread where there
-    are fewer maps than threads (8 rows a band at least)."""
+    half a core's second cache level holds, one slot a kernel plane and one more (the plane
+    pass then reads them from that cache, not each input plane once per kernel plane from
+    memory; 17 taps on 256^3, L2 of 1 MiB: rings of 1 MiB 1.6x the time of 512 KiB), in
+    bands of equal height, at least one a thread where there are fewer maps than threads
+    (8 rows a band at least)."""
     kz, (_, height, width) = problem.kernel[0], out
-    most = max(1, _RING_BYTES // ((kz + 1) * width * problem.dtype.itemsize))
+    most = max(1, l2_bytes() // 2 // ((kz + 1) * width * problem.dtype.itemsize))
     bands = max(-(-height // most), -(-lanes // _map_count(problem)))
     return max(min(height, 8), -(-height // bands))
 
@@ -740,7 +740,7 @@ def box_sums(x, size, index, fill, out):
 {box_lines}'''
 
 
-_VERSION = 26  # bump when the generated code changes: numba keys its cache by file
+_VERSION = 27  # bump when the generated code changes: numba keys its cache by file
 
 
 def weights_held() -> int:
@@ -1070,23 +1070,6 @@ def edges(x, rows, w, cols, dst, c_lo, c_hi, fill, assign):
                 dst[c] += t
 
 
-@njit(inline="always", **LOOP)
-def row_ends(x, at, w, cols, dst, to, n, c_lo, c_hi, fill, ends):
-    """dst[to + c] = sum_j w[j] * x[at + cols[c + j]] (the fill where cols is -1) for the
-    columns c of a row of `n` outside the interior [c_lo, c_hi): each end's samples gathered
-    into `ends` first, then summed without a branch."""
-    for part in range(2):
-        lo, hi = (0, c_lo) if part == 0 else (c_hi, n)
-        for q in range(hi - lo + w.shape[0] - 1):
-            k = cols[lo + q]
-            ends[q] = F(x[at + k]) if k >= 0 else F(fill)
-        for c in range(hi - lo):
-            t = F(0)
-            for j in range(w.shape[0]):
-                t += w[j] * ends[c + j]
-            dst[to + lo + c] = t
-
-
 @njit(**LOOP)
 def taps(x, w, fill_rows, out, planes, rows, cols, z0, z1, r0, r1, c_lo, c_hi, shift, fill, ints):
     """out[z, r] for planes z0:z1 and rows r0:r1: every tap w[d, i, j] over the input
@@ -1136,7 +1119,7 @@ def image_jobs(x, fy, fx, out, planes, rows, cols, jobs, shift, fill, line, x_fl
     with a kernel one plane deep (images, as volumes one plane deep): ``plane_rows`` (with
     `x_flat` and `out_flat` the samples of `x` and `out`, or empty)."""
     size, out_size = x.shape[3] * x.shape[4], out.shape[4] * out.shape[5]
-    ints, ends = np.empty(INTS, np.int64), np.empty(2 * fx.shape[2], F)
+    ints = np.empty(INTS, np.int64)
     for u in range(jobs.shape[0]):
         b, g, o, z0, z1, r0, r1 = jobs[u, 0], jobs[u, 1], jobs[u, 2], jobs[u, 3], jobs[u, 4], jobs[u, 5], jobs[u, 6]
         for z in range(z0, z1):
@@ -1144,7 +1127,7 @@ def image_jobs(x, fy, fx, out, planes, rows, cols, jobs, shift, fill, line, x_fl
             to = (((b * out.shape[1] + g) * out.shape[2] + o) * out.shape[3] + z) * out_size
             flat = x_flat[at : at + size] if x_flat.shape[0] else x_flat
             dst = out_flat[to : to + out_size] if out_flat.shape[0] else out_flat
-            plane_rows(x[b, g, planes[z]], flat, fy[g, o], fx[g, o], out[b, g, o, z], dst, rows, cols, r0, r1, shift, F(fill), line, band, 0, ints, ends)
+            plane_rows(x[b, g, planes[z]], flat, fy[g, o], fx[g, o], out[b, g, o, z], dst, rows, cols, r0, r1, shift, F(fill), line, band, 0, ints)
 
 
 @njit(nogil=True, cache=True, fastmath=CONTRACT)
@@ -1156,7 +1139,7 @@ def volume_jobs(x, fz, fy, fx, out, planes, rows, cols, jobs, shift, fill, ring,
     (`out_flat`, else `rows_out` and copied row by row)."""
     size, out_size = x.shape[3] * x.shape[4], out.shape[4] * out.shape[5]
     kz, width, slots = fz.shape[2], out.shape[5], ring.shape[0]
-    order, ints, ends = np.empty(slots, np.int64), np.empty(INTS, np.int64), np.empty(2 * fx.shape[2], F)
+    order, ints = np.empty(slots, np.int64), np.empty(INTS, np.int64)
     for u in range(jobs.shape[0]):
         b, g, o, z0, z1, r0, r1 = jobs[u, 0], jobs[u, 1], jobs[u, 2], jobs[u, 3], jobs[u, 4], jobs[u, 5], jobs[u, 6]
         wz, wy, wx, m = fz[g, o], fy[g, o], fx[g, o], (r1 - r0) * width
@@ -1168,7 +1151,7 @@ def volume_jobs(x, fz, fy, fx, out, planes, rows, cols, jobs, shift, fill, ring,
             else:
                 start = ((b * x.shape[1] + g) * x.shape[2] + p) * size
                 flat = x_flat[start : start + size] if x_flat.shape[0] else x_flat
-                plane_rows(x[b, g, p], flat, wy, wx, slot.reshape(r1 - r0, width), slot, rows, cols, r0, r1, shift, F(fill), line, band, r0, ints, ends)
+                plane_rows(x[b, g, p], flat, wy, wx, slot.reshape(r1 - r0, width), slot, rows, cols, r0, r1, shift, F(fill), line, band, r0, ints)
             z = at - kz + 1  # the last output plane whose input planes are all in the slots
             made = 2 if (z - z0) % 2 else 1
             if z < z0 or (made == 1 and z + 1 < z1):
@@ -1193,23 +1176,26 @@ def volume_jobs(x, fz, fy, fx, out, planes, rows, cols, jobs, shift, fill, ring,
 
 
 @njit(**LOOP)
-def segment_rows(flat, s, n, fy, fx, out_flat, r, k, cols, shift, fill, band, ints, ends):
+def segment_rows(flat, s, n, fy, fx, out_flat, r, k, cols, shift, fill, band, line, ints):
     """Output rows r:r+k of a plane (samples `out_flat`, rows of `n`) from its input rows
     from `s` on (samples `flat`, as wide): their column passes as one line into `band`,
-    their row passes as one line into `out_flat`, each row's ends by ``row_ends`` (`fill`
-    past the edges of the column passes' result)."""
+    then row by row, each copied into `line` at `shift` and extended past its ends by `cols`
+    (`fill` past the edges of the column passes' result), its row pass over every column."""
     w = fx.reshape(1, fx.shape[0])
-    c_lo, c_hi = shift, n + shift - w.shape[1] + 1  # the interior: output columns whose input columns all lie in the row
-    start = ints[2:3]
-    start[0] = c_lo - shift
     weigh_flat(fy, flat, s * n, n, band[: k * n])
-    lines1(band, start, w, out_flat[r * n + c_lo : (r + k - 1) * n + c_hi], (k - 1) * n + c_hi - c_lo, True)
-    for t in range(k):  # the columns near each row's ends (the line made them from the rows beside)
-        row_ends(band, t * n, fx, cols, out_flat, (r + t) * n, n, c_lo, c_hi, fill, ends)
+    row, at = line[0], ints[2:3]
+    at[0] = 0
+    inner = row[shift : shift + n]
+    for t in range(k):
+        given = band[t * n : (t + 1) * n]
+        for q in range(n):
+            inner[q] = given[q]
+        extend(row, inner, cols, shift, shift + n, fill)
+        span1(line, at, w, out_flat[(r + t) * n : (r + t + 1) * n], 0, n, 0, True)
 
 
 @njit(**LOOP)
-def plane_rows(plane, flat, fy, fx, out, out_flat, rows, cols, r0, r1, shift, fill, line, band, o0, ints, ends):
+def plane_rows(plane, flat, fy, fx, out, out_flat, rows, cols, r0, r1, shift, fill, line, band, o0, ints):
     """Output rows r0:r1 of one plane's column and row passes (`fill` past its edges), as the
     rows from `o0` on of `out`. Where `flat`
     and `out_flat` hold the samples of `plane` and `out` (else they are empty; `out` as wide
@@ -1230,7 +1216,7 @@ def plane_rows(plane, flat, fy, fx, out, out_flat, rows, cols, r0, r1, shift, fi
         while k >= 2 and (s < 0 or rows[r + k + ky - 2] != s + k + ky - 2):  # input rows s, s + 1, ... in order
             k -= 1
         if k >= 2:
-            segment_rows(flat, s, n, fy, fx, out_flat, r - o0, k, cols, shift, fill_cols, band, ints, ends)
+            segment_rows(flat, s, n, fy, fx, out_flat, r - o0, k, cols, shift, fill_cols, band, line, ints)
             r += k
             continue
         made = min(2, r1 - r)

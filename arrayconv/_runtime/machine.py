@@ -13,7 +13,7 @@ import numpy as np
 
 from .cache import LRUCache
 
-_found = LRUCache("cpu_vectors", maxsize=1)
+_found = LRUCache("cpu_features", maxsize=2)
 
 
 def _cpuinfo(field: str) -> str | None:
@@ -34,6 +34,30 @@ def cpu_name() -> str:
 def wide_vectors() -> bool:
     """Whether the CPU has 32 vector registers (AVX-512, or arm64) rather than AVX2's 16."""
     return _found.get_or_make("wide_vectors", lambda: platform.machine().lower() in ("arm64", "aarch64") or _avx512())
+
+
+# Linux's description of the caches of the first CPU, one folder a cache.
+CPU_CACHES = Path("/sys/devices/system/cpu/cpu0/cache")
+# A core's second cache level where the OS does not say (as on most CPUs of the last years).
+L2_BYTES = 1 << 20
+
+
+def l2_bytes() -> int:
+    """Bytes of one core's second cache level (Linux's sysfs), else :data:`L2_BYTES`."""
+    return _found.get_or_make("l2_bytes", _read_l2_bytes)
+
+
+def _read_l2_bytes() -> int:
+    """The size of the data or unified cache of level 2 in :data:`CPU_CACHES`."""
+    units = {"K": 1 << 10, "M": 1 << 20}
+    for folder in sorted(CPU_CACHES.glob("index*")):
+        try:
+            level, kind, size = ((folder / name).read_text().strip() for name in ("level", "type", "size"))
+            if level == "2" and kind in ("Data", "Unified"):
+                return int(size[:-1]) * units[size[-1]] if size[-1] in units else int(size)
+        except (OSError, ValueError):
+            continue
+    return L2_BYTES
 
 
 def _avx512() -> bool:
