@@ -332,6 +332,27 @@ def test_a_cgroup_cpu_quota_caps_the_workers(monkeypatch, tmp_path, v2, v1, quot
 
 
 @pytest.mark.parametrize(
+    ("caches", "expected"),
+    [
+        ([("1", "Data", "48K"), ("1", "Instruction", "32K"), ("2", "Unified", "512K"), ("3", "Unified", "32768K")], 512 << 10),
+        ([("1", "Data", "32K"), ("2", "Unified", "2M")], 2 << 20),
+        ([("1", "Data", "32K")], None),  # no second level listed
+        ([], None),  # no sysfs folder
+    ],
+)
+def test_the_second_cache_levels_size_is_read_from_sysfs(monkeypatch, tmp_path, caches, expected):
+    from arrayconv._runtime import machine as _machine
+
+    for i, (level, kind, size) in enumerate(caches):
+        folder = tmp_path / f"index{i}"
+        folder.mkdir()
+        for name, text in (("level", level), ("type", kind), ("size", size)):
+            (folder / name).write_text(text + "\n")
+    monkeypatch.setattr(_machine, "CPU_CACHES", tmp_path)
+    assert _machine._read_l2_bytes() == (_machine.L2_BYTES if expected is None else expected)
+
+
+@pytest.mark.parametrize(
     ("machine", "flags", "wide"),
     [("x86_64", "fpu sse2 avx avx2 fma", False), ("x86_64", "fpu avx2 avx512f avx512bw", True), ("aarch64", "fp asimd", True), ("x86_64", "avx512fp16", False)],
 )
