@@ -588,8 +588,15 @@ def window_scores(x: np.ndarray, window: tuple[int, int], offset: float, numerat
     of squares in float64, column sums of the window's rows kept running down the image (a
     row added, one taken away) and each output row's windows as differences of running
     sums along it, the squares less `offset` (one near their mean keeps these small);
-    0 where a window's spread is at most `flat` times its squared sum, clipped to [-1, 1]."""
-    _window_module().window_scores(x, *window, offset, numerator, scores, flat)
+    0 where a window's spread is at most `flat` times its squared sum, clipped to [-1, 1].
+    `numerator`'s rows go in as one line of samples (an FFT's 'valid' result is a view of
+    rows apart: looped over as 2-D, its rows did not vectorize, 1.7x the time)."""
+    rows, width = numerator.shape
+    if numerator.strides[1] != numerator.itemsize or numerator.strides[0] % numerator.itemsize:
+        numerator = np.ascontiguousarray(numerator)
+    step = numerator.strides[0] // numerator.itemsize
+    line = np.lib.stride_tricks.as_strided(numerator, ((rows - 1) * step + width,), (numerator.itemsize,), writeable=False) if rows else numerator.reshape(-1)
+    _window_module().window_scores(x, *window, offset, line, step, scores, flat)
 
 
 @functools.cache
@@ -603,7 +610,7 @@ from numba import njit
 
 
 @njit(nogil=True, cache=True, error_model="numpy")  # a float division with no check for zero: vectorized
-def window_scores(x, kh, kw, offset, numerator, scores, flat):
+def window_scores(x, kh, kw, offset, numerator, step, scores, flat):
     n, samples = x.shape[1], kh * kw
     per_sample = 1.0 / samples
     col, col2 = np.zeros(n), np.zeros(n)
@@ -627,7 +634,7 @@ def window_scores(x, kh, kw, offset, numerator, scores, flat):
         # The rows' sum of squares bounds every window's: the root of each spread is then a
         # float32, whose division takes half the time, unless samples near float32's largest.
         narrow = run2[n] + n * kh * offset < 1e76
-        out, top = scores[i], numerator[i]
+        out, top = scores[i], numerator[i * step : i * step + scores.shape[1]]
         for c in range(out.shape[0]):
             s = run[c + kw] - run[c]
             shared = s * s * per_sample  # the squared sum's share of the sum of squares
