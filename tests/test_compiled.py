@@ -267,6 +267,30 @@ def test_images_sum_every_row_in_one_pass(rng, halo, kernel, boundary):
             assert_matches(got, _extended_reference(x, w, "same", boundary, fill), dtype="float32")
 
 
+@pytest.mark.parametrize("kernel", [(7, 7), (9, 9), (5, 10), (2, 5, 7)])
+@pytest.mark.parametrize("boundary", ["constant", "symmetric", "wrap"])
+def test_wide_rows_sum_two_output_rows_a_pass(rng, monkeypatch, kernel, boundary):
+    """Output rows of their own (too wide for segments) under a kernel too large for one
+    pass run two at a time, a few kernel rows a pass (the rows short of a pass one at a
+    time, an odd count's last output row on its own, columns past the vectors in a scalar
+    loop): the reference's values, and the same bits as in segments of several rows."""
+    shape = (13, 37) if len(kernel) == 2 else (4, 11, 37)
+    x, w = random(rng, shape, "float32"), random(rng, kernel, "float32")
+    fill = -0.75 if boundary == "constant" else 0.0
+    # blocks of 5 rows of an image, of one plane's 11 rows of the volume: odd counts
+    monkeypatch.setattr(_compiled, "_BLOCK_SAMPLES", 5 * 37 if len(kernel) == 2 else 740)
+
+    def run(line_samples: int):
+        monkeypatch.setattr(_compiled, "_LINE_SAMPLES", line_samples)
+        with _forced(halo=True, held=27):
+            assert _compiled._deep_rows(kernel, True) is None and _compiled._fused_rows(kernel, True) > 1
+            return ac.correlate(x, w, "same", "direct", boundary=boundary, fillvalue=fill)
+
+    pairs, segments = run(1), run(1 << 12)
+    assert_matches(pairs, _extended_reference(x, w, "same", boundary, fill), dtype="float32")
+    np.testing.assert_array_equal(pairs, segments)
+
+
 @pytest.mark.parametrize("boundary", EDGE_RULES)
 def test_volumes_in_blocks_of_several_planes(compiled, rng, monkeypatch, boundary):
     """Blocks made small, so that a volume's large planes run in bands of rows of several

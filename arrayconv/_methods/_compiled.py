@@ -6,7 +6,9 @@ for the CPU. Each output row takes its kernel's rows a few at a time (as many as
 weights in the CPU's vector registers), in one loop over the row that the compiler
 vectorizes (one load and one multiply-add per tap and sample, the input rows in cache); a
 kernel whose taps all fit in the registers (a volume's, an image's of 4 rows or more) takes
-them all a pass, two output rows at a time, each sample the two share loaded once. A
+them all a pass, two output rows at a time, each sample the two share loaded once; so
+does a larger one's on wide rows, a few of its rows a pass (9x9 and 11x11 0.63-0.71x the
+time of one output row at a time, 6x6 and 7x7 0.87-0.91x). A
 kernel that is an outer product of 1-D kernels (a Gaussian, a box) runs its passes fused:
 the column pass of two output rows at a time into lines in cache (the input rows the two
 share read once; on short rows, several rows' as one line), then each one's row pass from
@@ -26,8 +28,8 @@ without a converted copy of the input (:func:`reads_dtype`).
 The code is generated per kernel row length and dtype and compiled once per process, or
 read from numba's cache on disk (:func:`arrayconv.cache_dir`): a new one costs a few
 seconds the first time (each way of running blocks its own entry point, compiled only
-where it runs: 3x3 on an image about 3 s, 3x3x3 on a volume about 6 s, a Gaussian about
-11 s on an image and 21 s on a volume).
+where it runs: 3x3 on an image about 3 s, 3x3x3 on a volume about 6 s, 7x7 to 11x11 on a
+wide image 8-10 s, a Gaussian about 11 s on an image and 21 s on a volume).
 Work is cut into blocks of output rows (or planes), and the rows of a long 1-D signal
 into windows of their columns, whose sums do not depend on the number of threads, so the
 result is the same bits on one worker or many.
@@ -747,7 +749,7 @@ def box_sums(x, size, index, fill, out):
 {box_lines}'''
 
 
-_VERSION = 27  # bump when the generated code changes: numba keys its cache by file
+_VERSION = 29  # bump when the generated code changes: numba keys its cache by file
 
 
 def weights_held() -> int:
@@ -865,12 +867,14 @@ def _lines_function(g: int, piece: int, last: int) -> str:
     return _in_pieces(f"lines{g}", "x, starts, w, dst, n, assign", f"line{g}_{{k}}(x, starts, j, {{w}}, dst, n, assign and j == 0)", piece, last)
 
 
-def _twin_function(planes: int, rows: int, kw: int) -> str:
+def _twin_function(planes: int, rows: int, kw: int, add: bool = False, call: bool = False) -> str:
     """``twin{planes}x{rows}``: as ``rows{planes * rows}_{kw}`` (=), two output rows a pass,
     `d` and `e`: `rows` holds ``rows + 1`` input rows a plane, `e`'s kernel rows one input
     row below `d`'s. Each sample loaded is summed into both where the two share its row
     (3x3x3: 18 loads an output, not 27; 1.3x the multiply-adds a second in cache). Only
-    assignments (=): no second pair of loops to compile."""
+    assignments (=); with `add`, ``twin_add{planes}x{rows}``: only sums (+=). With `call`,
+    called, not inlined: each place it is called from does not compile it again."""
+    op, name = ("+=", "twin_add") if add else ("=", "twin")
     weights = "".join(f"    w{i}_{j} = w[{i}, {j}]\n" for i in range(planes * rows) for j in range(kw))
     sources = "".join(f"    s{p}_{i} = np.uint64(rows[{p * (rows + 1) + i}])\n" for p in range(planes) for i in range(rows + 1))
     loads = "".join(f"        v{p}_{i}_{j} = F(x[s{p}_{i}, a + c{f' + np.uint64({j})' if j else ''}])\n"
@@ -883,17 +887,17 @@ def _twin_function(planes: int, rows: int, kw: int) -> str:
         return _NAMED_WEIGHT.sub(lambda m: f"w[{m[2]}, {m[3]}]", terms(below))
 
     return f"""
-@njit(inline="always", **LOOP)
-def twin{planes}x{rows}(x, rows, w, d, e, c_lo, c_hi, shift):
+@njit({'' if call else 'inline="always", '}**LOOP)
+def {name}{planes}x{rows}(x, rows, w, d, e, c_lo, c_hi, shift):
     n = max(c_hi - c_lo, 0)
 {weights}    a, lo = np.uint64(c_lo - shift), np.uint64(c_lo)
 {sources}    most = np.uint64(n // {_VECTOR_SAMPLES} * {_VECTOR_SAMPLES})
     for c in range(most):
-{loads}        d[lo + c] = {terms(0)}
-        e[lo + c] = {terms(1)}
+{loads}        d[lo + c] {op} {terms(0)}
+        e[lo + c] {op} {terms(1)}
     for c in range(most, np.uint64(n)):
-{loads}        d[lo + c] = {rest(0)}
-        e[lo + c] = {rest(1)}
+{loads}        d[lo + c] {op} {rest(0)}
+        e[lo + c] {op} {rest(1)}
 """
 
 
@@ -933,6 +937,8 @@ def _source(piece: int, last: int, fused: int, dtype: str, deep: tuple[int, int]
     functions += [_line_function(g, w) for g in groups for w in widths] + [_lines_function(g, piece, last) for g in groups]
     if deep:
         functions.append(_twin_function(*deep, piece))
+    elif fused > 1 and not last:  # halo_taps's pairs of output rows, `fused` kernel rows a pass
+        functions += [_twin_function(1, fused, piece, add=add, call=True) for add in (False, True)]
     column, plane = _BUFFER_PASSES, _PLANE_PASSES[wide_vectors()]
     counts = sorted({g + odd for g in {*column, *plane} for odd in ((0, 1) if g >= _ODD_PASS else (0,))})
     functions += [_weights_function(g, pair) for g in counts for pair in (False, True)] + [_weights_function(g, False, True) for g in counts if g in column or g - 1 in column]
@@ -1235,7 +1241,7 @@ def plane_rows(plane, flat, fy, fx, out, out_flat, rows, cols, r0, r1, shift, fi
             extend(line[t], line[t, shift : shift + n], cols, shift, shift + n, fill_cols)
             span1(line, at[t:], w, out[r - o0 + t], 0, out.shape[1], 0, True)
         r += made
-''' + _halo_function(fused, deep) + (_deep_function(deep) if deep else "") + _jobs_function(deep)
+''' + _halo_function(fused, deep, not deep and fused > 1 and not last) + (_deep_function(deep) if deep else "") + _jobs_function(deep)
 
 
 def _jobs_function(deep: tuple[int, int] | None) -> str:
@@ -1262,7 +1268,7 @@ def {name}_jobs(x, flat, w, fill_rows, out, planes, rows, cols, jobs, c_lo, c_hi
 ''' for name, call in calls.items())
 
 
-def _halo_function(fused: int, deep: tuple[int, int] | None) -> str:
+def _halo_function(fused: int, deep: tuple[int, int] | None, pairs: bool) -> str:
     """``halo_taps``: as ``taps``, from a copy of the block's input rows in `buf`, each
     extended past the column edges (`cols`, the fill where -1; a volume's planes in a ring
     of the kernel's depth, each copied once a block). The copy's rows, end to end, are one
@@ -1270,7 +1276,9 @@ def _halo_function(fused: int, deep: tuple[int, int] | None) -> str:
     one pass over the segment's line (no short rows), in passes of `fused` kernel rows, the
     columns past each output row's end made and dropped. A kernel of `deep` planes and rows
     (:func:`_deep_rows`) takes all its rows a pass, two output rows at a time (``twin``),
-    straight into the result."""
+    straight into the result; with `pairs`, output rows of their own (no segments) run two
+    at a time too, `fused` kernel rows a pass (``twin`` then ``twin_add``), the kernel's
+    last rows short of `fused` one at a time."""
     deep_arrays = deep_pass = ""
     if deep:
         kd, kh = deep
@@ -1292,6 +1300,35 @@ def _halo_function(fused: int, deep: tuple[int, int] | None) -> str:
                             deep_idx[d * kh + i] = ((z + d) % kd * n + top + i) * pw
                     lines{kd * kh}(flat, deep_idx, stacked, out[z, r], width, True)
             continue'''
+    pair_pass = ""
+    if pairs:
+        pair_pass = f'''
+        if per == 1:
+            for r in range(r0, r1 - 1, 2):  # two output rows a pass; the last of an odd count below
+                top, first = r - r0, True
+                for d in range(kd):
+                    row = (z + d) % kd * n + top
+                    i = 0
+                    while i + {fused} <= kh:
+                        for q in range({fused} + 1):
+                            pair_idx[q] = row + i + q
+                        if first:
+                            twin1x{fused}(buf, pair_idx, w[d, i : i + {fused}], out[z, r], out[z, r + 1], 0, width, 0)
+                        else:
+                            twin_add1x{fused}(buf, pair_idx, w[d, i : i + {fused}], out[z, r], out[z, r + 1], 0, width, 0)
+                        first = False
+                        i += {fused}
+                    while i < kh:
+                        for t in range(2):
+                            one[0] = (row + t + i) * pw
+                            lines1(flat, one, w[d, i : i + 1], out[z, r + t], width, first)
+                        first = False
+                        i += 1
+            if (r1 - r0) % 2 == 0:
+                continue
+            r_first = r1 - 1
+        else:
+            r_first = r0'''
     return f'''
 
 @njit(**LOOP)
@@ -1300,12 +1337,14 @@ def halo_taps(x, w, out, planes, rows, cols, z0, z1, r0, r1, shift, fill, buf, p
     n, width, pw = r1 - r0 + kh - 1, out.shape[-1], buf.shape[1]
     flat = buf.reshape(-1)
     idx, one = ints[:{fused}], ints[{fused} : {fused} + 1]
+    pair_idx = ints[{fused} + 1 : {2 * fused + 2}]
     for z in range(z0, z1):
         for d in range(0 if z == z0 else kd - 1, kd):  # each plane copied once: a ring of kd
             p, at = planes[z + d], (z + d) % kd * n
             for i in range(n):
-                copy_row(x, p, rows[r0 + i], buf[at + i], cols, shift, fill){deep_pass}
-        for r in range(r0, r1, per):
+                copy_row(x, p, rows[r0 + i], buf[at + i], cols, shift, fill){deep_pass}{pair_pass if pairs else """
+        r_first = r0"""}
+        for r in range(r_first, r1, per):
             k = min(per, r1 - r)
             top, m = r - r0, k * pw - (pw - width)  # the last row's columns past the result: not made
             dst = out[z, r] if per == 1 else seg
