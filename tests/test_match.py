@@ -208,18 +208,19 @@ def test_float32_windows_are_summed_by_running_sums_within_float32s_rounding(mon
     assert set(calls) == (set() if compiled else {36})
 
 
-@pytest.mark.parametrize("layout", ["rows-apart", "every-other-column"])
+@pytest.mark.parametrize("layout", ["rows-apart", "every-other-column", "rows-reversed"])
 def test_numba_scores_read_a_numerator_of_rows_apart_as_a_contiguous_one(rng, layout):
     """An FFT's 'valid' numerator is a view of rows apart in a larger result: scored as one
-    line of samples, each row from its own start; one of columns apart is copied first."""
+    line of samples, each row from its own start; one of columns apart or of rows in
+    reverse is copied first."""
     from arrayconv._methods import _compiled, compiled_loops
 
     if not compiled_loops():
         pytest.skip("numba is not installed (the numba extra)")
     x = rng.standard_normal((40, 50)).astype(np.float32)
     numerator = rng.uniform(-3, 3, (31, 44)).astype(np.float32)
-    wide = np.zeros((31, 60 if layout == "rows-apart" else 88), np.float32)
-    view = wide[:, 3:47] if layout == "rows-apart" else wide[:, ::2]
+    wide = np.zeros((31, 88), np.float32)
+    view = {"rows-apart": wide[:, 3:47], "every-other-column": wide[:, ::2], "rows-reversed": wide[::-1, 3:47]}[layout]
     view[...] = numerator
     expected, got = np.empty_like(numerator), np.empty_like(numerator)
     _compiled.window_scores(x, (10, 7), 0.5, numerator, expected, 1e-12)

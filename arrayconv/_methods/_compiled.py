@@ -7,8 +7,8 @@ weights in the CPU's vector registers), in one loop over the row that the compil
 vectorizes (one load and one multiply-add per tap and sample, the input rows in cache); a
 kernel whose taps all fit in the registers (a volume's, an image's of 4 rows or more) takes
 them all a pass, two output rows at a time, each sample the two share loaded once; so
-does a larger one's on wide rows, a few of its rows a pass (9x9 and 11x11 0.63-0.71x the
-time of one output row at a time, 6x6 and 7x7 0.87-0.91x). A
+does a larger one's on wide rows, a few of its rows a pass (9x9 and 11x11 0.65-0.75x the
+time of one output row at a time, 7x7 0.85-0.98x). A
 kernel that is an outer product of 1-D kernels (a Gaussian, a box) runs its passes fused:
 the column pass of two output rows at a time into lines in cache (the input rows the two
 share read once; on short rows, several rows' as one line), then each one's row pass from
@@ -594,7 +594,7 @@ def window_scores(x: np.ndarray, window: tuple[int, int], offset: float, numerat
     `numerator`'s rows go in as one line of samples (an FFT's 'valid' result is a view of
     rows apart: looped over as 2-D, its rows did not vectorize, 1.7x the time)."""
     rows, width = numerator.shape
-    if numerator.strides[1] != numerator.itemsize or numerator.strides[0] % numerator.itemsize:
+    if numerator.strides[1] != numerator.itemsize or numerator.strides[0] < 0 or numerator.strides[0] % numerator.itemsize:
         numerator = np.ascontiguousarray(numerator)
     step = numerator.strides[0] // numerator.itemsize
     line = np.lib.stride_tricks.as_strided(numerator, ((rows - 1) * step + width,), (numerator.itemsize,), writeable=False) if rows else numerator.reshape(-1)
