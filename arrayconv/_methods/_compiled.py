@@ -931,13 +931,14 @@ def _source(piece: int, last: int, fused: int, dtype: str, deep: tuple[int, int]
     ``*_jobs`` run a call's blocks, ``image_jobs`` and ``volume_jobs`` an outer product's.
     Few sizes of each are made: numba's compile time grows with the unrolled code."""
     cast = {"f": "np.float32", "d": "np.float64"}[dtype]
+    pairs = not deep and fused > 1 and not last  # halo_taps's pairs of output rows, `fused` kernel rows a pass
     widths = [w for w in (piece, last) if w]
     groups = sorted({1, fused, *([deep[0] * deep[1]] if deep else [])})
     functions = [_rows_function(g, w) for g in groups for w in widths] + [_span_function(g, piece, last) for g in groups]
     functions += [_line_function(g, w) for g in groups for w in widths] + [_lines_function(g, piece, last) for g in groups]
     if deep:
         functions.append(_twin_function(*deep, piece))
-    elif fused > 1 and not last:  # halo_taps's pairs of output rows, `fused` kernel rows a pass
+    elif pairs:
         functions += [_twin_function(1, fused, piece, add=add, call=True) for add in (False, True)]
     column, plane = _BUFFER_PASSES, _PLANE_PASSES[wide_vectors()]
     counts = sorted({g + odd for g in {*column, *plane} for odd in ((0, 1) if g >= _ODD_PASS else (0,))})
@@ -1241,7 +1242,7 @@ def plane_rows(plane, flat, fy, fx, out, out_flat, rows, cols, r0, r1, shift, fi
             extend(line[t], line[t, shift : shift + n], cols, shift, shift + n, fill_cols)
             span1(line, at[t:], w, out[r - o0 + t], 0, out.shape[1], 0, True)
         r += made
-''' + _halo_function(fused, deep, not deep and fused > 1 and not last) + (_deep_function(deep) if deep else "") + _jobs_function(deep)
+''' + _halo_function(fused, deep, pairs) + (_deep_function(deep) if deep else "") + _jobs_function(deep)
 
 
 def _jobs_function(deep: tuple[int, int] | None) -> str:
