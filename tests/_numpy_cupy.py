@@ -355,7 +355,10 @@ def _device_properties(device: int) -> dict[str, Any]:
 
 
 class OutOfMemoryError(MemoryError):
-    """cupy.cuda.memory.OutOfMemoryError: an allocation the device could not make."""
+    """cupy.cuda.memory.OutOfMemoryError: an allocation the device could not make (CuPy's arguments)."""
+
+    def __init__(self, size: int, total: int, limit: int = 0) -> None:
+        super().__init__(f"Out of memory allocating {size:,} bytes (allocated so far: {total:,} bytes).")
 
 
 class _MemoryPool:
