@@ -439,6 +439,22 @@ def test_columns_along_planes_or_taller_than_a_pass_run_as_passes(compiled, rng,
             assert_matches(plan(x), expected, dtype=dtype)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_every_count_of_rows_and_planes_a_pass_sums_as_the_reference(compiled, rng, dtype):
+    """An outer product's column and plane passes take 1 to 19 rows (or planes) as passes of
+    the sizes compiled (one of 3, 5 or 9, two of 8 + 9, ...): on narrow rows (several rows a
+    pass as one line) and wide ones (two rows a pass), odd counts of output rows too, with a
+    constant edge, as the reference."""
+    for n in range(1, 20):
+        column = random(rng, (n,), dtype)
+        row = random(rng, (3,), dtype)
+        for shape in ((n + 4, 20), (n + 3, 600)):
+            x, w = random(rng, shape, dtype), np.multiply.outer(column, row)
+            assert_matches(ac.correlate(x, w, "same", "direct", fillvalue=-0.5), _extended_reference(x, w, "same", "constant", -0.5), dtype=dtype)
+        x, w = random(rng, (n + 2, 9, 14), dtype), np.multiply.outer(column, np.multiply.outer(random(rng, (2,), dtype), row))
+        assert_matches(ac.correlate(x, w, "same", "direct", fillvalue=-0.5), _extended_reference(x, w, "same", "constant", -0.5), dtype=dtype)
+
+
 @pytest.mark.parametrize("bands", [True, False], ids=["bands", "whole-planes"])
 @pytest.mark.parametrize("segments", [True, False])
 @pytest.mark.parametrize("workers", [1, 2])

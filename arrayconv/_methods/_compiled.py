@@ -29,7 +29,9 @@ The code is generated per kernel row length and dtype and compiled once per proc
 read from numba's cache on disk (:func:`arrayconv.cache_dir`): a new one costs a few
 seconds the first time (each way of running blocks its own entry point, compiled only
 where it runs: 3x3 on an image about 3 s, 3x3x3 on a volume about 6 s, 7x7 to 11x11 on a
-wide image 8-10 s, a Gaussian about 11 s on an image and 21 s on a volume).
+wide image 8-10 s). An outer product's passes are one module a dtype, shared by every
+kernel width: the first Gaussian compiles for about 20 s on an image (26 s more on a
+volume), each further width for 8-12 s.
 Work is cut into blocks of output rows (or planes), and the rows of a long 1-D signal
 into windows of their columns, whose sums do not depend on the number of threads, so the
 result is the same bits on one worker or many.
@@ -128,8 +130,9 @@ _WHOLE_ROW_TAPS = (8, 11)
 # A volume's plane pass, with 32 vector registers, up to 16 rows (17 for 16 + 1): its second
 # pass of 8 + 9 read and wrote the sums again (17 taps on 256^3: 1.1-1.2x the time); not the
 # column passes, which ran no faster so and whose loops every outer product compiles (a
-# Gaussian's first call 10.7 -> 17.2 s).
-_BUFFER_PASSES, _PLANE_PASSES, _ODD_PASS = (1, 4, 8), ((1, 4, 8), (1, 4, 8, 16)), 8
+# Gaussian's first call 10.7 -> 17.2 s). Counts of 3 and 5 in one pass too (box and Sobel
+# kernels, Gaussians of 5 and 13 taps), not as 1 + 1 + 1 and 4 + 1.
+_BUFFER_PASSES, _PLANE_PASSES, _ODD_PASS = (1, 3, 4, 5, 8), ((1, 3, 4, 5, 8), (1, 3, 4, 5, 8, 16)), 8
 # Output rows at most this wide, with columns past the input's edges, run from a copy of
 # their input rows extended past the edges (``halo_taps``), for kernels of under 5 rows and
 # under 7 columns, and for the others: the scalar loop at each row's ends and the rows summed
@@ -580,6 +583,7 @@ def _module(piece: int, last: int, fused: int, dtype: str, deep: tuple[int, int]
     rows, all its rows a pass, where given: :func:`_deep_rows`), in `dtype` ('f' or 'd'):
     see :func:`_load`."""
     name = f"arrayconv_compiled_{dtype}{piece}_{last}x{fused}{f'd{deep[0]}x{deep[1]}' if deep else ''}_{_VERSION}"
+    _passes_module(dtype)  # imported by name from the module's source
     return load(name, _source(piece, last, fused, dtype, deep))
 
 
@@ -749,7 +753,7 @@ def box_sums(x, size, index, fill, out):
 {box_lines}'''
 
 
-_VERSION = 29  # bump when the generated code changes: numba keys its cache by file
+_VERSION = 30  # bump when the generated code changes: numba keys its cache by file
 
 
 def weights_held() -> int:
@@ -920,29 +924,28 @@ def {'flat' if flat else 'pair' if pair else 'buffer'}{g}(a, {'x, start, step' i
 {sums['+=']}"""
 
 
-def _source(piece: int, last: int, fused: int, dtype: str, deep: tuple[int, int] | None = None) -> str:
-    """Python source of the compiled loops for kernel rows in pieces of `piece` and `last`
-    taps (:func:`_pieces`) in `dtype` (see the module's docstring): ``span1`` and
-    ``span{fused}`` sum kernel rows, piece by piece, over an output row's
-    interior columns (where the column map is the identity), ``edges`` the columns near its
-    ends, ``buffer{g}`` and ``pair{g}`` sum weighted rows (an outer product's plane and
-    column passes, one result or two); ``taps`` and ``halo_taps`` run a block, and with
-    `deep` rows, ``deep_taps`` (a volume's kernel, all its planes' rows a pass);
-    ``*_jobs`` run a call's blocks, ``image_jobs`` and ``volume_jobs`` an outer product's.
-    Few sizes of each are made: numba's compile time grows with the unrolled code."""
+
+def _passes_name(dtype: str) -> str:
+    """The module name of :func:`_passes_source`'s loops in `dtype`."""
+    return f"arrayconv_compiled_{dtype}_passes_{_VERSION}"
+
+
+@functools.cache
+def _passes_module(dtype: str) -> ModuleType:
+    """The compiled loops of outer products' passes in `dtype` ('f' or 'd'), shared by every
+    kernel width's module (:func:`_module`): compiled once, not once a width."""
+    return load(_passes_name(dtype), _passes_source(dtype))
+
+
+def _passes_source(dtype: str) -> str:
+    """Python source of the loops that sum weighted rows: ``buffer{g}``, ``pair{g}`` and
+    ``flat{g}`` (one result, two from the rows they share, or rows of a line), the
+    ``weigh*`` passes that run them, the most rows a pass (an outer product's column and
+    plane passes), and ``weigh_mapped`` over rows past the edges."""
     cast = {"f": "np.float32", "d": "np.float64"}[dtype]
-    pairs = not deep and fused > 1 and not last  # halo_taps's pairs of output rows, `fused` kernel rows a pass
-    widths = [w for w in (piece, last) if w]
-    groups = sorted({1, fused, *([deep[0] * deep[1]] if deep else [])})
-    functions = [_rows_function(g, w) for g in groups for w in widths] + [_span_function(g, piece, last) for g in groups]
-    functions += [_line_function(g, w) for g in groups for w in widths] + [_lines_function(g, piece, last) for g in groups]
-    if deep:
-        functions.append(_twin_function(*deep, piece))
-    elif pairs:
-        functions += [_twin_function(1, fused, piece, add=add, call=True) for add in (False, True)]
     column, plane = _BUFFER_PASSES, _PLANE_PASSES[wide_vectors()]
     counts = sorted({g + odd for g in {*column, *plane} for odd in ((0, 1) if g >= _ODD_PASS else (0,))})
-    functions += [_weights_function(g, pair) for g in counts for pair in (False, True)] + [_weights_function(g, False, True) for g in counts if g in column or g - 1 in column]
+    functions = [_weights_function(g, pair) for g in counts for pair in (False, True)] + [_weights_function(g, False, True) for g in counts if g in column or g - 1 in column]
 
     def weighing(name: str, params: str, doc: str, passes: str, rows: str, sizes: tuple[int, ...]) -> str:
         """``name``: the passes of `sizes` rows, the most rows left a pass; one more where
@@ -966,30 +969,14 @@ def {name}({params}):
         ("weigh_flat", "a, x, start, step, d", "d = sum_i a[i] * x[start + i * step :], as long as d.", "flat", "x, start + i * step, step, d", column),
         ("weigh_planes", "a, b, index, d", f"As ``weigh``, up to {max(plane)} rows a pass.", "buffer", "b, index[i:], d", plane),
         ("weigh_planes_pair", "a, b, index, d, e", f"As ``weigh_pair``, up to {max(plane)} rows a pass.", "pair", "b, index[i:], d, e", plane)))
-    return f'''"""Generated by arrayconv._methods._compiled: kernel rows in pieces of {piece} (last {last}) taps in {cast}."""
+    return f'''"""Generated by arrayconv._methods._compiled: weighted sums of rows in {cast}."""
 import numpy as np
 from numba import njit
 
 F = {cast}
-FUSED = {fused}
 CONTRACT = set(["contract"])  # a * b + c as one fused multiply-add
-# The loops run without numba's reference counts: each view of a row made an atomic
-# increment and decrement, a fifth of the time of short rows. So they allocate nothing: the
-# entry points (``*_jobs``) make their scratch, INTS indices and the lines they need.
 LOOP = dict(nogil=True, cache=True, fastmath=CONTRACT, _nrt=False)
-INTS = 128
 {"".join(functions)}
-
-@njit(inline="always", **LOOP)
-def extend(line, src, cols, lo, hi, fill):
-    """line[q] for q outside [lo, hi): src[cols[q]], the fill where cols is -1."""
-    for q in range(lo):
-        k = cols[q]
-        line[q] = F(src[k]) if k >= 0 else F(fill)
-    for q in range(hi, line.shape[0]):
-        k = cols[q]
-        line[q] = F(src[k]) if k >= 0 else F(fill)
-
 {weighings}
 
 @njit(**LOOP)
@@ -1044,7 +1031,53 @@ def weigh_mapped_pair(a, b, index, first, d, e, fill):
     else:
         weigh_mapped(a, b, index, first, d, fill)
         weigh_mapped(a, b, index, first + 1, e, fill)
+'''
 
+
+def _source(piece: int, last: int, fused: int, dtype: str, deep: tuple[int, int] | None = None) -> str:
+    """Python source of the compiled loops for kernel rows in pieces of `piece` and `last`
+    taps (:func:`_pieces`) in `dtype` (see the module's docstring): ``span1`` and
+    ``span{fused}`` sum kernel rows, piece by piece, over an output row's
+    interior columns (where the column map is the identity), ``edges`` the columns near its
+    ends (an outer product's passes are :func:`_passes_source`'s); ``taps`` and
+    ``halo_taps`` run a block, and with
+    `deep` rows, ``deep_taps`` (a volume's kernel, all its planes' rows a pass);
+    ``*_jobs`` run a call's blocks, ``image_jobs`` and ``volume_jobs`` an outer product's.
+    Few sizes of each are made: numba's compile time grows with the unrolled code."""
+    cast = {"f": "np.float32", "d": "np.float64"}[dtype]
+    pairs = not deep and fused > 1 and not last  # halo_taps's pairs of output rows, `fused` kernel rows a pass
+    widths = [w for w in (piece, last) if w]
+    groups = sorted({1, fused, *([deep[0] * deep[1]] if deep else [])})
+    functions = [_rows_function(g, w) for g in groups for w in widths] + [_span_function(g, piece, last) for g in groups]
+    functions += [_line_function(g, w) for g in groups for w in widths] + [_lines_function(g, piece, last) for g in groups]
+    if deep:
+        functions.append(_twin_function(*deep, piece))
+    elif pairs:
+        functions += [_twin_function(1, fused, piece, add=add, call=True) for add in (False, True)]
+    return f'''"""Generated by arrayconv._methods._compiled: kernel rows in pieces of {piece} (last {last}) taps in {cast}."""
+import numpy as np
+from numba import njit
+
+F = {cast}
+FUSED = {fused}
+CONTRACT = set(["contract"])  # a * b + c as one fused multiply-add
+# The loops run without numba's reference counts: each view of a row made an atomic
+# increment and decrement, a fifth of the time of short rows. So they allocate nothing: the
+# entry points (``*_jobs``) make their scratch, INTS indices and the lines they need.
+LOOP = dict(nogil=True, cache=True, fastmath=CONTRACT, _nrt=False)
+INTS = 128
+from {_passes_name(dtype)} import put, weigh_flat, weigh_mapped, weigh_mapped_pair, weigh_planes, weigh_planes_pair
+{"".join(functions)}
+
+@njit(inline="always", **LOOP)
+def extend(line, src, cols, lo, hi, fill):
+    """line[q] for q outside [lo, hi): src[cols[q]], the fill where cols is -1."""
+    for q in range(lo):
+        k = cols[q]
+        line[q] = F(src[k]) if k >= 0 else F(fill)
+    for q in range(hi, line.shape[0]):
+        k = cols[q]
+        line[q] = F(src[k]) if k >= 0 else F(fill)
 
 @njit(inline="always", **LOOP)
 def copy_row(x, p, s, line, cols, shift, fill):
