@@ -254,6 +254,36 @@ def test_im2col_columns_of_output_samples_on_the_cpu(case, dtype, seed, chunk_by
     assert_matches(got, reference_conv(x, w, **options), dtype=dtype)
 
 
+@pytest.mark.parametrize("options", [dict(padding=1, stride=2), dict(padding=(2, 0), stride=(1, 3))])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_im2col_cuts_one_image_in_rows_for_the_cores(options, dtype, monkeypatch):
+    """One image whose GEMMs are worth splitting: its columns in rows, a chunk a core at least
+    (each gathered on its own thread); the reference's values, the same bits on 1 and 2 workers."""
+    from arrayconv._methods import im2col
+    from arrayconv._runtime import threads
+
+    rng = np.random.default_rng(5)
+    x, w = random(rng, (1, 6, 23, 31), dtype), random(rng, (8, 6, 3, 3), dtype)
+    monkeypatch.setattr(threads, "_SPLIT_MACS", 1)
+    monkeypatch.setattr(im2col, "_LAST_AXIS_DEPTH", 1 << 62)
+    monkeypatch.setattr(im2col, "_OPERATOR_BYTES", 0)
+    monkeypatch.setattr(ac._runtime.config, "cores", lambda: 3)
+    calls, real = [], im2col.run_gemm_jobs
+
+    def recorded(items, job, lanes, macs):  # type: ignore[no-untyped-def]
+        calls.append(list(items))
+        real(calls[-1], job, lanes, macs)
+
+    monkeypatch.setattr(im2col, "run_gemm_jobs", recorded)
+    results = []
+    for workers in (2, 1):
+        with ac.config(workers=workers):
+            results.append(ac.conv(x, w, method="im2col", **options))
+    assert len(calls) == 2 and all(len(chunks) >= 3 for chunks in calls), calls
+    assert np.array_equal(results[0], results[1])
+    assert_matches(results[0], reference_conv(x, w, **options), dtype=dtype)
+
+
 @pytest.mark.parametrize("padding_mode", ["zeros", "circular"])
 @pytest.mark.parametrize("options", [dict(padding=(3, 1)), dict(padding=(2, 0), stride=(3, 2), dilation=(2, 1)), dict(padding=(0, 2)), dict(padding=(0, 0), stride=(1, 2))])
 @pytest.mark.parametrize("chunk_bytes", [1, 20000, 1 << 20])

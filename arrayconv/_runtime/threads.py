@@ -263,7 +263,7 @@ def run_gemm_jobs(items: Iterable[Item], job: Callable[[Item, Gemm], None], lane
             job(item, _matmul)
         return
     gemm: Gemm = _matmul
-    if len(pending) == 1 and macs_per_call >= _SPLIT_MACS:
+    if len(pending) == 1 and splits_gemm(macs_per_call):
         gemm = functools.partial(matmul_split, parts=_config.cores(), threads=lanes)
     with one_blas_thread():
         if lanes > 1 and len(pending) > 1:
@@ -277,9 +277,15 @@ def gemm_share(items: int, macs_per_call: int, lanes: int) -> float:
     """Share of the GEMM rate :func:`run_gemm_jobs` reaches on `items` items whose GEMM calls
     make `macs_per_call` multiply-adds each, on `lanes`: each item's on one lane, one item's
     calls split over them all where big enough (:data:`_SPLIT_MACS`)."""
-    if items >= lanes or (items == 1 and macs_per_call >= _SPLIT_MACS):
+    if items >= lanes or (items == 1 and splits_gemm(macs_per_call)):
         return 1.0
     return items / lanes
+
+
+def splits_gemm(macs: int) -> bool:
+    """Whether one item's GEMM calls of `macs` multiply-adds are worth splitting over the
+    cores (:data:`_SPLIT_MACS`)."""
+    return macs >= _SPLIT_MACS
 
 
 def _matmul(a: Any, b: Any, out: Any) -> None:
