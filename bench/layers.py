@@ -1,9 +1,9 @@
 """Conv layers outside deep-learning frameworks: arrayconv.conv against torch's CPU conv.
 
-Usage: ``python -m bench.layers [--batches 1,16] [--repeats 7] [--loaded] [--base BASE] [--out bench/results]``.
+Usage: ``python -m bench.layers [--batches 1,16] [--repeats 7] [--dtype float32] [--loaded] [--base BASE] [--out bench/results]``.
 The layer shapes people run on images: 3x3 and 5x5 multichannel at unit stride, stride 2,
 1x1, grouped, depthwise 3x3 to 7x7, dilated, and 3-D 3x3x3, each at each batch size,
-float32. ``arrayconv.conv`` ('auto') and ``torch.nn.functional.conv2d`` / ``conv3d`` (its
+float32 (or float64). ``arrayconv.conv`` ('auto') and ``torch.nn.functional.conv2d`` / ``conv3d`` (its
 CPU build, oneDNN, as many threads as arrayconv's workers) run interleaved in one process
 after a warm-up; the median of `repeats` rounds. Each row has the memory floor beside it:
 the input read and the output written once at the machine's stream rate. With
@@ -14,7 +14,7 @@ in the same process, imported under another name: before and after without the d
 between processes. Where one version runs BLAS on its own threads and the other on its
 own lanes, BLAS's threads spin for a while after each call and slow the next version's
 threads: then compare versions in separate processes. Writes ``layers-<date>.md``
-(``layers-loaded-<date>.md``) and ``.json`` to `out`.
+(``layers-loaded-<date>.md``, ``layers-float64-<date>.md``) and ``.json`` to `out`.
 """
 
 from __future__ import annotations
@@ -67,12 +67,14 @@ def load_base(folder: Path) -> ModuleType:
     return importlib.import_module("arrayconv_base")
 
 
-def time_layer(name: str, x_shape: tuple[int, ...], w_shape: tuple[int, ...], options: dict, batch: int, repeats: int, base: ModuleType | None = None) -> dict:
-    """Median seconds of arrayconv (and `base`, an older one) and torch on one layer, their
-    largest difference, the floor."""
+def time_layer(
+    name: str, x_shape: tuple[int, ...], w_shape: tuple[int, ...], options: dict, batch: int, repeats: int, base: ModuleType | None = None, dtype: str = "float32"
+) -> dict:
+    """Median seconds of arrayconv (and `base`, an older one) and torch on one layer in
+    `dtype`, their largest difference, the floor."""
     rng = np.random.default_rng(0)
-    x = rng.standard_normal((batch, *x_shape), dtype=np.float32)
-    w = rng.standard_normal(w_shape, dtype=np.float32)
+    x = rng.standard_normal((batch, *x_shape), dtype=dtype)
+    w = rng.standard_normal(w_shape, dtype=dtype)
     calls = {"arrayconv": lambda: ac.conv(x, w, **options)}
     if base is not None:
         calls["base"] = lambda: base.conv(x, w, **options)
@@ -96,11 +98,11 @@ def time_layer(name: str, x_shape: tuple[int, ...], w_shape: tuple[int, ...], op
     return {"layer": name, "batch": batch, "x": list(x.shape), "w": list(w_shape), "options": options, "median_s": median, "floor_s": floor, "difference": difference, "method": method, "missing": missing}
 
 
-def write(rows: list[dict], folder: Path, argv: list[str], loaded: bool, base: Path | None = None) -> Path:
+def write(rows: list[dict], folder: Path, argv: list[str], loaded: bool, base: Path | None = None, dtype: str = "float32") -> Path:
     """JSON and Markdown; returns the Markdown path."""
     report = new_report("python -m bench.layers", argv, versions(), rows=rows)
     prose = [
-        "float32; `arrayconv.conv` ('auto') and `torch.nn.functional.conv2d`/`conv3d` interleaved after a warm-up, medians of",
+        f"{dtype}; `arrayconv.conv` ('auto') and `torch.nn.functional.conv2d`/`conv3d` interleaved after a warm-up, medians of",
         "the rounds, milliseconds. Ratio: torch's time over arrayconv's (over 1: arrayconv faster). Floor: the input read and the",
         "output written once at the machine's stream rate. Difference: the largest from torch's result, over the largest magnitude.",
         *([f"Loaded: a busy-looping process on each of the {usable_cores()} cores this process may use, for every call."] if loaded else []),
@@ -115,7 +117,7 @@ def write(rows: list[dict], folder: Path, argv: list[str], loaded: bool, base: P
         difference = f"{r['difference']:.0e}" if r["difference"] is not None else "-"
         then = f" {1e3 * s['base']:.2f} | {s['arrayconv'] / s['base']:.2f} |" if "base" in s else ""
         lines.append(f"| {r['layer']} | {r['batch']} | {1e3 * s['arrayconv']:.2f} | {r['method']} | {torch_ms} | {ratio} | {1e3 * r['floor_s']:.2f} | {difference} |" + then)
-    stem = folder / f"layers-{'loaded-' if loaded else ''}{report['date']}"
+    stem = folder / f"layers-{'loaded-' if loaded else ''}{'' if dtype == 'float32' else dtype + '-'}{report['date']}"
     return save_report(stem, report, f"Conv layers against torch's CPU conv, {report['date']}", prose, columns, lines)
 
 
@@ -125,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--batches", default="1,16")
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--dtype", default="float32", choices=["float32", "float64"])
     parser.add_argument("--loaded", action="store_true", help="every core busy with another process")
     parser.add_argument("--base", type=Path, help="a folder holding an older arrayconv package, timed beside this one")
     parser.add_argument("--out", default="bench/results")
@@ -134,10 +137,10 @@ def main(argv: list[str] | None = None) -> int:
     with busy_cores(usable_cores()) if args.loaded else contextlib.nullcontext():
         for batch in (int(b) for b in args.batches.split(",")):
             for name, x_shape, w_shape, options in LAYERS:
-                rows.append(time_layer(name, x_shape, w_shape, options, batch, args.repeats, base))
+                rows.append(time_layer(name, x_shape, w_shape, options, batch, args.repeats, base, args.dtype))
                 s = rows[-1]["median_s"]
                 print(f"{name} batch {batch}: " + ", ".join(f"{n} {1e3 * t:.2f} ms" for n, t in s.items()), flush=True)
-    print(write(rows, Path(args.out), argv, args.loaded, args.base))
+    print(write(rows, Path(args.out), argv, args.loaded, args.base, args.dtype))
     return 0
 
 

@@ -657,6 +657,10 @@ def test_layers_bench_rows(tmp_path, monkeypatch):
     assert [r["layer"] for r in report["rows"]] == ["depthwise 3x3, 4", "3-D 3x3x3, 2 -> 3"]
     for r in report["rows"]:
         assert r["floor_s"] > 0 and (r["difference"] is None or r["difference"] < 1e-5)
+    assert layers.main(["--batches", "1", "--repeats", "1", "--dtype", "float64", "--out", str(tmp_path)]) == 0
+    report = json.loads(next(tmp_path.glob("layers-float64-*.json")).read_text())
+    assert all(r["x"][0] == 1 and (r["difference"] is None or r["difference"] < 1e-12) for r in report["rows"])
+    assert next(tmp_path.glob("layers-float64-*.md")).read_text().count("float64;") == 1
 
 
 def test_dropin_bench_rows(tmp_path):

@@ -18,9 +18,10 @@ pytestmark = pytest.mark.skipif(not _compiled.available(), reason="numba is not 
 
 
 @contextlib.contextmanager
-def _forced(held: int | None = None):
+def _forced(held: int | None = None, lanes: bool = False):
     """Direct takes this form wherever it runs (rows of any width), whatever the estimates say; with `held`,
-    the loops made for a CPU whose registers hold that many weights (maps a pass)."""
+    the loops made for a CPU whose registers hold that many weights (maps a pass); with `lanes`, images'
+    maps in vectors of one lane (any number of maps and channels a group)."""
     real = direct._fastest_form
 
     def form(problem, backend, rates, settings):
@@ -31,6 +32,9 @@ def _forced(held: int | None = None):
         patch.setattr(_channels, "_MIN_WIDTH", 1)
         if held is not None:
             patch.setattr(_compiled, "weights_held", lambda: held)
+        if lanes:
+            patch.setattr(_channels, "_VECTOR_MAPS", 1)
+            patch.setattr(_channels, "_VECTOR_CHANNELS", 1)
         ac.clear_caches()
         _channels._geometry.cache_clear()
         _channels._units.cache_clear()
@@ -54,12 +58,14 @@ _AXES = {2: ((23, 6, 4), (40, _channels.MAX_ROW_TAPS, 4)), 3: ((6, 3, 2), (12, 4
     out=st.integers(1, 7),
     dtype=st.sampled_from(["float32", "float64"]),
     held=st.sampled_from(_compiled._HELD_WEIGHTS),
+    lanes=st.booleans(),
     seed=st.integers(0, 2**16),
 )
-def test_matches_the_reference(axes, data, batch, groups, cin, out, dtype, held, seed):
+def test_matches_the_reference(axes, data, batch, groups, cin, out, dtype, held, lanes, seed):
     """Images and volumes: odd and even kernels, images narrower than a vector and wider
     than a band, rows that straddle two planes or items, zero padding, groups, maps in
-    passes of as many and one fewer, the loops of 16 and 32 registers."""
+    passes of as many and one fewer, the loops of 16 and 32 registers, and maps in vectors
+    (of one lane: any count of maps)."""
     size = data.draw(st.tuples(*(st.integers(1, n) for n, _, _ in axes)))
     kernel = data.draw(st.tuples(*(st.integers(1, k) for _, k, _ in axes)))
     padding = data.draw(st.tuples(*(st.integers(0, p) for _, _, p in axes)))
@@ -67,16 +73,19 @@ def test_matches_the_reference(axes, data, batch, groups, cin, out, dtype, held,
     rng = np.random.default_rng(seed)
     x = random(rng, (batch, groups * cin, *size), dtype)
     w = random(rng, (groups * out, cin, *kernel), dtype)
-    with _forced(held):
+    with _forced(held, lanes):
         plan = ac.plan_conv(w, x.shape, dtype, padding=padding, groups=groups, method="direct")
         assert isinstance(plan._kernel, _channels.ChannelTaps)
         assert_matches(plan(x), reference_conv(x, w, padding=padding, groups=groups), dtype=dtype)
 
 
-@pytest.mark.parametrize(("shape", "groups"), [((2, 16, 40, 70), 1), ((1, 8, 300, 33), 1), ((2, 64, 40, 70), 8)], ids=["bands", "tall", "groups"])
+@pytest.mark.parametrize(
+    ("shape", "groups"), [((2, 16, 40, 70), 1), ((1, 8, 300, 33), 1), ((2, 64, 40, 70), 8), ((2, 64, 40, 70), 4)], ids=["bands", "tall", "groups", "vectors"]
+)
 def test_same_bits_on_one_worker_or_many(shape, groups):
     """Units of work that do not depend on the threads: the same bits on 1, 2 and 3 workers
-    (with 8 groups, each group padded and summed on one thread from 2 workers on)."""
+    (with 8 groups, each group padded and summed on one thread from 2 workers on; with 4,
+    16 maps a group in vectors)."""
     rng = np.random.default_rng(7)
     x = rng.standard_normal(shape, dtype=np.float32)
     w = rng.standard_normal((40 if groups == 1 else 64, shape[1] // groups, 3, 3), dtype=np.float32)
@@ -85,8 +94,31 @@ def test_same_bits_on_one_worker_or_many(shape, groups):
         for workers in (3, 2, 1):  # the threads' paths first, on fresh scratch
             with ac.config(workers=workers):
                 results.append(ac.conv(x, w, padding=1, groups=groups, method="direct"))
+        assert _channels.by_maps(ac.plan_conv(w, x.shape, padding=1, groups=groups, method="direct")._spec.problem) == (groups == 4)
     assert all(np.array_equal(results[0], r) for r in results[1:])
     assert_matches(results[0], reference_conv(x, w, padding=1, groups=groups), dtype="float32")
+
+
+@pytest.mark.parametrize(
+    ("x_shape", "w_shape", "padding", "groups"),
+    [
+        ((2, 32, 9, 30), (32, 16, 3, 3), 1, 2),  # a row of 30: the last 7 samples overlap the ones before
+        ((1, 16, 12, 9), (32, 16, 2, 3), (1, 0), 1),  # rows of one block, even kernel rows, two vectors of maps
+        ((1, 32, 6, 20), (32, 16, 3, 2), (2, 0), 2),  # padding rows past a kernel's height
+        ((1, 16, 40, 11), (16, 16, 3, 3), 1, 1),  # a tall image: several units
+        ((2, 8, 5, 8, 20), (16, 8, 3, 2, 3), (1, 0, 2), 1),  # volumes: kernel planes, padding planes
+    ],
+)
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_maps_in_vectors_match_the_reference(x_shape, w_shape, padding, groups, dtype):
+    """Maps 16 at a time in the vector lanes (as on the CPU): rows that end in a block of
+    samples made twice, even kernels, padding, several units an image, volumes."""
+    rng = np.random.default_rng(11)
+    x, w = random(rng, x_shape, dtype), random(rng, w_shape, dtype)
+    with _forced():
+        plan = ac.plan_conv(w, x.shape, dtype, padding=padding, groups=groups, method="direct")
+        assert _channels.by_maps(plan._spec.problem)
+        assert_matches(plan(x), reference_conv(x, w, padding=padding, groups=groups), dtype=dtype)
 
 
 def test_takes_only_what_it_runs():
