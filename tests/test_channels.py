@@ -21,7 +21,8 @@ pytestmark = pytest.mark.skipif(not _compiled.available(), reason="numba is not 
 def _forced(held: int | None = None, lanes: bool = False):
     """Direct takes this form wherever it runs (rows of any width), whatever the estimates say; with `held`,
     the loops made for a CPU whose registers hold that many weights (maps a pass); with `lanes`, images'
-    maps in vectors of one lane (any number of maps and channels a group)."""
+    maps in vectors of one lane (any number of maps and channels a group). Maps in vectors run as on a
+    CPU of 32 vector registers."""
     real = direct._fastest_form
 
     def form(problem, backend, rates, settings):
@@ -35,6 +36,7 @@ def _forced(held: int | None = None, lanes: bool = False):
         if lanes:
             patch.setattr(_channels, "_VECTOR_MAPS", 1)
             patch.setattr(_channels, "_VECTOR_CHANNELS", 1)
+        patch.setattr(_channels, "wide_vectors", lambda: True)  # maps in vectors as with 32 registers
         ac.clear_caches()
         _channels._geometry.cache_clear()
         _channels._units.cache_clear()
@@ -119,6 +121,15 @@ def test_maps_in_vectors_match_the_reference(x_shape, w_shape, padding, groups, 
         plan = ac.plan_conv(w, x.shape, dtype, padding=padding, groups=groups, method="direct")
         assert _channels.by_maps(plan._spec.problem)
         assert_matches(plan(x), reference_conv(x, w, padding=padding, groups=groups), dtype=dtype)
+
+
+def test_maps_in_vectors_only_with_32_vector_registers(monkeypatch):
+    """A grouped layer of 16 maps a group runs its maps in vectors with 32 vector registers,
+    by passes of maps with AVX2's 16."""
+    problem = ac.plan_conv(np.ones((64, 16, 3, 3), np.float32), (2, 64, 40, 70), padding=1, groups=4, method="direct")._spec.problem
+    for wide in (True, False):
+        monkeypatch.setattr(_channels, "wide_vectors", lambda: wide)
+        assert _channels.by_maps(problem) == wide
 
 
 def test_takes_only_what_it_runs():

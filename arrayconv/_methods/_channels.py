@@ -36,6 +36,7 @@ import numpy as np
 
 from .._runtime import config as _config
 from .._runtime.backend import NUMPY, Array, Backend
+from .._runtime.machine import wide_vectors
 from .._runtime.rates import Rates
 from .._runtime.scratch import scratch
 from .._runtime.threads import run_parallel
@@ -63,7 +64,9 @@ _GROUPS_A_LANE = 2
 # lanes, a few output samples at a time: each input sample loaded serves every map, and the
 # sums stay in cache for all of a channel's taps (a grouped 128 -> 128 3x3 layer, 16 maps a group on
 # 28x28: 36 GMAC/s on one AVX-512 core in float32, 17.6 in float64, against 24 and 14.7 by
-# passes of maps). A loop of 16: of 8 maps, the compiler left it scalar (5-6 GMAC/s).
+# passes of maps). A loop of 16: of 8 maps, the compiler left it scalar (5-6 GMAC/s). Only
+# with 32 vector registers: with AVX2's 16 the samples under the taps spill, and on a Zen 2
+# core the form ran no faster than passes of maps (design case b 1.2x slower).
 _VECTOR_MAPS = 16
 # Output samples of a row summed at a time by maps in vectors, and kernel taps at most.
 _PIXELS, _VECTOR_TAPS = 7, 9
@@ -112,7 +115,7 @@ def by_maps(problem: Problem) -> bool:
     whose groups have a multiple of :data:`_VECTOR_MAPS` maps, :data:`_VECTOR_CHANNELS`
     input channels' kernel planes or more (and rows within :data:`_VECTOR_ROWS_BYTES`),
     kernel planes of at most :data:`_VECTOR_TAPS` taps, output rows of at least
-    :data:`_PIXELS` samples."""
+    :data:`_PIXELS` samples, on a CPU of 32 vector registers (:func:`wide_vectors`)."""
     p = problem
     _, (_, _, pw), (kd, kh, kw), _ = _volumes(p)
     planes = p.in_per_group * kd
@@ -122,6 +125,7 @@ def by_maps(problem: Problem) -> bool:
         and planes * kh * pw * p.dtype.itemsize <= _VECTOR_ROWS_BYTES
         and kh * kw <= _VECTOR_TAPS
         and p.out_spatial[-1] >= _PIXELS
+        and wide_vectors()
     )
 
 
