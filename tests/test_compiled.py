@@ -455,6 +455,23 @@ def test_every_count_of_rows_and_planes_a_pass_sums_as_the_reference(compiled, r
         assert_matches(ac.correlate(x, w, "same", "direct", fillvalue=-0.5), _extended_reference(x, w, "same", "constant", -0.5), dtype=dtype)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_rows_that_read_the_same_both_ways_sum_mirrored_taps_first(compiled, rng, dtype):
+    """An outer product whose row reads the same both ways (a Gaussian's, a box's) sums the
+    samples under each pair of mirrored taps first: rows of 2 to 16 taps, odd and even, on
+    images narrower and wider than a vector, several rows a pass as one line and two at a time,
+    as the reference; so does a row that differs in one tap (the plain pass)."""
+    for n in range(2, 17):
+        half = random(rng, (n,), dtype)
+        row = half + half[::-1]
+        lopsided = row.copy()
+        lopsided[0] *= 1.5
+        for r in (row, lopsided):
+            for shape in ((9, 5), (7, 21), (6, 600)):
+                x, w = random(rng, shape, dtype), np.multiply.outer(random(rng, (3,), dtype), r)
+                assert_matches(ac.correlate(x, w, "same", "direct", boundary="symmetric"), _extended_reference(x, w, "same", "symmetric", 0.0), dtype=dtype)
+
+
 @pytest.mark.parametrize("bands", [True, False], ids=["bands", "whole-planes"])
 @pytest.mark.parametrize("segments", [True, False])
 @pytest.mark.parametrize("workers", [1, 2])

@@ -753,7 +753,7 @@ def box_sums(x, size, index, fill, out):
 {box_lines}'''
 
 
-_VERSION = 30  # bump when the generated code changes: numba keys its cache by file
+_VERSION = 31  # bump when the generated code changes: numba keys its cache by file
 
 
 def weights_held() -> int:
@@ -827,6 +827,42 @@ def rows{g}_{kw}(x, rows, w, dst, c_lo, c_hi, shift, assign):
 {weights}{sources}    if assign:
 {loops['=']}    else:
 {loops['+=']}"""
+
+
+def _row_pass_function(piece: int, last: int) -> str:
+    """``row_pass``: an outer product's row pass, ``span1`` over a whole output row; where the
+    kernel row reads the same both ways (a Gaussian's, a box's) and is one piece of
+    :func:`_pieces`, the samples under each pair of its mirrored taps summed first and
+    multiplied once (``mirror``: half the multiply-adds; Gaussians of 9 and 13 taps 1.2-1.5x
+    faster a row on a Zen 2 core, those of 17 and 25, in pieces, no faster so)."""
+    call = "span1(x, rows, w, dst, 0, n, 0, True)"
+    if last or piece < 2:
+        return f"""
+@njit(inline="always", **LOOP)
+def row_pass(x, rows, w, dst, n):
+    {call}
+"""
+    half = piece // 2
+    weights = "".join(f"    w0_{j} = w[0, {j}]\n" for j in range(half + piece % 2))
+    terms = ([f"w0_{half} * s0[c + {half}]"] if piece % 2 else []) + [f"w0_{j} * (s0[c + {j}] + s0[c + {piece - 1 - j}])" for j in range(half)]
+    loop = _split_loop("n", f"            d[c] = {' + '.join(terms)}\n")
+    return f"""
+@njit(inline="always", **LOOP)
+def mirror(x, rows, w, dst, n):
+{weights}    s0, d = x[rows[0], : n + {piece - 1}], dst[:n]
+    if n > 0:
+{loop}
+
+@njit(inline="always", **LOOP)
+def row_pass(x, rows, w, dst, n):
+    \"\"\"dst[:n] = the kernel row w over row rows[0] of x: by ``mirror`` where w reads the
+    same both ways.\"\"\"
+    for j in range({half}):
+        if w[0, j] != w[0, {piece - 1} - j]:
+            {call}
+            return
+    mirror(x, rows, w, dst, n)
+"""
 
 
 def _span_function(g: int, piece: int, last: int) -> str:
@@ -1050,6 +1086,7 @@ def _source(piece: int, last: int, fused: int, dtype: str, deep: tuple[int, int]
     groups = sorted({1, fused, *([deep[0] * deep[1]] if deep else [])})
     functions = [_rows_function(g, w) for g in groups for w in widths] + [_span_function(g, piece, last) for g in groups]
     functions += [_line_function(g, w) for g in groups for w in widths] + [_lines_function(g, piece, last) for g in groups]
+    functions.append(_row_pass_function(piece, last))
     if deep:
         functions.append(_twin_function(*deep, piece))
     elif pairs:
@@ -1238,7 +1275,7 @@ def segment_rows(flat, s, n, fy, fx, out_flat, r, k, cols, shift, fill, band, li
         for q in range(n):
             inner[q] = given[q]
         extend(row, inner, cols, shift, shift + n, fill)
-        span1(line, at, w, out_flat[(r + t) * n : (r + t + 1) * n], 0, n, 0, True)
+        row_pass(line, at, w, out_flat[(r + t) * n : (r + t + 1) * n], n)
 
 
 @njit(**LOOP)
@@ -1273,7 +1310,7 @@ def plane_rows(plane, flat, fy, fx, out, out_flat, rows, cols, r0, r1, shift, fi
             weigh_mapped(fy, plane, rows, r, first, fill)
         for t in range(made):
             extend(line[t], line[t, shift : shift + n], cols, shift, shift + n, fill_cols)
-            span1(line, at[t:], w, out[r - o0 + t], 0, out.shape[1], 0, True)
+            row_pass(line, at[t:], w, out[r - o0 + t], out.shape[1])
         r += made
 ''' + _halo_function(fused, deep, pairs) + (_deep_function(deep) if deep else "") + _jobs_function(deep)
 
