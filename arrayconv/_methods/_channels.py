@@ -217,10 +217,11 @@ def _geometry(problem: Problem, workers: int) -> _Geometry:
     jobs = _units(p)
     lanes = _lanes(p, workers)
     calls = _compiled.calls_for(len(jobs), _macs(p), lanes)
-    code = _map_module(_volumes(p)[2], p.out_per_group // _VECTOR_MAPS, _VECTOR_MAPS, p.dtype.char) if by_maps(p) else _module(p.kernel[-1], _maps(p), _fused_rows(p), p.dtype.char)
-    many = lanes > 1 and p.groups >= _GROUPS_A_LANE * lanes and not by_maps(p)  # maps in vectors pad no groups first
+    vectors = by_maps(p)
+    code = _map_module(_volumes(p)[2], p.out_per_group // _VECTOR_MAPS, _VECTOR_MAPS, p.dtype.char) if vectors else _module(p.kernel[-1], _maps(p), _fused_rows(p), p.dtype.char)
+    many = lanes > 1 and p.groups >= _GROUPS_A_LANE * lanes and not vectors  # maps in vectors pad no groups first
     by_group = tuple(jobs[jobs[:, 0] == g] for g in range(p.groups)) if many else ()
-    return _Geometry(code, by_maps(p), _maps(p), _band_rows(p), tuple(np.array_split(jobs, calls)), lanes, by_group)
+    return _Geometry(code, vectors, _maps(p), _band_rows(p), tuple(np.array_split(jobs, calls)), lanes, by_group)
 
 
 def _fused_rows(problem: Problem) -> int:
@@ -325,7 +326,6 @@ def _module(row_taps: int, maps: int, rows: int, dtype: str) -> ModuleType:
 
 
 _VERSION = 9  # bump when the generated code changes: numba keys its cache by file
-
 
 
 @functools.cache
