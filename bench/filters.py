@@ -80,8 +80,8 @@ def image(shape: tuple[int, ...], dtype: str, rng: np.random.Generator) -> np.nd
 
 def row_calls(x: np.ndarray, kernel: str, size: float, border: str, flat: int | None = None, base: ModuleType | None = None) -> tuple[dict[str, Callable[[], object]], dict[str, str], int]:
     """The calls of one row (name -> call), why any peer is missing, and the taps of the
-    kernel (a Gaussian of one tap along axis `flat`, where given); `base`'s plain call
-    beside arrayconv's, where given."""
+    kernel (a Gaussian of one tap along axis `flat`, where given); `base`'s plain call and
+    its plan writing into the same given array beside arrayconv's, where given."""
     rng = np.random.default_rng(1)
     boundary, cv_border, nd_mode = BORDERS[border]
     out = np.empty(x.shape, np.float32)
@@ -99,6 +99,8 @@ def row_calls(x: np.ndarray, kernel: str, size: float, border: str, flat: int | 
     }
     if base is not None:
         calls["base"] = lambda: base.correlate(x, w, "same", boundary=boundary)
+        base_plan = base.plan_correlate(w, x.shape, "same", boundary=boundary, dtype=x.dtype)
+        calls["base out="] = lambda: base_plan(x, out=out)
     missing: dict[str, str] = {}
     try:
         import cv2
@@ -193,11 +195,12 @@ def write(rows: list[dict], compiled: dict[str, float], folder: Path, argv: list
         "arrayconv's given-array time over it. Gaussians: the outer product of scipy.ndimage's taps (to 4 sigma), through",
         "`cv2.sepFilter2D` and `gaussian_filter`. Difference: the largest from arrayconv's result, over its largest magnitude.",
         *(f"Not run: {m}." for m in missing),
-        *([f"Base: the arrayconv under `{base}`, its plain call interleaved in the same process; ac / base: this one's time over the base's."] if base else []),
+        *([f"Base: the arrayconv under `{base}`, its plain call and its plan into the same given array interleaved in the same process;",
+           "ac / base: this one's time over the base's, plain calls and given arrays (the steadier of the two)."] if base else []),
         "",
         "| image | dtype | kernel | border | arrayconv | OpenCV | ndimage | cv2 / ac | out= | dst= | cv2 / ac (out) | floor | out / floor | differences |"
-        + (" base | ac / base |" if base else ""),
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if base else ""),
+        + (" base | ac / base | base out= | ac / base (out) |" if base else ""),
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|---|---|" if base else ""),
     ]
     for r in rows:
         s = r["median_s"]
@@ -212,7 +215,7 @@ def write(rows: list[dict], compiled: dict[str, float], folder: Path, argv: list
             f"| {'x'.join(map(str, r['shape']))} | {r['dtype']} | {kernel} | {r['border']} | {ms['arrayconv']} | {ms.get('OpenCV', '-')} "
             f"| {ms.get('scipy.ndimage', '-')} | {ratio} | {ms['arrayconv out=']} | {ms.get('OpenCV dst=', '-')} | {ratio_out} "
             f"| {ms['floor']} | {s['arrayconv out='] / s['floor']:.2f} | {differences} |"
-            + (f" {ms['base']} | {s['arrayconv'] / s['base']:.2f} |" if "base" in s else "")
+            + (f" {ms['base']} | {s['arrayconv'] / s['base']:.2f} | {ms['base out=']} | {s['arrayconv out='] / s['base out=']:.2f} |" if "base" in s else "")
         )
     lines += ["", "First calls (numba compiling its loops for a new kernel width; seconds beyond a warm call):", ""]
     lines += [f"- {name}: {seconds:.2f} s" for name, seconds in compiled.items()]

@@ -612,7 +612,7 @@ def test_filters_bench_rows_report_peers_the_floor_and_first_compiles(tmp_path, 
 
 
 def test_filters_bench_times_an_older_arrayconv_beside_this_one(tmp_path, monkeypatch):
-    # --base: the older package's plain call in the same rounds, its time and ratio per row.
+    # --base: the older package's plain call and its plan into a given array in the same rounds, their times and ratios per row.
     import shutil
 
     from bench import filters
@@ -623,9 +623,9 @@ def test_filters_bench_times_an_older_arrayconv_beside_this_one(tmp_path, monkey
             "--repeats", "1", "--no-compile-time", "--base", str(tmp_path / "base"), "--out", str(tmp_path / "out")]
     assert filters.main(argv) == 0
     for row in json.loads(next((tmp_path / "out").glob("filters-*.json")).read_text())["rows"]:
-        assert "base" in row["median_s"] and row["difference"]["base"] < 1e-6
+        assert "base" in row["median_s"] and "base out=" in row["median_s"] and row["difference"]["base"] < 1e-6
     markdown = next((tmp_path / "out").glob("filters-*.md")).read_text()
-    assert "| base | ac / base |" in markdown and "Base: the arrayconv under" in markdown
+    assert "| base | ac / base | base out= | ac / base (out) |" in markdown and "Base: the arrayconv under" in markdown
 
 
 def test_filters_bench_gaussian_is_ndimages():

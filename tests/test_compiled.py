@@ -444,13 +444,16 @@ def test_every_count_of_rows_and_planes_a_pass_sums_as_the_reference(compiled, r
     """An outer product's column and plane passes take 1 to 19 rows (or planes) as passes of
     the sizes compiled (one of 3, 5 or 9, two of 8 + 9, ...): on narrow rows (several rows a
     pass as one line) and wide ones (two rows a pass), odd counts of output rows too, with a
-    constant edge, as the reference."""
-    for n in range(1, 20):
+    constant edge, as the reference; on rows of 1024 samples or more, 1 to 29 rows (with 16
+    vector registers, passes of as many rows each: 6 + 6 + 5, 7 + 6 + 6 + 6, ...)."""
+    for n in range(1, 30):
         column = random(rng, (n,), dtype)
         row = random(rng, (3,), dtype)
-        for shape in ((n + 4, 20), (n + 3, 600)):
+        for shape in ((n + 4, 20), (n + 3, 600), (n + 3, 1100)) if n < 20 else ((n + 3, 1100),):
             x, w = random(rng, shape, dtype), np.multiply.outer(column, row)
             assert_matches(ac.correlate(x, w, "same", "direct", fillvalue=-0.5), _extended_reference(x, w, "same", "constant", -0.5), dtype=dtype)
+        if n >= 20:
+            continue
         x, w = random(rng, (n + 2, 9, 14), dtype), np.multiply.outer(column, np.multiply.outer(random(rng, (2,), dtype), row))
         assert_matches(ac.correlate(x, w, "same", "direct", fillvalue=-0.5), _extended_reference(x, w, "same", "constant", -0.5), dtype=dtype)
 
@@ -458,10 +461,11 @@ def test_every_count_of_rows_and_planes_a_pass_sums_as_the_reference(compiled, r
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_rows_that_read_the_same_both_ways_sum_mirrored_taps_first(compiled, rng, dtype):
     """An outer product whose row reads the same both ways (a Gaussian's, a box's) sums the
-    samples under each pair of mirrored taps first: rows of 2 to 16 taps, odd and even, on
-    images narrower and wider than a vector, several rows a pass as one line and two at a time,
-    as the reference; so does a row that differs in one tap (the plain pass)."""
-    for n in range(2, 17):
+    samples under each pair of mirrored taps first: rows of 2 to 16 taps (one piece), 17, 18,
+    25 and 32 (one loop, not pieces), odd and even, on images narrower and wider than a
+    vector, several rows a pass as one line and two at a time, as the reference; so does a row
+    that differs in one tap (the plain pass), and one of 33 taps (pieces)."""
+    for n in (*range(2, 19), 25, 32, 33):
         half = random(rng, (n,), dtype)
         row = half + half[::-1]
         lopsided = row.copy()

@@ -119,20 +119,28 @@ _HALO_FUSED_ROWS = (3, 2)
 # A kernel's only row (an outer product's row pass, lines) in pieces of up to 16 (9 taps on
 # 1024 samples: 0.34 -> 0.29 ms for 1024 rows, as one piece and not 8 + 1).
 _PIECE_TAPS, _ONE_ROW_PIECE_TAPS = 8, 16
+# An outer product's row pass of up to this many taps that reads the same both ways runs in
+# one loop, mirrored (:func:`_row_pass_function`), its module compiled for its width.
+_MIRRORED_TAPS = 32
 # Kernel rows of up to this many taps are summed whole, with 16 and with 32 vector registers:
 # 32 hold two such rows' weights (AVX-512, 4096^2: 10x10 44.0 -> 39.8 ms, 11x11 49.8 -> 46.4,
 # not as 8 + 2 and 8 + 3; 13 and 15 taps ran no faster as 11 + 2 and 11 + 4 than 8 + 5, 8 + 7).
 _WHOLE_ROW_TAPS = (8, 11)
-# Rows of the separable form's column and plane passes summed a pass (9 rows of 1024
-# samples: 0.53 -> 0.46 ms for 1024 rows, as 8 + 1 and not 4 + 4 + 1), for one result or
-# two from the rows they share (a Gaussian, sigma 1, on 1024^2: 0.92 -> 0.76 ms); a count
-# of k * 8 + 1 (a Gaussian's) takes one pass of 9 for its last 1 (sigma 1 on 4096^2 0.90x).
-# A volume's plane pass, with 32 vector registers, up to 16 rows (17 for 16 + 1): its second
-# pass of 8 + 9 read and wrote the sums again (17 taps on 256^3: 1.1-1.2x the time); not the
-# column passes, which ran no faster so and whose loops every outer product compiles (a
-# Gaussian's first call 10.7 -> 17.2 s). Counts of 3 and 5 in one pass too (box and Sobel
-# kernels, Gaussians of 5 and 13 taps), not as 1 + 1 + 1 and 4 + 1.
-_BUFFER_PASSES, _PLANE_PASSES, _ODD_PASS = (1, 3, 4, 5, 8), ((1, 3, 4, 5, 8), (1, 3, 4, 5, 8, 16)), 8
+# Rows of the separable form's column and plane passes summed a pass, with 32 vector
+# registers (9 rows of 1024 samples: 0.53 -> 0.46 ms for 1024 rows, as 8 + 1 and not 4 + 4 +
+# 1), for one result or two from the rows they share (a Gaussian, sigma 1, on 1024^2: 0.92 ->
+# 0.76 ms); a count of k * 8 + 1 (a Gaussian's) takes one pass of 9 for its last 1 (sigma 1
+# on 4096^2 0.90x). A volume's plane pass up to 16 rows (17 for 16 + 1): its second pass of
+# 8 + 9 read and wrote the sums again (17 taps on 256^3: 1.1-1.2x the time); not the column
+# passes, which ran no faster so and whose loops every outer product compiles (a Gaussian's
+# first call 10.7 -> 17.2 s). Counts of 3 and 5 in one pass too (box and Sobel kernels,
+# Gaussians of 5 and 13 taps), not as 1 + 1 + 1 and 4 + 1.
+_BUFFER_PASSES, _PLANE_PASSES, _ODD_PASS = (1, 3, 4, 5, 8), (1, 3, 4, 5, 8, 16), 8
+# With 16 vector registers, passes of as many rows each, at most this many: on a Zen 2 core,
+# pairs of rows of 1024 and 4096 samples, 17 rows as 6 + 6 + 5 0.73-0.78x the time of 8 + 9,
+# 25 as 7 + 6 + 6 + 6 0.70-0.80x of 8 + 8 + 9, 9 as 5 + 4 0.88x of 9 (passes of 8 and 9 rows
+# ran slower a row than of 5 to 7 there).
+_EVEN_PASS_ROWS, _EVEN_PASS_SAMPLES = 7, 1024
 # Output rows at most this wide, with columns past the input's edges, run from a copy of
 # their input rows extended past the edges (``halo_taps``), for kernels of under 5 rows and
 # under 7 columns, and for the others: the scalar loop at each row's ends and the rows summed
@@ -385,7 +393,9 @@ def _geometry(problem: Problem, edges: Edges | None, source: tuple[int, int, int
     halo = not separable and _halo(p, pads)
     fused = 1 if separable else _fused_rows(p.kernel, halo)
     deep_rows = None if separable else _deep_rows(p.kernel, halo)
-    code = _module(*_pieces(kw, separable or p.kernel[-2] == 1), fused, p.dtype.char, deep_rows)
+    pieces = _pieces(kw, separable or p.kernel[-2] == 1)
+    mirrored = kw if separable and pieces[0] < kw <= _MIRRORED_TAPS else 0  # rows of one piece mirror as that piece
+    code = _module(*pieces, fused, p.dtype.char, deep_rows, mirrored)
     kh = p.kernel[-2]
     lanes = _lanes(p, separable, workers)
     deep = separable and len(p.kernel) == 3 and p.kernel[0] > 1
@@ -577,14 +587,15 @@ def _pieces(row_taps: int, one_row: bool) -> tuple[int, int]:
 
 
 @functools.cache
-def _module(piece: int, last: int, fused: int, dtype: str, deep: tuple[int, int] | None = None) -> ModuleType:
+def _module(piece: int, last: int, fused: int, dtype: str, deep: tuple[int, int] | None = None, mirrored: int = 0) -> ModuleType:
     """The compiled loops for kernel rows summed in pieces of `piece` taps and a `last`
     narrower one (:func:`_pieces`), `fused` rows a pass (and a kernel of `deep` planes and
-    rows, all its rows a pass, where given: :func:`_deep_rows`), in `dtype` ('f' or 'd'):
-    see :func:`_load`."""
-    name = f"arrayconv_compiled_{dtype}{piece}_{last}x{fused}{f'd{deep[0]}x{deep[1]}' if deep else ''}_{_VERSION}"
+    rows, all its rows a pass, where given: :func:`_deep_rows`; an outer product's row pass
+    of `mirrored` taps in one loop where it reads the same both ways:
+    :func:`_row_pass_function`), in `dtype` ('f' or 'd'): see :func:`_load`."""
+    shape = f"{piece}_{last}x{fused}{f'd{deep[0]}x{deep[1]}' if deep else ''}{f'm{mirrored}' if mirrored else ''}"
     _passes_module(dtype)  # imported by name from the module's source
-    return load(name, _source(piece, last, fused, dtype, deep))
+    return load(f"arrayconv_compiled_{dtype}{shape}_{_VERSION}", _source(piece, last, fused, dtype, deep, mirrored))
 
 
 def window_scores(x: np.ndarray, window: tuple[int, int], offset: float, numerator: np.ndarray, scores: np.ndarray, flat: float) -> None:
@@ -753,7 +764,7 @@ def box_sums(x, size, index, fill, out):
 {box_lines}'''
 
 
-_VERSION = 31  # bump when the generated code changes: numba keys its cache by file
+_VERSION = 32  # bump when the generated code changes: numba keys its cache by file
 
 
 def weights_held() -> int:
@@ -829,27 +840,29 @@ def rows{g}_{kw}(x, rows, w, dst, c_lo, c_hi, shift, assign):
 {loops['+=']}"""
 
 
-def _row_pass_function(piece: int, last: int) -> str:
+def _row_pass_function(piece: int, last: int, mirrored: int = 0) -> str:
     """``row_pass``: an outer product's row pass, ``span1`` over a whole output row; where the
     kernel row reads the same both ways (a Gaussian's, a box's) and is one piece of
-    :func:`_pieces`, the samples under each pair of its mirrored taps summed first and
-    multiplied once (``mirror``: half the multiply-adds; Gaussians of 9 and 13 taps 1.2-1.5x
-    faster a row on a Zen 2 core, those of 17 and 25, in pieces, no faster so)."""
+    :func:`_pieces`, or `mirrored` taps wide, the samples under each pair of its mirrored
+    taps summed first and multiplied once, in one loop (``mirror``: half the multiply-adds
+    and half the dependent chain; on a Zen 2 core Gaussians of 9 and 13 taps 1.2-1.5x faster
+    a row, of 17 and 25 taps 1.2-1.3x faster than in pieces of 16)."""
     call = "span1(x, rows, w, dst, 0, n, 0, True)"
-    if last or piece < 2:
+    taps = mirrored or (0 if last else piece)
+    if taps < 2:
         return f"""
 @njit(inline="always", **LOOP)
 def row_pass(x, rows, w, dst, n):
     {call}
 """
-    half = piece // 2
-    weights = "".join(f"    w0_{j} = w[0, {j}]\n" for j in range(half + piece % 2))
-    terms = ([f"w0_{half} * s0[c + {half}]"] if piece % 2 else []) + [f"w0_{j} * (s0[c + {j}] + s0[c + {piece - 1 - j}])" for j in range(half)]
+    half = taps // 2
+    weights = "".join(f"    w0_{j} = w[0, {j}]\n" for j in range(half + taps % 2))
+    terms = ([f"w0_{half} * s0[c + {half}]"] if taps % 2 else []) + [f"w0_{j} * (s0[c + {j}] + s0[c + {taps - 1 - j}])" for j in range(half)]
     loop = _split_loop("n", f"            d[c] = {' + '.join(terms)}\n")
     return f"""
 @njit(inline="always", **LOOP)
 def mirror(x, rows, w, dst, n):
-{weights}    s0, d = x[rows[0], : n + {piece - 1}], dst[:n]
+{weights}    s0, d = x[rows[0], : n + {taps - 1}], dst[:n]
     if n > 0:
 {loop}
 
@@ -857,8 +870,11 @@ def mirror(x, rows, w, dst, n):
 def row_pass(x, rows, w, dst, n):
     \"\"\"dst[:n] = the kernel row w over row rows[0] of x: by ``mirror`` where w reads the
     same both ways.\"\"\"
+    if w.shape[1] != {taps}:
+        {call}
+        return
     for j in range({half}):
-        if w[0, j] != w[0, {piece - 1} - j]:
+        if w[0, j] != w[0, {taps - 1} - j]:
             {call}
             return
     mirror(x, rows, w, dst, n)
@@ -979,14 +995,22 @@ def _passes_source(dtype: str) -> str:
     ``weigh*`` passes that run them, the most rows a pass (an outer product's column and
     plane passes), and ``weigh_mapped`` over rows past the edges."""
     cast = {"f": "np.float32", "d": "np.float64"}[dtype]
-    column, plane = _BUFFER_PASSES, _PLANE_PASSES[wide_vectors()]
-    counts = sorted({g + odd for g in {*column, *plane} for odd in ((0, 1) if g >= _ODD_PASS else (0,))})
+    wide = wide_vectors()
+    column, plane = _BUFFER_PASSES, _PLANE_PASSES if wide else _BUFFER_PASSES
+    even = () if wide else tuple(range(1, _EVEN_PASS_ROWS + 1))  # the column passes of long rows
+    counts = sorted({*column, *plane, *(g + 1 for g in plane if g >= _ODD_PASS), *even})
     functions = [_weights_function(g, pair) for g in counts for pair in (False, True)] + [_weights_function(g, False, True) for g in counts if g in column or g - 1 in column]
 
     def weighing(name: str, params: str, doc: str, passes: str, rows: str, sizes: tuple[int, ...]) -> str:
         """``name``: the passes of `sizes` rows, the most rows left a pass; one more where
-        that would leave one (k * 8 + 1: 9, not 8 + 1)."""
+        that would leave one (k * 8 + 1: 9, not 8 + 1). With 16 vector registers, the column
+        passes of rows of :data:`_EVEN_PASS_SAMPLES` or more: the fewest passes of up to
+        :data:`_EVEN_PASS_ROWS` rows, as many rows each."""
         order = [branch for g in sorted(sizes, reverse=True) for branch in ([(f"left % {g} == 1 and left > {g}", g + 1)] if g >= _ODD_PASS else []) + [(f"left >= {g}", g)]]
+        split = ""
+        if even and name in ("weigh", "weigh_pair"):
+            split = f"        rows = -(-left // -(-left // {max(even)})) if d.shape[0] >= {_EVEN_PASS_SAMPLES} else 0\n"
+            order = [(f"rows == {g}", g) for g in reversed(even)] + order
         return f"""
 @njit(**LOOP)
 def {name}({params}):
@@ -994,7 +1018,7 @@ def {name}({params}):
     i = 0
     while i < a.shape[0]:
         left = a.shape[0] - i
-""" + "".join(f"""        {'elif' if k else 'if'} {test}:
+{split}""" + "".join(f"""        {'elif' if k else 'if'} {test}:
             {passes}{g}(a[i:], {rows}, i == 0)
             i += {g}
 """ for k, (test, g) in enumerate(order))
@@ -1070,7 +1094,7 @@ def weigh_mapped_pair(a, b, index, first, d, e, fill):
 '''
 
 
-def _source(piece: int, last: int, fused: int, dtype: str, deep: tuple[int, int] | None = None) -> str:
+def _source(piece: int, last: int, fused: int, dtype: str, deep: tuple[int, int] | None = None, mirrored: int = 0) -> str:
     """Python source of the compiled loops for kernel rows in pieces of `piece` and `last`
     taps (:func:`_pieces`) in `dtype` (see the module's docstring): ``span1`` and
     ``span{fused}`` sum kernel rows, piece by piece, over an output row's
@@ -1086,7 +1110,7 @@ def _source(piece: int, last: int, fused: int, dtype: str, deep: tuple[int, int]
     groups = sorted({1, fused, *([deep[0] * deep[1]] if deep else [])})
     functions = [_rows_function(g, w) for g in groups for w in widths] + [_span_function(g, piece, last) for g in groups]
     functions += [_line_function(g, w) for g in groups for w in widths] + [_lines_function(g, piece, last) for g in groups]
-    functions.append(_row_pass_function(piece, last))
+    functions.append(_row_pass_function(piece, last, mirrored))
     if deep:
         functions.append(_twin_function(*deep, piece))
     elif pairs:
