@@ -126,21 +126,22 @@ _MIRRORED_TAPS = 32
 # 32 hold two such rows' weights (AVX-512, 4096^2: 10x10 44.0 -> 39.8 ms, 11x11 49.8 -> 46.4,
 # not as 8 + 2 and 8 + 3; 13 and 15 taps ran no faster as 11 + 2 and 11 + 4 than 8 + 5, 8 + 7).
 _WHOLE_ROW_TAPS = (8, 11)
-# Rows of the separable form's column and plane passes summed a pass, with 32 vector
-# registers (9 rows of 1024 samples: 0.53 -> 0.46 ms for 1024 rows, as 8 + 1 and not 4 + 4 +
-# 1), for one result or two from the rows they share (a Gaussian, sigma 1, on 1024^2: 0.92 ->
-# 0.76 ms); a count of k * 8 + 1 (a Gaussian's) takes one pass of 9 for its last 1 (sigma 1
-# on 4096^2 0.90x). A volume's plane pass up to 16 rows (17 for 16 + 1): its second pass of
-# 8 + 9 read and wrote the sums again (17 taps on 256^3: 1.1-1.2x the time); not the column
-# passes, which ran no faster so and whose loops every outer product compiles (a Gaussian's
-# first call 10.7 -> 17.2 s). Counts of 3 and 5 in one pass too (box and Sobel kernels,
-# Gaussians of 5 and 13 taps), not as 1 + 1 + 1 and 4 + 1.
+# Rows of the separable form's column and plane passes summed a pass (9 rows of 1024
+# samples: 0.53 -> 0.46 ms for 1024 rows, as 8 + 1 and not 4 + 4 + 1), for one result or
+# two from the rows they share (a Gaussian, sigma 1, on 1024^2: 0.92 -> 0.76 ms); a count
+# of k * 8 + 1 (a Gaussian's) takes one pass of 9 for its last 1 (sigma 1 on 4096^2 0.90x).
+# A volume's plane pass, with 32 vector registers, up to 16 rows (17 for 16 + 1): its second
+# pass of 8 + 9 read and wrote the sums again (17 taps on 256^3: 1.1-1.2x the time); not the
+# column passes, which ran no faster so and whose loops every outer product compiles (a
+# Gaussian's first call 10.7 -> 17.2 s). Counts of 3 and 5 in one pass too (box and Sobel
+# kernels, Gaussians of 5 and 13 taps), not as 1 + 1 + 1 and 4 + 1.
 _BUFFER_PASSES, _PLANE_PASSES, _ODD_PASS = (1, 3, 4, 5, 8), (1, 3, 4, 5, 8, 16), 8
-# With 16 vector registers, passes of as many rows each, at most this many: on a Zen 2 core,
-# pairs of rows of 1024 and 4096 samples, 17 rows as 6 + 6 + 5 0.73-0.78x the time of 8 + 9,
-# 25 as 7 + 6 + 6 + 6 0.70-0.80x of 8 + 8 + 9, 9 as 5 + 4 0.88x of 9 (passes of 8 and 9 rows
-# ran slower a row than of 5 to 7 there).
-_EVEN_PASS_ROWS, _EVEN_PASS_SAMPLES = 7, 1024
+# With 16 vector registers, the column passes of rows of at least this many samples in passes
+# of as many rows each, at most this many: on a Zen 2 core, two rows a pass over rows of 1024
+# and 4096 samples, 17 rows as 6 + 6 + 5 0.73-0.78x the time of 8 + 9, 25 as 7 + 6 + 6 + 6
+# 0.70-0.80x of 8 + 8 + 9, 9 as 5 + 4 0.88x of 9 (passes of 8 and 9 rows read their rows from
+# the second cache level slower a row than of 5 to 7); over rows of 256 and 512, the same time.
+_EVEN_PASS_SAMPLES, _EVEN_PASS_ROWS = 1024, 7
 # Output rows at most this wide, with columns past the input's edges, run from a copy of
 # their input rows extended past the edges (``halo_taps``), for kernels of under 5 rows and
 # under 7 columns, and for the others: the scalar loop at each row's ends and the rows summed
