@@ -765,7 +765,7 @@ def box_sums(x, size, index, fill, out):
 {box_lines}'''
 
 
-_VERSION = 32  # bump when the generated code changes: numba keys its cache by file
+_VERSION = 33  # bump when the generated code changes: numba keys its cache by file
 
 
 def weights_held() -> int:
@@ -1000,7 +1000,8 @@ def _passes_source(dtype: str) -> str:
     column, plane = _BUFFER_PASSES, _PLANE_PASSES if wide else _BUFFER_PASSES
     even = () if wide else tuple(range(1, _EVEN_PASS_ROWS + 1))  # the column passes of long rows
     counts = sorted({*column, *plane, *(g + 1 for g in plane if g >= _ODD_PASS), *even})
-    functions = [_weights_function(g, pair) for g in counts for pair in (False, True)] + [_weights_function(g, False, True) for g in counts if g in column or g - 1 in column]
+    flat = sorted({*column, *(g + 1 for g in column if g >= _ODD_PASS)})  # weigh_flat's: short rows only
+    functions = [_weights_function(g, pair) for g in counts for pair in (False, True)] + [_weights_function(g, False, True) for g in flat]
 
     def weighing(name: str, params: str, doc: str, passes: str, rows: str, sizes: tuple[int, ...]) -> str:
         """``name``: the passes of `sizes` rows, the most rows left a pass; one more where
