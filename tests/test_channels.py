@@ -18,12 +18,12 @@ pytestmark = pytest.mark.skipif(not _compiled.available(), reason="numba is not 
 
 
 @contextlib.contextmanager
-def _forced(held: int | None = None, lanes: bool = False):
+def _forced(held: int | None = None, lanes: bool = False, wide: bool = True):
     """Direct takes this form wherever it runs (rows of any width), whatever the estimates say; with `held`,
     the loops made for a CPU whose registers hold that many weights (maps a pass); with `lanes`, images'
-    maps in vectors of one lane (any number of maps and channels a group). Maps in vectors run as on a
-    CPU of 32 vector registers."""
-    real = direct._fastest_form
+    maps in vectors of one lane (any number of maps and channels a group). Maps in vectors are taken as on
+    a CPU of 32 vector registers, and run the loops made for 32 (`wide`) or for 16."""
+    real, real_module = direct._fastest_form, _channels._map_module
 
     def form(problem, backend, rates, settings):
         return ("channels", 0) if _channels.takes(problem, NUMPY) else real(problem, backend, rates, settings)
@@ -37,6 +37,7 @@ def _forced(held: int | None = None, lanes: bool = False):
             patch.setattr(_channels, "_VECTOR_MAPS", 1)
             patch.setattr(_channels, "_VECTOR_CHANNELS", 1)
         patch.setattr(_channels, "wide_vectors", lambda: True)  # maps in vectors as with 32 registers
+        patch.setattr(_channels, "_map_module", lambda kernel, vectors, lanes, dtype, _: real_module(kernel, vectors, lanes, dtype, wide))
         ac.clear_caches()
         _channels._geometry.cache_clear()
         _channels._units.cache_clear()
@@ -61,13 +62,14 @@ _AXES = {2: ((23, 6, 4), (40, _channels.MAX_ROW_TAPS, 4)), 3: ((6, 3, 2), (12, 4
     dtype=st.sampled_from(["float32", "float64"]),
     held=st.sampled_from(_compiled._HELD_WEIGHTS),
     lanes=st.booleans(),
+    wide=st.booleans(),
     seed=st.integers(0, 2**16),
 )
-def test_matches_the_reference(axes, data, batch, groups, cin, out, dtype, held, lanes, seed):
+def test_matches_the_reference(axes, data, batch, groups, cin, out, dtype, held, lanes, wide, seed):
     """Images and volumes: odd and even kernels, images narrower than a vector and wider
     than a band, rows that straddle two planes or items, zero padding, groups, maps in
     passes of as many and one fewer, the loops of 16 and 32 registers, and maps in vectors
-    (of one lane: any count of maps)."""
+    (of one lane: any count of maps), by the loops of 16 and 32 registers."""
     size = data.draw(st.tuples(*(st.integers(1, n) for n, _, _ in axes)))
     kernel = data.draw(st.tuples(*(st.integers(1, k) for _, k, _ in axes)))
     padding = data.draw(st.tuples(*(st.integers(0, p) for _, _, p in axes)))
@@ -75,7 +77,7 @@ def test_matches_the_reference(axes, data, batch, groups, cin, out, dtype, held,
     rng = np.random.default_rng(seed)
     x = random(rng, (batch, groups * cin, *size), dtype)
     w = random(rng, (groups * out, cin, *kernel), dtype)
-    with _forced(held, lanes):
+    with _forced(held, lanes, wide):
         plan = ac.plan_conv(w, x.shape, dtype, padding=padding, groups=groups, method="direct")
         assert isinstance(plan._kernel, _channels.ChannelTaps)
         assert_matches(plan(x), reference_conv(x, w, padding=padding, groups=groups), dtype=dtype)
@@ -112,25 +114,29 @@ def test_same_bits_on_one_worker_or_many(shape, groups):
     ],
 )
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_maps_in_vectors_match_the_reference(x_shape, w_shape, padding, groups, dtype):
-    """Maps 16 at a time in the vector lanes (as on the CPU): rows that end in a block of
-    samples made twice, even kernels, padding, several units an image, volumes."""
+@pytest.mark.parametrize("wide", [True, False], ids=["32 registers", "16 registers"])
+def test_maps_in_vectors_match_the_reference(x_shape, w_shape, padding, groups, dtype, wide):
+    """Maps 16 at a time in the vector lanes (as on the CPU), by the loops of 32 vector
+    registers and of 16: rows that end in a block of samples made twice, even kernels,
+    padding, several units an image, volumes."""
     rng = np.random.default_rng(11)
     x, w = random(rng, x_shape, dtype), random(rng, w_shape, dtype)
-    with _forced():
+    with _forced(wide=wide):
         plan = ac.plan_conv(w, x.shape, dtype, padding=padding, groups=groups, method="direct")
         assert _channels.by_maps(plan._spec.problem)
         assert_matches(plan(x), reference_conv(x, w, padding=padding, groups=groups), dtype=dtype)
 
 
-def test_maps_in_vectors_only_with_32_vector_registers(monkeypatch):
-    """A grouped layer of 16 maps a group runs its maps in vectors with 32 vector registers,
-    by passes of maps with AVX2's 16."""
-    w = np.random.default_rng(2).standard_normal((64, 16, 3, 3), dtype=np.float32)
-    problem = ac.plan_conv(w, (2, 64, 40, 70), padding=1, groups=4, method="direct")._spec.problem
-    for wide in (True, False):
-        monkeypatch.setattr(_channels, "wide_vectors", lambda: wide)
-        assert _channels.by_maps(problem) == wide
+def test_maps_in_vectors_on_16_registers_only_for_images_of_one_vector_of_maps(monkeypatch):
+    """With 32 vector registers, images and volumes of 16 or 32 maps a group run their maps in
+    vectors; with AVX2's 16, only images of 16 maps a group."""
+    rng = np.random.default_rng(2)
+    shapes = {"images of 16 maps": ((64, 16, 3, 3), (2, 64, 40, 70), 4), "images of 32 maps": ((64, 16, 3, 3), (2, 32, 40, 70), 2), "volumes": ((16, 8, 3, 3, 3), (1, 8, 12, 20, 20), 1)}
+    for name, (w_shape, x_shape, groups) in shapes.items():
+        problem = ac.plan_conv(rng.standard_normal(w_shape, dtype=np.float32), x_shape, padding=1, groups=groups, method="direct")._spec.problem
+        for wide in (True, False):
+            monkeypatch.setattr(_channels, "wide_vectors", lambda: wide)
+            assert _channels.by_maps(problem) == (wide or name == "images of 16 maps"), (name, wide)
 
 
 def test_takes_only_what_it_runs():

@@ -64,12 +64,16 @@ _GROUPS_A_LANE = 2
 # lanes, a few output samples at a time: each input sample loaded serves every map, and the
 # sums stay in cache for all of a channel's taps (a grouped 128 -> 128 3x3 layer, 16 maps a group on
 # 28x28: 36 GMAC/s on one AVX-512 core in float32, 17.6 in float64, against 24 and 14.7 by
-# passes of maps). A loop of 16: of 8 maps, the compiler left it scalar (5-6 GMAC/s). Only
-# with 32 vector registers: with AVX2's 16 the samples under the taps spill, and on a Zen 2
-# core the form ran no faster than passes of maps (design case b 1.2x slower).
+# passes of maps). A loop of 16: of 8 maps, the compiler left it scalar (5-6 GMAC/s).
 _VECTOR_MAPS = 16
-# Output samples of a row summed at a time by maps in vectors, and kernel taps at most.
-_PIXELS, _VECTOR_TAPS = 7, 9
+# Output samples of a row summed at a time by maps in vectors, with 32 vector registers and
+# with 16: there each kernel row's samples and weights are loaded in turn, since all the
+# samples under a 3x3 kernel spilled (AVX2, the grouped layer above at batch 16 on two Zen 2
+# cores: 6.7 ms, against 7.9 with every row's samples at once and 7.6 by passes of maps).
+# There only images of one vector of maps a group take it: two vectors ran at the rate of one
+# (design case b, 32 maps: 52.8 ms, im2col's GEMMs 53.3) and volumes ran faster by passes of
+# maps (3x3x3, 8 -> 16 channels on 32x64x64: 13.2 ms, 14.9 in vectors). Kernel taps at most.
+_PIXELS, _VECTOR_TAPS = {True: 7, False: 4}, 9
 # Maps in vectors where a group has this many input channels' kernel planes, at least, and
 # its input rows under a row of output take at most this many bytes (they stay in the first
 # cache levels): images of 4-8 channels, or 32 of rows 256 wide, ran 0.56-0.89x the rate of
@@ -115,7 +119,8 @@ def by_maps(problem: Problem) -> bool:
     whose groups have a multiple of :data:`_VECTOR_MAPS` maps, :data:`_VECTOR_CHANNELS`
     input channels' kernel planes or more (and rows within :data:`_VECTOR_ROWS_BYTES`),
     kernel planes of at most :data:`_VECTOR_TAPS` taps, output rows of at least
-    :data:`_PIXELS` samples, on a CPU of 32 vector registers (:func:`wide_vectors`)."""
+    :data:`_PIXELS` samples; with 16 vector registers, images of one vector of maps a group
+    only (32 with :func:`wide_vectors`)."""
     p = problem
     _, (_, _, pw), (kd, kh, kw), _ = _volumes(p)
     planes = p.in_per_group * kd
@@ -124,8 +129,8 @@ def by_maps(problem: Problem) -> bool:
         and planes >= _VECTOR_CHANNELS
         and planes * kh * pw * p.dtype.itemsize <= _VECTOR_ROWS_BYTES
         and kh * kw <= _VECTOR_TAPS
-        and p.out_spatial[-1] >= _PIXELS
-        and wide_vectors()
+        and p.out_spatial[-1] >= _PIXELS[wide_vectors()]
+        and (wide_vectors() or (kd == 1 and p.out_per_group == _VECTOR_MAPS))
     )
 
 
@@ -218,7 +223,7 @@ def _geometry(problem: Problem, workers: int) -> _Geometry:
     lanes = _lanes(p, workers)
     calls = _compiled.calls_for(len(jobs), _macs(p), lanes)
     vectors = by_maps(p)
-    code = _map_module(_volumes(p)[2], p.out_per_group // _VECTOR_MAPS, _VECTOR_MAPS, p.dtype.char) if vectors else _module(p.kernel[-1], _maps(p), _fused_rows(p), p.dtype.char)
+    code = _map_module(_volumes(p)[2], p.out_per_group // _VECTOR_MAPS, _VECTOR_MAPS, p.dtype.char, wide_vectors()) if vectors else _module(p.kernel[-1], _maps(p), _fused_rows(p), p.dtype.char)
     many = lanes > 1 and p.groups >= _GROUPS_A_LANE * lanes and not vectors  # maps in vectors pad no groups first
     by_group = tuple(jobs[jobs[:, 0] == g] for g in range(p.groups)) if many else ()
     return _Geometry(code, vectors, _maps(p), _band_rows(p), tuple(np.array_split(jobs, calls)), lanes, by_group)
@@ -325,30 +330,36 @@ def _module(row_taps: int, maps: int, rows: int, dtype: str) -> ModuleType:
     return _compiled.load(f"arrayconv_channels_{dtype}{row_taps}x{maps}x{rows}_{_VERSION}", _source(row_taps, maps, rows, dtype))
 
 
-_VERSION = 9  # bump when the generated code changes: numba keys its cache by file
+_VERSION = 10  # bump when the generated code changes: numba keys its cache by file
 
 
 @functools.cache
-def _map_module(kernel: tuple[int, int, int], vectors: int, lanes: int, dtype: str) -> ModuleType:
+def _map_module(kernel: tuple[int, int, int], vectors: int, lanes: int, dtype: str, wide: bool) -> ModuleType:
     """The loops of maps in vectors: `vectors` vectors of `lanes` maps a group, kernels of
-    `kernel` ``(kd, kh, kw)`` taps, in `dtype`."""
+    `kernel` ``(kd, kh, kw)`` taps, in `dtype`, for a CPU of 32 vector registers (`wide`) or 16."""
     kd, kh, kw = kernel
-    return _compiled.load(f"arrayconv_channels_maps_{dtype}{kd}x{kh}x{kw}_{vectors}x{lanes}_{_VERSION}", _map_source(kernel, vectors, lanes, dtype))
+    name = f"arrayconv_channels_maps_{dtype}{kd}x{kh}x{kw}_{vectors}x{lanes}{'' if wide else '_rows'}_{_VERSION}"
+    return _compiled.load(name, _map_source(kernel, vectors, lanes, dtype, wide))
 
 
-def _map_source(kernel: tuple[int, int, int], vectors: int, lanes: int, dtype: str) -> str:
+def _map_source(kernel: tuple[int, int, int], vectors: int, lanes: int, dtype: str, wide: bool) -> str:
     """Python source of ``map_jobs``: for :data:`_PIXELS` output samples of a row at a time,
     each input channel's and kernel plane's samples under them loaded once, then for each
     vector of maps, their sums over the plane's taps (loops of known length, which the
-    compiler turns into vector operations without checks)."""
-    (kd, kh, kw), pixels = kernel, _PIXELS
-    rows = "".join(f"                        row{i} = padded[c, dz, y - r0 + {i}, q0:]\n" for i in range(kh))
-    loads = "".join(f"                        x{i}_{q} = row{i}[{q}]\n" for i in range(kh) for q in range(pixels + kw - 1))
-    weights = "".join(f"                                w{t} = w[c, dz, v, {t}, lane]\n" for t in range(kh * kw))
-    sums = "".join(
-        f"                                acc[v, {q}, lane] += " + " + ".join(f"w{i * kw + j} * x{i}_{q + j}" for i in range(kh) for j in range(kw)) + "\n"
-        for q in range(pixels)
-    )
+    compiler turns into vector operations without checks); with 16 vector registers (not
+    `wide`), over one kernel row's samples and taps at a time."""
+    (kd, kh, kw), pixels = kernel, _PIXELS[wide]
+    steps = [range(kh)] if wide else [range(i, i + 1) for i in range(kh)]
+    sums = ""
+    for step in steps:
+        sums += "".join(f"                        row{i} = padded[c, dz, y - r0 + {i}, q0:]\n" for i in step)
+        sums += "".join(f"                        x{i}_{q} = row{i}[{q}]\n" for i in step for q in range(pixels + kw - 1))
+        sums += f"                        for v in range({vectors}):\n                            for lane in range({lanes}):\n"
+        sums += "".join(f"                                w{i * kw + j} = w[c, dz, v, {i * kw + j}, lane]\n" for i in step for j in range(kw))
+        sums += "".join(
+            f"                                acc[v, {q}, lane] += " + " + ".join(f"w{i * kw + j} * x{i}_{q + j}" for i in step for j in range(kw)) + "\n"
+            for q in range(pixels)
+        )
     return f'''"""Generated by arrayconv._methods._channels: maps in {vectors} vectors of {lanes}, kernels of {kd}x{kh}x{kw} taps, {pixels} output samples at a time, in {np.dtype(dtype)}."""
 import numpy as np
 from numba import njit
@@ -391,9 +402,7 @@ def map_jobs(x, taps, out, jobs, lo_d, lo_h, lo_w, most_rows):
                 acc[:] = 0
                 for c in range(cg):
                     for dz in range({kd}):
-{rows}{loads}                        for v in range({vectors}):
-                            for lane in range({lanes}):
-{weights}{sums}                for v in range({vectors}):
+{sums}                for v in range({vectors}):
                     for q in range({pixels}):
                         for lane in range({lanes}):
                             made[v * {lanes} + lane, q0 + q] = acc[v, q, lane]
