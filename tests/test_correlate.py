@@ -560,9 +560,9 @@ def test_options_given_as_lists_keep_the_plan_of_the_tuples_they_mean(rng, plans
 
 def test_kept_plans_leave_out_integers_large_kernels_and_measured_calls(rng, plans_made):
     """Integer calls make their plan each time (its overflow guard reads the input's
-    values), as do kernels over 256 KiB and measured calls; kept plans are a bounded cache."""
+    values), as do kernels over 1 MiB and measured calls; kept plans are a bounded cache."""
     ints = rng.integers(-9, 9, (30, 30)), rng.integers(-9, 9, (3, 3))
-    x, big = random(rng, (80, 80), "float64"), random(rng, (182, 182), "float64")  # 258.8 KiB
+    x, big = random(rng, (80, 80), "float64"), random(rng, (363, 363), "float64")  # 1.005 MiB
     for args, options in [(ints, {}), ((x, big), {}), ((x, big[:5, :5]), {"measure": True})]:
         plans_made.clear()
         ac.correlate(*args, "same", **options)

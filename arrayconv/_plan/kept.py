@@ -26,9 +26,11 @@ from .._runtime.cache import LRUCache
 from .._runtime.rates import rates_for
 from .plan import Plan
 
-# The key holds the kernel's bytes: hashing them costs about 0.4 us a KiB (100 us at the bound),
-# less than the plan and kernel form a kept call saves (a 3x3 64 -> 64 layer's: about 1 ms).
-KERNEL_BYTES = 256 << 10
+# The key holds the kernel's bytes: copying and hashing them costs about 0.3 us a KiB, less
+# than the plan and kernel form a kept call saves up to this bound (interleaved, batch 1:
+# 3x3 128 -> 128 on 28x28, 576 KiB, 0.76x the time a call; 5x5 64 -> 64 on 56x56, 0.87x),
+# not past it (3x3 256 -> 256, 2.3 MiB: the same time either way).
+KERNEL_BYTES = 1 << 20
 _plans = LRUCache("plain_call_plans", maxsize=64, maxbytes=64 << 20)
 
 
