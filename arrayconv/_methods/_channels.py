@@ -375,9 +375,9 @@ def map_jobs(x, taps, out, jobs, lo_d, lo_h, lo_w, most_rows):
     extent) and `taps` ``(G, Cg, {kd}, {vectors}, {kh * kw}, {lanes})``, into `out` ``(B, G,
     Og, D', H', W')``. Each unit's input rows are first copied, padded, to a buffer that
     stays in cache."""
-    cg, depth, height, width = taps.shape[1], x.shape[2], x.shape[3], out.shape[5]
+    cg, width = taps.shape[1], out.shape[5]
     acc = np.zeros(({vectors}, {pixels}, {lanes}), taps.dtype)  # the sums of {pixels} output samples of every map; its own
-    padded = np.zeros((cg, {kd}, most_rows + {kh - 1}, width + {kw - 1}), taps.dtype)
+    padded = np.empty((cg, {kd}, most_rows + {kh - 1}, width + {kw - 1}), taps.dtype)
     # an output row of every map, copied out whole: stored sample by sample straight to maps
     # whose planes are a multiple of 4 KiB apart, they all fell in a few cache sets (the
     # buffer's rows are 16 samples longer, so that a row of 1024 is not such a multiple)
@@ -389,13 +389,7 @@ def map_jobs(x, taps, out, jobs, lo_d, lo_h, lo_w, most_rows):
             for dz in range({kd}):
                 plane = z + dz - lo_d
                 for r in range(r1 - r0 + {kh - 1}):
-                    row, line = r0 + r - lo_h, padded[c, dz, r]
-                    if plane < 0 or plane >= depth or row < 0 or row >= height:
-                        line[:] = 0
-                    else:  # the columns past the input's are never written: zeros
-                        samples = x[b, g * cg + c, plane, row]
-                        for q in range(x.shape[4]):
-                            line[lo_w + q] = samples[q]
+                    pad_row(x, b, g * cg + c, plane, r0 + r - lo_h, lo_w, padded[c, dz, r])
         for y in range(r0, r1):
             for s in range(0, width, {pixels}):
                 q0 = min(s, width - {pixels})  # the last samples of a row: some made twice, alike
@@ -409,7 +403,25 @@ def map_jobs(x, taps, out, jobs, lo_d, lo_h, lo_w, most_rows):
             for o in range({vectors * lanes}):
                 for q in range(width):
                     out[b, g, o, z, y, q] = made[o, q]
-'''
+{_PAD_ROW}'''
+
+
+# A padded input row, shared by both forms' loops.
+_PAD_ROW = """
+
+@njit(inline="always", nogil=True, cache=True)
+def pad_row(x, b, c, plane, row, lo_w, line):
+    \"\"\"`line`: row `row` of plane `plane` of channel `c` of item `b` of `x` ``(B, C, D, H,
+    W)`` after lo_w zeros, zeros to its end; all zeros past the input's planes and rows.\"\"\"
+    if plane < 0 or plane >= x.shape[2] or row < 0 or row >= x.shape[3]:
+        line[:] = 0
+        return
+    samples = x[b, c, plane, row]
+    line[:lo_w] = 0
+    for q in range(samples.shape[0]):
+        line[lo_w + q] = samples[q]
+    line[lo_w + samples.shape[0] :] = 0
+"""
 
 
 def _pass_function(maps: int, kw: int, rows: int) -> str:
@@ -488,20 +500,9 @@ def channel_jobs(x, w, out, jobs, length, pw, ph, pd, kd, kh, line):
 def pad_planes(x, planes, lo_d, lo_h, lo_w, first, last):
     """Channels first:last of `planes` ``(G * Cg, B, pd, ph, pw)``: those of `x` ``(B, G * Cg,
     D, H, W)`` with zeros lo_d planes, lo_h rows and lo_w columns before each, zeros to its ends."""
-    depth, height, width, ph, pw = x.shape[2], x.shape[3], x.shape[4], planes.shape[3], planes.shape[4]
     for c in range(first, last):
         for b in range(x.shape[0]):
             for z in range(planes.shape[2]):
-                for r in range(ph):
-                    plane, row = z - lo_d, r - lo_h
-                    if plane < 0 or plane >= depth or row < 0 or row >= height:
-                        for q in range(pw):
-                            planes[c, b, z, r, q] = 0
-                        continue
-                    for q in range(lo_w):
-                        planes[c, b, z, r, q] = 0
-                    for q in range(width):
-                        planes[c, b, z, r, lo_w + q] = x[b, c, plane, row, q]
-                    for q in range(lo_w + width, pw):
-                        planes[c, b, z, r, q] = 0
-'''
+                for r in range(planes.shape[3]):
+                    pad_row(x, b, c, z - lo_d, r - lo_h, lo_w, planes[c, b, z, r])
+{_PAD_ROW}'''

@@ -998,21 +998,21 @@ def _passes_source(dtype: str) -> str:
     cast = {"f": "np.float32", "d": "np.float64"}[dtype]
     wide = wide_vectors()
     column, plane = _BUFFER_PASSES, _PLANE_PASSES if wide else _BUFFER_PASSES
-    even = () if wide else tuple(range(1, _EVEN_PASS_ROWS + 1))  # the column passes of long rows
+    even = () if wide else tuple(range(1, _EVEN_PASS_ROWS + 1))  # the column passes of long rows, 16 registers
     counts = sorted({*column, *plane, *(g + 1 for g in plane if g >= _ODD_PASS), *even})
     flat = sorted({*column, *(g + 1 for g in column if g >= _ODD_PASS)})  # weigh_flat's: short rows only
     functions = [_weights_function(g, pair) for g in counts for pair in (False, True)] + [_weights_function(g, False, True) for g in flat]
 
-    def weighing(name: str, params: str, doc: str, passes: str, rows: str, sizes: tuple[int, ...]) -> str:
+    def weighing(name: str, params: str, doc: str, passes: str, rows: str, sizes: tuple[int, ...], balanced: tuple[int, ...] = ()) -> str:
         """``name``: the passes of `sizes` rows, the most rows left a pass; one more where
-        that would leave one (k * 8 + 1: 9, not 8 + 1). With 16 vector registers, the column
-        passes of rows of :data:`_EVEN_PASS_SAMPLES` or more: the fewest passes of up to
-        :data:`_EVEN_PASS_ROWS` rows, as many rows each."""
+        that would leave one (k * 8 + 1: 9, not 8 + 1). With `balanced` sizes, rows of
+        :data:`_EVEN_PASS_SAMPLES` or more take the fewest passes of up to the largest of
+        them, as many rows each."""
         order = [branch for g in sorted(sizes, reverse=True) for branch in ([(f"left % {g} == 1 and left > {g}", g + 1)] if g >= _ODD_PASS else []) + [(f"left >= {g}", g)]]
         split = ""
-        if even and name in ("weigh", "weigh_pair"):
-            split = f"        rows = -(-left // -(-left // {max(even)})) if d.shape[0] >= {_EVEN_PASS_SAMPLES} else 0\n"
-            order = [(f"rows == {g}", g) for g in reversed(even)] + order
+        if balanced:
+            split = f"        rows = -(-left // -(-left // {max(balanced)})) if d.shape[0] >= {_EVEN_PASS_SAMPLES} else 0\n"
+            order = [(f"rows == {g}", g) for g in reversed(balanced)] + order
         return f"""
 @njit(**LOOP)
 def {name}({params}):
@@ -1026,8 +1026,8 @@ def {name}({params}):
 """ for k, (test, g) in enumerate(order))
 
     weighings = "".join(weighing(*args) for args in (
-        ("weigh", "a, b, index, d", f"d = sum_i a[i] * b[index[i]], up to {max(column)} rows a pass.", "buffer", "b, index[i:], d", column),
-        ("weigh_pair", "a, b, index, d, e", "d as ``weigh``'s, e the same from index[1:].", "pair", "b, index[i:], d, e", column),
+        ("weigh", "a, b, index, d", f"d = sum_i a[i] * b[index[i]], up to {max(column)} rows a pass.", "buffer", "b, index[i:], d", column, even),
+        ("weigh_pair", "a, b, index, d, e", "d as ``weigh``'s, e the same from index[1:].", "pair", "b, index[i:], d, e", column, even),
         ("weigh_flat", "a, x, start, step, d", "d = sum_i a[i] * x[start + i * step :], as long as d.", "flat", "x, start + i * step, step, d", column),
         ("weigh_planes", "a, b, index, d", f"As ``weigh``, up to {max(plane)} rows a pass.", "buffer", "b, index[i:], d", plane),
         ("weigh_planes_pair", "a, b, index, d, e", f"As ``weigh_pair``, up to {max(plane)} rows a pass.", "pair", "b, index[i:], d, e", plane)))
