@@ -44,12 +44,10 @@ from ._taps import Chunk, Layout
 MAX_TAPS = 11
 # The model's weights (fitted.json): its time per output sample (ns) for 1 to 11 taps; past 11
 # taps, one dot product per output sample: its fixed part (to which the machine's
-# Rates.dot_extra_ns is added); the weight on the loops and adds against the
-# taps' estimate; the passes storing a 1-D line's result (:func:`run_lines`); and for rows split
+# Rates.dot_extra_ns is added); the passes storing a 1-D line's result (:func:`run_lines`); and for rows split
 # in pieces (:func:`split_valid`), a weight on the pieces' loops and a piece's calls.
 _NS_PER_SAMPLE = fitted("rows", "NS_PER_SAMPLE")
 _DOT_NS_OFFSET = fitted("rows", "DOT_NS_OFFSET")
-_WEIGHT = fitted("rows", "WEIGHT")
 _LINE_STORE_PASSES = fitted("rows", "LINE_STORE_PASSES")
 _SPLIT_WEIGHT = fitted("rows", "SPLIT_WEIGHT")
 _PIECE_CALL_NS = fitted("rows", "PIECE_CALL_NS")
@@ -404,7 +402,7 @@ def seconds(problem: Problem, samples: int, runs: int, threads: int, rates: Rate
     dots = products * _loop_ns(p.kernel[-1]) * 1e-9
     adds = _cached_seconds(products * 3 * p.dtype.itemsize, rates)
     calls = 2 * n_rows * p.out_per_group * runs
-    return _WEIGHT * (dots + adds) / threads + calls * rates.call_seconds
+    return (dots + adds) / threads + calls * rates.call_seconds
 
 
 def line_seconds(problem: Problem, pieces: list[tuple[int, int, int, int]], threads: int, rates: Rates) -> float:
