@@ -851,14 +851,16 @@ def test_plain_conv_calls_with_weights_seen_before_reuse_their_plan(rng, plans_m
 @pytest.mark.parametrize("with_bias", [False, True])
 def test_plan_calls_of_one_direct_call_give_the_bits_of_every_step(x_shape, w_shape, with_bias, rng, numpy_forms):
     """A plan whose direct run is a single call (a line, lines laid end to end, one map)
-    makes that call without its other steps when there is no `out`: the bits of the call
-    with `out`, which takes them all, the bias included."""
+    makes that call without its other steps, with `out` too (copied there): the bits of
+    every step, the bias included."""
     x, w = random(rng, x_shape, "float64"), random(rng, w_shape, "float64")
     bias = random(rng, (1,), "float64") if with_bias else None
     plan = ac.plan_conv(w, x.shape, "float64", bias=bias, padding="same", method="direct")
     assert plan._single is not None
-    got = plan(x)
-    np.testing.assert_array_equal(got, plan(x, out=np.empty_like(got)))
+    got, out = plan(x), np.full(plan.y_shape, np.nan)
+    assert plan(x, out=out) is out
+    np.testing.assert_array_equal(got, out)
+    np.testing.assert_array_equal(got, plan._call(x, np.empty_like(got)))  # every step
     assert_matches(got, reference_conv(x, w, bias, padding="same"), dtype="float64")
 
 

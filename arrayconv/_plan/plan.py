@@ -203,10 +203,13 @@ class Plan:
             The result (`out` when given).
         """
         self._check_input(x)
-        if out is None and self._single is not None:
-            return self._single(x)
         if out is not None:
             self._check_out(out, x)
+        if self._single is not None:  # one call, whose result is copied into `out` as _call's would be
+            if out is None:
+                return self._single(x)
+            out[...] = self._single(x)
+            return out
         if self._bound is not None and (out is None or out.flags.c_contiguous):
             return self._bound(x, out)
         try:
@@ -273,7 +276,7 @@ class Plan:
         return lambda x, w: run(extend(x), w)  # a boundary rule: direct on the extended input
 
     def _single_call(self) -> Callable[[Array], Array] | None:
-        """A call without `out` as its method's single call (``Shortcuts.single_call``)
+        """A call as its method's single call (``Shortcuts.single_call``)
         and the result's layout (conv's bias), where the plan's other steps would change
         nothing: no boundary extension, NaN rule or finish, the input in the problem's
         layout and dtype, the result in the input's dtype. 2 float64 lines of 161 samples
