@@ -44,8 +44,9 @@ from ._taps import Chunk, Layout
 MAX_TAPS = 11
 # The model's weights (fitted.json): its time per output sample (ns) for 1 to 11 taps; past 11
 # taps, one dot product per output sample: its fixed part (to which the machine's
-# Rates.dot_extra_ns is added); the passes storing a 1-D line's result (:func:`run_lines`); and for rows split
-# in pieces (:func:`split_valid`), a weight on the pieces' loops and a piece's calls.
+# Rates.dot_extra_ns is added); the passes storing a 1-D line's result (:func:`run_lines`);
+# and for rows split in pieces (:func:`split_valid`), a weight on the pieces' loops and a
+# piece's calls.
 _NS_PER_SAMPLE = fitted("rows", "NS_PER_SAMPLE")
 _DOT_NS_OFFSET = fitted("rows", "DOT_NS_OFFSET")
 _LINE_STORE_PASSES = fitted("rows", "LINE_STORE_PASSES")
