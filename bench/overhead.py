@@ -42,12 +42,13 @@ from .run import command_line, report_head
 
 # (label, image shape, kernel shape, mode)
 PROBLEMS = [
+    ("1000 samples, 9 taps", (1000,), (9,), "same"),
     ("64x64, 1x1", (64, 64), (1, 1), "same"),
     ("64x64, 3x3", (64, 64), (3, 3), "same"),
     ("512x512, 3x3", (512, 512), (3, 3), "same"),
     ("1920x1920, 30x30, 'valid' (case c)", (1920, 1920), (30, 30), "valid"),
 ]
-PROFILED = 1  # the index in PROBLEMS of the problem whose plain call is profiled
+PROFILED = 2  # the index in PROBLEMS of the problem whose plain call is profiled
 # The benchmark cases timed whole (the larger ones take their arithmetic's time, not a
 # fixed cost's), and the rounds of each.
 TIMED_CASES = [case for case in CASES if case.id in ("a", "b", "c", "d", "e3", "f", "g3", "g7")]
@@ -56,11 +57,14 @@ PROFILE_CALLS, PROFILE_ROWS = 200, 15
 
 
 def callables(x: Any, w: Any, mode: str, where: Device) -> dict[str, Callable[[], object]]:
-    """The plain call, a plan's call and the peers' calls on image `x` and kernel `w`."""
+    """The plain call, a plan's call (and into a given array) and the peers' calls on image
+    `x` and kernel `w`."""
     plan = ac.plan_correlate(w, x.shape, mode, dtype=w.dtype)
+    out = where.xp.empty(plan.y_shape, plan.y_dtype)
     calls: dict[str, Callable[[], object]] = {
         "arrayconv correlate (plain call)": lambda: ac.correlate(x, w, mode),
         f"arrayconv plan ({plan.method})": lambda: plan(x),
+        "arrayconv plan, out=": lambda: plan(x, out=out),
     }
     # cupyx's method='auto' takes 1-D input only (NotImplementedError on an image): on the
     # GPU its two methods are timed by name.

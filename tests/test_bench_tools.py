@@ -220,7 +220,7 @@ def test_overhead_bench_times_calls_and_profiles_the_plain_call(where, tmp_path)
     assert all(set(row["median_s"]) == {"plain", "plan", "plan host"} and min(row["median_s"].values()) > 0 for row in result["cases"])
     same, valid = (row["median_s"] for row in result["rows"])
     peers = 1 if where == "cpu" else 2  # cupyx's correlate by 'direct' and 'fft' (its 'auto' is 1-D only)
-    assert len(same) == 3 + peers and len(valid) == 2 + peers  # ndimage only for 'same' with an odd kernel
+    assert len(same) == 4 + peers and len(valid) == 3 + peers  # ndimage only for 'same' with an odd kernel
     assert all(t > 0 for t in [*same.values(), *valid.values()])
     assert result["profile"]["problem"] == "9x7, 4x2, 'valid'" and result["profile"]["functions"]
     text = overhead.write(result, tmp_path).read_text()
