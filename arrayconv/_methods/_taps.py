@@ -14,6 +14,7 @@ written into its own part of the output, so chunks may run in parallel.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass
@@ -41,9 +42,11 @@ class Chunk:
     r1: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Layout:
-    """Where each kernel tap reads, computed once per problem.
+    """Where each kernel tap reads, computed once per problem (the taps' indices and
+    offsets when first asked for: the cost model needs only the rows' shape, and a kernel
+    of 10**6 taps makes lists that take seconds).
 
     Attributes
     ----------
@@ -60,10 +63,21 @@ class Layout:
     """
 
     problem: Problem
-    taps: list[tuple[int, ...]]
     row_shape: tuple[int, ...]
     row_length: int
-    offsets: list[int]
+
+    @functools.cached_property
+    def taps(self) -> list[tuple[int, ...]]:
+        return list(itertools.product(*(range(k) for k in self.problem.kernel)))
+
+    @functools.cached_property
+    def offsets(self) -> list[int]:
+        p = self.problem
+        if not p.unit_stride:
+            return []
+        steps = [d * s for d, s in zip(p.dilation, _flat_strides(p.padded))]
+        indices = np.indices(p.kernel, dtype=np.int64).reshape(len(p.kernel), -1)
+        return (np.asarray(steps, np.int64) @ indices).tolist()
 
     def chunk_length(self, chunk: Chunk) -> int:
         """Flat samples per batch item of `chunk`: whole rows, junk columns included."""
@@ -201,13 +215,9 @@ def layout(problem: Problem) -> Layout:
 
 def _layout(problem: Problem) -> Layout:
     p = problem
-    taps = list(itertools.product(*(range(k) for k in p.kernel)))
     if not p.unit_stride:
-        row_shape = p.out_spatial[1:]
-        return Layout(p, taps, row_shape, math.prod(row_shape), [])
-    strides = _flat_strides(p.padded)
-    offsets = [sum(m * d * s for m, d, s in zip(tap, p.dilation, strides)) for tap in taps]
-    return Layout(p, taps, p.padded[1:], strides[0], offsets)
+        return Layout(p, p.out_spatial[1:], math.prod(p.out_spatial[1:]))
+    return Layout(p, p.padded[1:], _flat_strides(p.padded)[0])
 
 
 def reads_in_place(problem: Problem) -> bool:
