@@ -6,7 +6,7 @@ import time
 import numpy as np
 import pytest
 import scipy.signal
-from _reference import EDGE_RULES, NUMPY_PAD, assert_matches, random, reference_correlate, reference_terms
+from _reference import EDGE_RULES, NUMPY_PAD, assert_matches, random, reference_conv, reference_correlate, reference_terms
 from _strategies import FLOAT_DTYPES, MODES, correlate_shapes, examples
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -542,6 +542,29 @@ def test_plain_calls_with_a_kernel_seen_before_reuse_its_plan(dtype, rng, plans_
         assert_matches(ac.correlate(x, original, "same", method), reference_correlate(x, original, "same"), dtype=dtype)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "complex128"])
+def test_large_kept_kernels_share_a_plan_only_with_equal_values(dtype, rng, plans_made):
+    """A kernel over 64 KiB keys its kept plan by 64 of its words: a kernel of the same
+    words there but other values (two words swapped between them), or the kernel changed
+    in place, gets its own plan and its own result."""
+    x, w = random(rng, (3, 8, 20, 20), dtype), random(rng, (16, 8, 15, 15), dtype)  # 112.5 KiB, 225 KiB
+    words = w.reshape(-1).view(np.uint32)
+    step = -(-words.size // 64)
+    swapped = w.copy()
+    swapped_words = swapped.reshape(-1).view(np.uint32)
+    swapped_words[[1, 2]] = words[[2, 1]]  # the same sampled words (0, step, ...)
+    assert step > 2 and not np.array_equal(swapped, w)
+    for kernel in (w, swapped, w, swapped):
+        assert_matches(ac.conv(x, kernel, padding=3), reference_conv(x, kernel, padding=3), dtype=dtype)
+    assert len(plans_made) == 4  # each call's kept plan replaced by the other kernel's
+    for _ in range(2):
+        assert_matches(ac.conv(x, swapped, padding=3), reference_conv(x, swapped, padding=3), dtype=dtype)
+    assert len(plans_made) == 4  # kept
+    swapped *= 2  # changed in place: a new plan of the new values
+    assert_matches(ac.conv(x, swapped, padding=3), reference_conv(x, swapped, padding=3), dtype=dtype)
+    assert len(plans_made) == 5
+
+
 def test_options_given_as_lists_keep_the_plan_of_the_tuples_they_mean(rng, plans_made):
     """`axes`, `stride` or `padding` given as lists key the kept plan as the tuples they
     mean: one plan for both spellings, and the method choose_method reports. Found by the
@@ -560,10 +583,10 @@ def test_options_given_as_lists_keep_the_plan_of_the_tuples_they_mean(rng, plans
 
 def test_kept_plans_leave_out_integers_large_kernels_and_measured_calls(rng, plans_made):
     """Integer calls make their plan each time (its overflow guard reads the input's
-    values), as do kernels over 1 MiB and measured calls; kept plans are a bounded cache."""
+    values), as do kernels over 16 MiB and measured calls; kept plans are a bounded cache."""
     ints = rng.integers(-9, 9, (30, 30)), rng.integers(-9, 9, (3, 3))
-    x, big = random(rng, (80, 80), "float64"), random(rng, (363, 363), "float64")  # 1.005 MiB
-    for args, options in [(ints, {}), ((x, big), {}), ((x, big[:5, :5]), {"measure": True})]:
+    x, big = random(rng, (80, 80), "float64"), random(rng, (1449, 1449), "float64")  # 16.02 MiB
+    for args, options in [(ints, {}), ((x[:3, :3], big), {}), ((x, big[:5, :5]), {"measure": True})]:
         plans_made.clear()
         ac.correlate(*args, "same", **options)
         ac.correlate(*args, "same", **options)

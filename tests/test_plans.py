@@ -456,10 +456,10 @@ def test_a_plain_calls_bits_do_not_depend_on_the_calls_before_it(rng, n, k, boun
 def test_plain_calls_that_keep_their_plan_choose_for_later_calls(rng, plans_made):
     """A plain call on a 512x512 image with a 7x7 kernel keeps its plan and chooses by the
     kept rule (:func:`test_the_kept_rule_on_given_estimates`); every later call runs that
-    plan. A kernel over the kept plans' 1 MiB keeps no plan and takes the fastest one call."""
+    plan. A kernel over the kept plans' 16 MiB keeps no plan and takes the fastest one call."""
     choice = ac.choose_method((512, 512), (7, 7), mode="same", dtype="float32")
     assert choice.calls == "kept", choice
-    large = ac.choose_method((512, 512), (513, 513), mode="same", dtype="float32")  # 1.004 MiB
+    large = ac.choose_method((512, 512), (2049, 2049), mode="same", dtype="float32")  # 16.02 MiB
     assert large.calls == "one" and large.method == min(large.estimates, key=lambda n: large.estimates[n].seconds)
     for x_other in [np.ones((512, 512), ">f4"), np.ones((512, 512), "int32")]:  # calls that keep no plan
         assert ac.choose_method(x_other, np.ones((7, 7), "float32"), mode="same").calls == "one"

@@ -4,7 +4,7 @@ Each plain call builds a plan and calls it once: the checks, the choice and the 
 method's form (for the FFT, its spectrum) cost 25-55% of a call on a single image of
 64x64-512x512. A plain call on NumPy arrays of float32, float64, complex64 or complex128 whose
 kernel takes at most :data:`KERNEL_BYTES` keeps its plan, keyed by the kernel's (and bias's)
-bytes, the shapes, dtypes and options, the memory budget, workers and rates: a later call
+values, the shapes, dtypes and options, the memory budget, workers and rates: a later call
 with the same kernel values calls that plan. The plan is made from a copy of the kernel, so that a kernel changed in place is a new kernel
 and the kept plan keeps the old values. Such a call chooses its method for the calls to come
 (:data:`~arrayconv._choose.choice.KEPT_WITHIN`, :data:`~arrayconv._choose.choice.KEPT_EXTRA`): the
@@ -16,6 +16,7 @@ input's values), measured calls, larger kernels and CuPy arrays make their plan 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -26,12 +27,24 @@ from .._runtime.cache import LRUCache
 from .._runtime.rates import rates_for
 from .plan import Plan
 
-# The key holds the kernel's bytes: copying and hashing them costs about 0.3 us a KiB, less
-# than the plan and kernel form a kept call saves up to this bound (interleaved, batch 1:
-# 3x3 128 -> 128 on 28x28, 576 KiB, 0.76x the time a call; 5x5 64 -> 64 on 56x56, 0.87x),
-# not past it (3x3 256 -> 256, 2.3 MiB: the same time either way).
-KERNEL_BYTES = 1 << 20
+# Kept plans save their plan and kernel form on later calls (interleaved, batch 1: 3x3 128 ->
+# 128 on 28x28, 576 KiB, 0.76x the time a call; 3x3 256 -> 256 on 14x14, 2.3 MiB, 0.87x;
+# 3x3 512 -> 512 on 7x7, 9 MiB, 0.76x); the cache's byte bound holds a few of the largest.
+KERNEL_BYTES = 16 << 20
+# Kernels of up to this many bytes are keyed by their bytes (hashing them costs about 0.3 us
+# a KiB); larger ones by some of their 32-bit words, evenly spaced, and then compared with
+# the kept copy (about 0.05 us a KiB, 20 us in all), so that only equal kernels share a plan.
+_BYTES_KEYED = 64 << 10
+_SAMPLED_WORDS = 64
 _plans = LRUCache("plain_call_plans", maxsize=64, maxbytes=64 << 20)
+
+
+@dataclass(frozen=True, slots=True)
+class _Kept:
+    """A kept plan and the kernels (and bias) it was made from, copies of the caller's."""
+
+    plan: Plan
+    kernels: tuple[Any, ...]
 
 
 def plain_plan(
@@ -53,10 +66,12 @@ def plain_plan(
     key = _plan_key(op, x, kernels, options, measure, known_settings)
     if key is None:
         return make(*kernels, calls="one")
-    plan = _plans.get(key)
-    if plan is None:
-        plan = make(*[None if a is None else a.copy() for a in kernels], calls="kept")
-        _plans.put(key, plan)
+    kept = _plans.get(key)
+    if kept is not None and all(a is None or a.nbytes <= _BYTES_KEYED or np.array_equal(_words(a), _words(b)) for a, b in zip(kernels, kept.kernels)):
+        return kept.plan
+    copies = tuple(None if a is None else a.copy() for a in kernels)
+    plan = make(*copies, calls="kept")
+    _plans.put(key, _Kept(plan, copies))
     return plan
 
 
@@ -83,8 +98,23 @@ def _plan_key(op: str, x: Any, kernels: tuple[Any, ...], options: tuple[Hashable
             hash(options)
         except TypeError:
             return None
-    values = tuple(None if a is None else (a.shape, a.dtype, a.tobytes()) for a in kernels)
+    values = tuple(None if a is None else (a.shape, a.dtype, _values_key(a)) for a in kernels)
     return (op, x.shape, x.dtype, values, options, *(settings() if known_settings is None else known_settings))
+
+
+def _values_key(a: np.ndarray) -> Hashable:
+    """What keys the values of kernel `a`: its bytes up to :data:`_BYTES_KEYED`, else
+    :data:`_SAMPLED_WORDS` of its words (:func:`plain_plan` compares the rest)."""
+    if a.nbytes <= _BYTES_KEYED:
+        return a.tobytes()
+    words = _words(a)
+    return words[:: -(-words.size // _SAMPLED_WORDS)].tobytes()
+
+
+def _words(a: np.ndarray) -> np.ndarray:
+    """The bytes of `a` (of a float or complex dtype: 4 to 16 bytes a sample) as one line of
+    32-bit words."""
+    return np.ascontiguousarray(a).reshape(-1).view(np.uint32)
 
 
 def _as_tuples(value: Any) -> Any:
