@@ -43,6 +43,7 @@ from .run import new_report, save_report, versions
 # (name, input (C, *spatial), filters (O, C/groups, *kernel), options)
 LAYERS = [
     ("3x3, 64 -> 64", (64, 56, 56), (64, 64, 3, 3), dict(padding=1)),
+    ("3x3, 256 -> 256", (256, 14, 14), (256, 256, 3, 3), dict(padding=1)),
     ("5x5, 32 -> 32", (32, 56, 56), (32, 32, 5, 5), dict(padding=2)),
     ("3x3 stride 2, 64 -> 128", (64, 56, 56), (128, 64, 3, 3), dict(padding=1, stride=2)),
     ("1x1, 256 -> 64", (256, 28, 28), (64, 256, 1, 1), {}),
