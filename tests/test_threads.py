@@ -455,6 +455,43 @@ def test_one_chunk_whose_gemm_is_split_gives_the_same_bits_on_any_workers(dtype,
     assert_matches(one, reference_conv(x, w, padding=padding), dtype=dtype)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_split_stack_of_gemms_runs_whole_gemms_with_the_bits_of_one_call(dtype, monkeypatch, rng):
+    """A stack of at least 4 GEMMs a part is split by whole GEMMs, each as wide as it is; a
+    shorter one by columns."""
+    calls, matmul = [], np.matmul
+
+    def recording(a, b, out):  # type: ignore[no-untyped-def]
+        calls.append((a.shape, b.shape))
+        return matmul(a, b, out=out)
+
+    monkeypatch.setattr(np, "matmul", recording)
+    a, b = random(rng, (16, 2, 24, 20), dtype), random(rng, (16, 2, 20, 49), dtype)
+    out = np.empty((16, 2, 24, 49), dtype)
+    _threads.matmul_split(a, b, out, parts=2, threads=2)
+    assert sorted(calls) == [((8, 2, 24, 20), (8, 2, 20, 49))] * 2, calls
+    np.testing.assert_array_equal(out, matmul(a, b))
+    calls.clear()
+    _threads.matmul_split(a[:7], b[:7], out[:7], parts=2, threads=2)
+    assert sorted(calls) == [((7, 2, 24, 20), (7, 2, 20, 17)), ((7, 2, 24, 20), (7, 2, 20, 32))], calls
+    assert_matches(out[:7], matmul(a[:7], b[:7]), dtype=dtype)
+
+
+def test_winograds_one_chunk_counts_its_whole_stack_of_gemms_to_split(monkeypatch, rng):
+    """One 14x14 image, 256 -> 256 channels: one chunk of tiles whose 16 GEMMs (51 million
+    multiply-adds, 3.2 million each) are split over two lanes, not left to one."""
+    pytest.importorskip("threadpoolctl")
+    monkeypatch.setattr(_threads, "_blas_controller", None)
+    monkeypatch.setattr(_config, "_CORES", 2)
+    shared, share = [], _threads.run_parallel
+    monkeypatch.setattr(_threads, "run_parallel", lambda items, job, workers: shared.append((len(items), workers)) or share(items, job, workers))
+    x, w = random(rng, (1, 256, 14, 14), "float32"), random(rng, (256, 256, 3, 3), "float32")
+    with ac.config(workers=2):
+        got = ac.conv(x, w, padding=1, method="im2col")
+    assert shared == [(2, 2)], shared
+    assert_matches(got, reference_conv(x, w, padding=1), dtype="float32")
+
+
 def test_the_gemm_share_of_too_few_items_is_the_lanes_they_keep_busy():
     """Items on every lane, or one item whose big calls are split over the lanes: the whole
     GEMM rate; fewer small items than lanes: the share of the lanes they run on."""

@@ -137,7 +137,7 @@ def run(x: Array, kernel: WinogradKernel, problem: Problem, backend: Backend, ou
     def fill(chunk: tuple[int, int, tuple[int, int], int, int], gemm: Gemm) -> None:
         _run_chunk(x, kernel.taps, p, backend, out, gemm, *chunk)
 
-    run_gemm_jobs(chunks, fill, gemm_lanes(settings.workers), p.out_per_group * p.in_per_group * columns_per_chunk(p, settings))
+    run_gemm_jobs(chunks, fill, gemm_lanes(settings.workers), _macs_per_chunk(p, settings))
 
 
 def _phases(problem: Problem) -> list[tuple[int, int]]:
@@ -360,7 +360,7 @@ def cost_seconds(problem: Problem, rates: Rates, settings: Settings, efficiency:
     items, chunk_rows = _chunking(p, settings)
     chunks = -(-p.batch // items) * phases * -(-rows // chunk_rows)
     lanes = max(1, min(gemm_lanes(settings.workers), chunks))
-    share = gemm_share(chunks, p.out_per_group * p.in_per_group * items * chunk_rows * wide, gemm_lanes(settings.workers))
+    share = gemm_share(chunks, _macs_per_chunk(p, settings), gemm_lanes(settings.workers))
     gemm = flops / (rates.gemm_rate(p.dtype, "numpy", p.out_per_group) * efficiency * share)
     compiled = _compiled.available()
     per_side, calls = (1 + planes / _tile(p) ** 2, _COMPILED_CALLS_PER_CHUNK) if compiled else (_PASSES, _CALLS_PER_CHUNK)
@@ -375,6 +375,13 @@ def prepare_seconds(problem: Problem, rates: Rates) -> float:
     kernels, taps, planes = p.groups * p.out_per_group * p.in_per_group, p.kernel[0] ** 2, _side(p) ** 2
     moved = kernels * (taps * (p.dtype.itemsize + 8) + planes * (16 + p.dtype.itemsize))
     return moved / rates.stream_bytes + 2 * planes * taps * kernels / rates.gemm_rate(np.dtype(np.float64), "numpy")
+
+
+def _macs_per_chunk(problem: Problem, settings: Settings) -> int:
+    """Multiply-adds of one chunk's stack of GEMMs (one call, which a single chunk splits
+    over the cores by whole GEMMs where it is large enough: :func:`.._runtime.threads.run_gemm_jobs`)."""
+    p = problem
+    return _side(p) ** 2 * p.groups * p.out_per_group * p.in_per_group * columns_per_chunk(p, settings)
 
 
 def columns_per_chunk(problem: Problem, settings: Settings) -> int:

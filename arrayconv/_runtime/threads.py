@@ -293,8 +293,17 @@ def _matmul(a: Any, b: Any, out: Any) -> None:
 
 
 def matmul_split(a: Any, b: Any, out: Any, parts: int, threads: int) -> None:
-    """``matmul(a, b, out=out)`` (NumPy), the columns of `b` and `out` (last axis) in
-    `parts` blocks run on `threads` threads."""
+    """``matmul(a, b, out=out)`` (NumPy) in `parts` blocks run on `threads` threads: a
+    stack of GEMMs (`a`, `b` and `out` sharing a first axis of at least
+    :data:`_SPLIT_STACKED` per part, Winograd's) by whole GEMMs, each as wide as it is (16
+    of 256 x 256 x 49 on two cores: 0.55x the time of halves of their columns); else the
+    columns of `b` and `out` (last axis)."""
+    stacked = a.shape[0] if a.ndim == b.ndim == out.ndim >= 3 and a.shape[0] == b.shape[0] > 1 else 0
+    if stacked >= _SPLIT_STACKED * parts:
+        block = -(-stacked // parts)
+        starts = range(0, stacked, block)
+        run_parallel(starts, lambda g: np.matmul(a[g : g + block], b[g : g + block], out=out[g : g + block]), threads)
+        return
     columns = b.shape[-1]
     block = -(-columns // max(1, parts)) // -_SPLIT_COLUMNS * -_SPLIT_COLUMNS
     starts = range(0, columns, block)
@@ -305,6 +314,9 @@ def matmul_split(a: Any, b: Any, out: Any, parts: int, threads: int) -> None:
 # calls lose more to waking a thread than they share. Blocks of columns: whole cache lines.
 _SPLIT_MACS = 1 << 25
 _SPLIT_COLUMNS = 16
+# GEMMs of a stack a part, at least, where a stack is split by whole GEMMs (at 4 the parts
+# are within 1.25x of one another's work).
+_SPLIT_STACKED = 4
 
 
 @contextlib.contextmanager
