@@ -227,7 +227,8 @@ def test_im2col_gathering_only_the_last_axis(case, dtype, seed, chunks):
         problem = ac.plan_conv(w, x.shape, dtype=dtype, method="im2col", **options)._spec.problem
         kernel = im2col.prepare(w, problem, ac._runtime.backend.NUMPY)
         got = ac.conv(x, w, method="im2col", **options)
-    assert isinstance(kernel, im2col.LastAxisColumns) == (len(problem.kernel) > 1 and problem.kernel[-1] > 1 and not im2col._operator_fits(problem, ac._runtime.config.budget("numpy")))
+    gathers = len(problem.kernel) > 1 and problem.kernel[-1] > 1 and problem.out_per_group <= math.prod(problem.out_spatial)
+    assert isinstance(kernel, im2col.LastAxisColumns) == (gathers and not im2col._operator_fits(problem, ac._runtime.config.budget("numpy")))
     assert_matches(got, reference_conv(x, w, **options), dtype=dtype)
 
 
@@ -424,6 +425,19 @@ def test_im2col_last_axis_path_on_deep_kernels(padding_mode, numpy_mode, options
     assert_matches(ac.conv(x, w, method="im2col", padding_mode=padding_mode, **options), expected, dtype="float64")
     backwards = np.ascontiguousarray(w[..., ::-1])[..., ::-1]  # the same kernel, its last axis a negative-stride view
     assert_matches(ac.conv(x, backwards, method="im2col", padding_mode=padding_mode, **options), expected, dtype="float64")
+
+
+def test_im2col_gathers_every_tap_where_an_item_has_fewer_outputs_than_filters(rng):
+    """Deep enough for the last-axis path, but 16 outputs an item for 64 filters: one GEMM of
+    every tap's columns, not a GEMM a tap row that reads every filter for 16 columns."""
+    from arrayconv._methods import im2col
+
+    x, w = random(rng, (1, 256, 8, 8), "float32"), random(rng, (64, 256, 3, 3), "float32")
+    plan = ac.plan_conv(w, x.shape, stride=2, padding=1, method="im2col")
+    assert not isinstance(im2col.prepare(w, plan._spec.problem, ac._runtime.backend.NUMPY), im2col.LastAxisColumns)
+    assert_matches(plan(x), reference_conv(x, w, stride=2, padding=1), dtype="float32")
+    wider = ac.plan_conv(w, (1, 256, 18, 18), stride=2, padding=1, method="im2col")  # 81 outputs an item
+    assert isinstance(im2col.prepare(w, wider._spec.problem, ac._runtime.backend.NUMPY), im2col.LastAxisColumns)
 
 
 @pytest.mark.parametrize("method", ["direct", "im2col"])
