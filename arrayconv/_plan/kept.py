@@ -33,7 +33,7 @@ from .plan import Plan
 KERNEL_BYTES = 16 << 20
 # Kernels of up to this many bytes are keyed by their bytes (hashing them costs about 0.3 us
 # a KiB); larger ones by some of their 32-bit words, evenly spaced, and then compared with
-# the kept copy (about 0.05 us a KiB, 20 us in all), so that only equal kernels share a plan.
+# the kept copy (about 0.05 us a KiB from cache), so that only equal kernels share a plan.
 _BYTES_KEYED = 64 << 10
 _SAMPLED_WORDS = 64
 _plans = LRUCache("plain_call_plans", maxsize=64, maxbytes=64 << 20)
