@@ -975,3 +975,19 @@ def test_a_plain_winograd_calls_estimate_holds_its_kernel_transform():
     cost = im2col.METHOD.cost(problem, ac._runtime.backend.NUMPY, rates_for(ac._runtime.backend.NUMPY), ac._runtime.config.settings("numpy"))
     assert cost.prepare_seconds == _winograd.prepare_seconds(problem, rates_for(ac._runtime.backend.NUMPY)) > 0
     assert cost.seconds > cost.prepare_seconds
+
+
+@pytest.mark.parametrize("kernel", [3, 5])
+def test_winograds_float32_kernel_transform_is_float64s_rounded(kernel, rng):
+    """The float32 kernel transform (one float32 GEMM) stays within a few float32 steps of the
+    float64 transform of the same taps, for each of the transforms."""
+    from arrayconv._methods import _winograd
+
+    if kernel == 5 and not _compiled.available():
+        pytest.skip("numba is not installed")
+    w = random(rng, (48, 40, kernel, kernel), "float32")
+    for side in (7, 24):  # F(2x2, 3x3), then F(4x4, 3x3) where numba's transforms run it
+        problems = [ac.plan_conv(w.astype(dtype), (1, 40, side, side), method="im2col")._spec.problem for dtype in (np.float32, np.float64)]
+        got, expected = (_winograd.prepare(w.astype(p.dtype), p).taps for p in problems)
+        assert got.dtype == np.float32 and expected.dtype == np.float64
+        assert np.abs(got - expected).max() <= 1e-6 * np.abs(expected).max()
