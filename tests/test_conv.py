@@ -289,14 +289,18 @@ def test_im2col_cuts_one_image_in_rows_for_the_cores(options, dtype, monkeypatch
 @pytest.mark.parametrize("options", [dict(padding=(3, 1)), dict(padding=(2, 0), stride=(3, 2), dilation=(2, 1)), dict(padding=(0, 2)), dict(padding=(0, 0), stride=(1, 2))])
 @pytest.mark.parametrize("chunk_bytes", [1, 20000, 1 << 20])
 def test_im2col_chunks_pad_their_own_rows_on_the_cpu(padding_mode, options, chunk_bytes, rng, monkeypatch):
-    # With zero padding, each chunk pads the rows under its output rows (one row, a few
-    # rows of an item, or whole items per chunk; on two threads); the whole input is padded
-    # first only with circular padding, and never without padding.
+    # With zero padding, NumPy's gather pads each chunk's rows under its output rows (one row,
+    # a few rows of an item, or whole items per chunk; on two threads); the whole input is
+    # padded first only with circular padding, and never without padding. numba's gather at
+    # a stride of 2 reads the input in place, to the same bits.
     from arrayconv._methods import _taps, im2col
 
     x, w = random(rng, (3, 4, 23, 19), "float64"), random(rng, (5, 4, 4, 3), "float64")
     monkeypatch.setattr(im2col, "_LAST_AXIS_DEPTH", 1 << 62)
     monkeypatch.setattr(im2col, "_cpu_chunk_bytes", lambda problem: chunk_bytes)
+    with ac.config(workers=2):  # numba's gather where it applies (stride 2 along the last axis), reading x in place
+        gathered = ac.conv(x, w, method="im2col", padding_mode=padding_mode, **options)
+    monkeypatch.setattr(im2col._gather, "applies", lambda problem: False)
     whole, chunks = [], []
     monkeypatch.setattr(im2col, "pad_input", lambda *args: whole.append(args) or _taps.pad_input(*args))
     pad_rows = _taps.padded_rows
@@ -310,6 +314,7 @@ def test_im2col_chunks_pad_their_own_rows_on_the_cpu(padding_mode, options, chun
     else:
         expected = reference_conv(x, w, **options)
     assert_matches(got, expected, dtype="float64")
+    np.testing.assert_array_equal(gathered, got)
     assert len(whole) == (padding_mode == "circular" and any(pads))
     if padding_mode == "zeros" and any(pads):  # 3 items: one row, a few rows, or all items per chunk
         rows = 3 * got.shape[2]
@@ -991,3 +996,45 @@ def test_winograds_float32_kernel_transform_is_float64s_rounded(kernel, rng):
         got, expected = (_winograd.prepare(w.astype(p.dtype), p).taps for p in problems)
         assert got.dtype == np.float32 and expected.dtype == np.float64
         assert np.abs(got - expected).max() <= 1e-6 * np.abs(expected).max()
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(
+    batch=st.integers(1, 3),
+    groups=st.integers(1, 2),
+    channels=st.integers(1, 3),
+    size=st.tuples(st.integers(1, 12), st.integers(1, 12)),
+    kernel=st.tuples(st.integers(1, 4), st.integers(1, 4)),
+    row_stride=st.integers(1, 3),
+    dilation=st.tuples(st.integers(1, 2), st.integers(1, 2)),
+    padding=st.tuples(st.integers(0, 3), st.integers(0, 3)),
+    dtype=st.sampled_from(["float32", "float64"]),
+    seed=st.integers(0, 2**16),
+)
+def test_im2cols_compiled_gather_at_stride_2_gives_numpys_columns(batch, groups, channels, size, kernel, row_stride, dilation, padding, dtype, seed):
+    """numba's gather of the columns at a stride of 2 along the last axis, read from the input
+    in place, gives the bits of NumPy's copy of the zero-padded chunk's view, for every
+    chunk of output rows (its first row past 0 too)."""
+    from arrayconv._methods import _gather, _taps
+
+    if not _compiled.available():
+        pytest.skip("numba is not installed")
+    rng = np.random.default_rng(seed)
+    extent = [(k - 1) * d + 1 for k, d in zip(kernel, dilation)]
+    shape = [max(n, e - 2 * pad) for n, e, pad in zip(size, extent, padding)]  # at least one output
+    x = random(rng, (batch, groups * channels, *shape), dtype)
+    w = random(rng, (2 * groups, channels, *kernel), dtype)
+    p = ac.plan_conv(w, x.shape, groups=groups, stride=(row_stride, 2), dilation=dilation, padding=padding, method="im2col")._spec.problem
+    assert _gather.applies(p)
+    x5 = x.reshape(batch, groups, channels, *shape)
+    lay, height = _taps.layout(p), p.out_spatial[0]
+    for r0 in sorted({0, height // 2}):
+        chunk = _taps.Chunk(0, batch, r0, height)
+        shape_cols = (batch, groups, *kernel, channels, height - r0, p.out_spatial[1])
+        expected, got = np.full(shape_cols, np.nan, dtype), np.full(shape_cols, np.nan, dtype)
+        grid, at = _taps.chunk_input(None, x5, chunk, p, ac._runtime.backend.NUMPY)
+        _taps.assign_rows(expected, lay.output_windows(grid, at, ac._runtime.backend.NUMPY))
+        _gather.gather(x5, got, p, r0)
+        np.testing.assert_array_equal(got, expected)
+    assert_matches(ac.conv(x, w, groups=groups, stride=(row_stride, 2), dilation=dilation, padding=padding, method="im2col"),
+                   reference_conv(x, w, groups=groups, stride=(row_stride, 2), dilation=dilation, padding=padding), dtype=dtype)

@@ -27,7 +27,7 @@ from .._runtime.rates import FULL_RATE_GEMM, GEMM_ROWS, Rates, small_gemm_share
 from .._runtime.scratch import scratch
 from .._runtime.threads import Gemm, gemm_lanes, run_gemm_jobs, splits_gemm
 from .._spec.problem import Problem
-from . import _winograd, direct
+from . import _gather, _winograd, direct
 from ._registry import Cost, Method, exact_dtype, output, register
 from ._taps import Chunk, assign_rows, chunk_input, flat_length, layout, pad_input, padded_bytes, padded_grid, padded_rows_shape, pads_periodically, row_elements
 
@@ -276,12 +276,16 @@ def _run_exact(x: Array, w_cols: Array, problem: Problem, backend: Backend, out:
     row_samples, depth = math.prod(p.out_spatial[1:]), len(lay.taps) * p.in_per_group
     lanes, chunk_bytes = _exact_lanes(p, _config.settings(NUMPY.name))
     chunks = lay.chunks(_bytes_per_sample(p), chunk_bytes, exact=True, parts=_config.cores())
+    compiled = _gather.applies(p)
 
     def fill(chunk: Chunk, gemm: Gemm) -> None:
         items, rows = chunk.b1 - chunk.b0, chunk.r1 - chunk.r0
-        grid, at = chunk_input(whole, x, chunk, p, backend)
         cols = scratch("im2col.cols", (items, p.groups, *p.kernel, p.in_per_group, rows, *p.out_spatial[1:]), x.dtype, backend)
-        assign_rows(cols, lay.output_windows(grid, at, backend))  # one copy of every tap
+        if compiled:  # from the input itself, zeros past its edges
+            _gather.gather(x[chunk.b0 : chunk.b1], cols, p, chunk.r0)
+        else:
+            grid, at = chunk_input(whole, x, chunk, p, backend)
+            assign_rows(cols, lay.output_windows(grid, at, backend))  # one copy of every tap
         cols = cols.reshape(items, p.groups, depth, rows * row_samples)
         if rows == p.out_spatial[0]:
             gemm(w_cols, cols, out[chunk.b0 : chunk.b1].reshape(items, p.groups, p.out_per_group, -1))
