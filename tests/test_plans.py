@@ -47,6 +47,28 @@ def test_conv_plan_with_bias_and_out(xp, method, rng):
         assert_matches(out, reference_conv(x, w, bias, stride=2, padding=1, groups=2), dtype="float32", backend=xp.__name__)
 
 
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("op", ["conv", "correlate"])
+def test_plan_keeps_the_kernel_it_was_made_with(method, op, rng):
+    """A plan's calls read their own form of the kernel, never the caller's array: a kernel
+    changed in place after planning changes nothing (im2col's CPU form is the kernel's own
+    samples, so the plan copies them)."""
+    w = random(rng, (6, 4, 3, 3), "float32")
+    x = random(rng, (2, 4, 15, 13), "float32")
+    if op == "conv":
+        plan = ac.plan_conv(w, x.shape, stride=2, padding=1, method=method)
+        expected = reference_conv(x, w, stride=2, padding=1)
+    else:
+        plan = ac.plan_correlate(w[0], x.shape[1:], "same", method)
+        expected = reference_correlate(x[0], w[0], "same")
+        x = x[0]
+    before = plan(x)
+    w[...] = random(rng, w.shape, "float32")
+    after = plan(x)
+    np.testing.assert_array_equal(after, before)
+    assert_matches(after, expected, dtype="float32")
+
+
 def test_plan_of_integers_is_exact_and_avoids_fft_for_wide_types(rng):
     kernel = random(rng, (3, 3), "int64")
     plan = ac.plan_correlate(kernel, (30, 30), "same")

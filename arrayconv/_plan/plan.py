@@ -361,7 +361,8 @@ class Plan:
         spec = self._spec
         chosen = METHODS[method]
         dtype = chosen.work_dtype(spec.problem)
-        w = self._w.astype(dtype, copy=False)
+        # A plan's own copy: a form may keep views of its kernel, and the caller's may change.
+        w = self._w.astype(dtype, copy=self._calls == "plan")
         kernel = chosen.prepare(w, spec.problem, spec.backend)
         copied = self._copied_bytes(method)
         return chosen.shortcuts.reading_in_place(kernel, w, spec.problem, spec.backend, copied) if copied else kernel
