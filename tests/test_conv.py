@@ -1030,10 +1030,10 @@ def test_im2cols_compiled_gather_at_stride_2_gives_numpys_columns(batch, groups,
     lay, height = _taps.layout(p), p.out_spatial[0]
     for r0 in sorted({0, height // 2}):
         chunk = _taps.Chunk(0, batch, r0, height)
-        shape_cols = (batch, groups, *kernel, channels, height - r0, p.out_spatial[1])
+        shape_cols = (batch, groups, channels, *kernel, height - r0, p.out_spatial[1])
         expected, got = np.full(shape_cols, np.nan, dtype), np.full(shape_cols, np.nan, dtype)
         grid, at = _taps.chunk_input(None, x5, chunk, p, ac._runtime.backend.NUMPY)
-        _taps.assign_rows(expected, lay.output_windows(grid, at, ac._runtime.backend.NUMPY))
+        _taps.assign_rows(expected, np.moveaxis(lay.output_windows(grid, at, ac._runtime.backend.NUMPY), 4, 2))
         _gather.gather(x5, got, p, r0)
         np.testing.assert_array_equal(got, expected)
     assert_matches(ac.conv(x, w, groups=groups, stride=(row_stride, 2), dilation=dilation, padding=padding, method="im2col"),

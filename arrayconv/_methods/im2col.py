@@ -1,8 +1,9 @@
 """im2col method: gather every tap into a column matrix, then GEMMs per chunk.
 
 The column matrix of a chunk is ``(Bc, G, taps * Cg, samples)``, filled from views of the
-padded input and multiplied by the kernel as ``(G, Og, taps * Cg)``; on the CPU its
-samples are the output's own, so the GEMMs write the result in place. Chunks are sized so
+padded input and multiplied by the kernel as ``(G, Og, taps * Cg)``. On the CPU its rows
+run channel by channel, ``Cg * taps``, the kernel's own order, so that the kernel needs no
+form of its own, and its samples are the output's, so the GEMMs write the result in place. Chunks are sized so
 the column matrix stays under both a cache-friendly size and the memory budget: a 30x30
 kernel on a 1920x1920 image never asks for the whole 12.9 GB matrix.
 
@@ -188,8 +189,9 @@ def _bytes_per_sample(problem: Problem) -> int:
 
 
 def prepare(w: Array, problem: Problem, backend: Backend) -> Array | Operator | LastAxisColumns | _winograd.WinogradKernel:
-    """The kernel as ``(G, Og, taps * Cg)``, matching the order of the columns (or the
-    operator matrix, for tiny images; Winograd's transformed taps, for 3x3 layers of many
+    """The kernel as ``(G, Og, Cg * taps)`` on the CPU (a view of it where its samples allow),
+    ``(G, Og, taps * Cg)`` on a GPU, matching the order of the columns (or the operator
+    matrix, for tiny images; Winograd's transformed taps, for 3x3 layers of many
     channels on the CPU; the last axis's taps, for deep columns on the CPU)."""
     p, xp = problem, backend.xp
     if _operator_fits(p, _config.budget(backend.name)):
@@ -200,6 +202,8 @@ def prepare(w: Array, problem: Problem, backend: Backend) -> Array | Operator | 
         split = w.reshape(p.groups * p.out_per_group * p.in_per_group, -1, p.kernel[-1])
         depth = p.in_per_group * p.kernel[-1]
         return LastAxisColumns(_swap_rows(split, backend).reshape(-1, p.groups, p.out_per_group, depth))
+    if backend.name == "numpy":  # the kernel's own order, channels then taps: a view where it can be
+        return w.reshape(p.groups, p.out_per_group, -1)
     taps_last = w.reshape(p.groups, p.out_per_group, p.in_per_group, -1)
     return xp.ascontiguousarray(taps_last.transpose(0, 1, 3, 2)).reshape(p.groups, p.out_per_group, -1)
 
@@ -260,7 +264,7 @@ def run(x: Array, w_cols: Array, problem: Problem, backend: Backend, out: Array 
 
 def _run_exact(x: Array, w_cols: Array, problem: Problem, backend: Backend, out: Array) -> None:
     """Fill `out` ``(B, G, Og, *out_spatial)`` on the CPU, chunk by chunk: columns of the
-    output samples only (no junk columns), ``(Bc, G, taps * Cg, samples)`` per chunk, and
+    output samples only (no junk columns), ``(Bc, G, Cg * taps, samples)`` per chunk, and
     one GEMM per item and group written straight into `out` (a chunk of rows writes its
     rows of one item: a matrix whose rows are `out`'s, which BLAS takes as it is).
 
@@ -277,15 +281,18 @@ def _run_exact(x: Array, w_cols: Array, problem: Problem, backend: Backend, out:
     lanes, chunk_bytes = _exact_lanes(p, _config.settings(NUMPY.name))
     chunks = lay.chunks(_bytes_per_sample(p), chunk_bytes, exact=True, parts=_config.cores())
     compiled = _gather.applies(p)
+    nd = len(p.kernel)
+    channels_first = (0, 1, 2 + nd, *range(2, 2 + nd), *range(3 + nd, 3 + nd + len(p.out_spatial)))  # of the taps' windows
 
     def fill(chunk: Chunk, gemm: Gemm) -> None:
         items, rows = chunk.b1 - chunk.b0, chunk.r1 - chunk.r0
-        cols = scratch("im2col.cols", (items, p.groups, *p.kernel, p.in_per_group, rows, *p.out_spatial[1:]), x.dtype, backend)
+        cols = scratch("im2col.cols", (items, p.groups, p.in_per_group, *p.kernel, rows, *p.out_spatial[1:]), x.dtype, backend)
         if compiled:  # from the input itself, zeros past its edges
             _gather.gather(x[chunk.b0 : chunk.b1], cols, p, chunk.r0)
         else:
             grid, at = chunk_input(whole, x, chunk, p, backend)
-            assign_rows(cols, lay.output_windows(grid, at, backend))  # one copy of every tap
+            windows = lay.output_windows(grid, at, backend)  # (Bc, G, *kernel, Cg, rows, ...)
+            assign_rows(cols, windows.transpose(channels_first))  # one copy of every tap
         cols = cols.reshape(items, p.groups, depth, rows * row_samples)
         if rows == p.out_spatial[0]:
             gemm(w_cols, cols, out[chunk.b0 : chunk.b1].reshape(items, p.groups, p.out_per_group, -1))
