@@ -1,6 +1,6 @@
 """Conv layers outside deep-learning frameworks: arrayconv.conv against torch's CPU conv.
 
-Usage: ``python -m bench.layers [--batches 1,16] [--repeats 7] [--dtype float32] [--loaded] [--base BASE] [--out bench/results]``.
+Usage: ``python -m bench.layers [--batches 1,16] [--repeats 7] [--dtype float32] [--loaded] [--base BASE] [--layers NAMES] [--without-torch] [--in-a-row N] [--out bench/results]``.
 The layer shapes people run on images: 3x3 and 5x5 multichannel at unit stride, stride 2,
 1x1, grouped, depthwise 3x3 to 7x7, dilated, and 3-D 3x3x3, each at each batch size,
 float32 (or float64). ``arrayconv.conv`` ('auto') and ``torch.nn.functional.conv2d`` / ``conv3d`` (its
@@ -13,7 +13,9 @@ its package, e.g. made by ``git archive REV arrayconv | tar -x -C BASE``) runs i
 in the same process, imported under another name: before and after without the drift
 between processes. Where one version runs BLAS on its own threads and the other on its
 own lanes, BLAS's threads spin for a while after each call and slow the next version's
-threads: then compare versions in separate processes. Writes ``layers-<date>.md``
+threads: then compare versions in separate processes. ``--layers`` picks rows by name,
+``--without-torch`` times the versions alone, ``--in-a-row N`` times N calls of one peer
+in a row a round (a script's loop: what one call leaves in cache helps the next). Writes ``layers-<date>.md``
 (``layers-loaded-<date>.md``, ``layers-float64-<date>.md``) and ``.json`` to `out`.
 """
 
@@ -21,10 +23,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import importlib
 import shutil
 import sys
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -70,10 +75,20 @@ def load_base(folder: Path) -> ModuleType:
 
 
 def time_layer(
-    name: str, x_shape: tuple[int, ...], w_shape: tuple[int, ...], options: dict, batch: int, repeats: int, base: ModuleType | None = None, dtype: str = "float32"
+    name: str,
+    x_shape: tuple[int, ...],
+    w_shape: tuple[int, ...],
+    options: dict,
+    batch: int,
+    repeats: int,
+    base: ModuleType | None = None,
+    dtype: str = "float32",
+    with_torch: bool = True,
+    in_a_row: int = 1,
 ) -> dict:
     """Median seconds of arrayconv (and `base`, an older one) and torch on one layer in
-    `dtype`, their largest difference, the floor."""
+    `dtype`, their largest difference, the floor. With `in_a_row` over 1, each round times
+    that many calls of one peer in a row (a script's loop over images), per call."""
     rng = np.random.default_rng(0)
     x = rng.standard_normal((batch, *x_shape), dtype=dtype)
     w = rng.standard_normal(w_shape, dtype=dtype)
@@ -82,10 +97,12 @@ def time_layer(
         calls["base"] = lambda: base.conv(x, w, **options)
     missing = ""
     try:
+        if not with_torch:
+            raise ImportError
         import torch
         import torch.nn.functional as F
     except ImportError:
-        missing = "torch is not installed"
+        missing = "torch is not installed" if with_torch else "torch left out"
     else:
         torch.set_num_threads(_config.workers())
         tx, tw = torch.from_numpy(x), torch.from_numpy(w)
@@ -94,13 +111,23 @@ def time_layer(
     results = {n: np.asarray(c()) for n, c in calls.items()}  # warm-up
     scale = float(np.max(np.abs(results["arrayconv"])))
     difference = float(np.max(np.abs(results["arrayconv"] - results["torch"]))) / scale if "torch" in results else None
-    median = interleaved_medians(calls, {n: time_call for n in calls}, repeats)
+    median = interleaved_medians(calls, {n: functools.partial(_time_calls, times=in_a_row) for n in calls}, repeats)
     floor = (x.nbytes + results["arrayconv"].nbytes) / rates_for(NUMPY).stream_bytes
     method = ac.choose_method(x, w, op="conv", **options).method
     return {"layer": name, "batch": batch, "x": list(x.shape), "w": list(w_shape), "options": options, "median_s": median, "floor_s": floor, "difference": difference, "method": method, "missing": missing}
 
 
-def write(rows: list[dict], folder: Path, argv: list[str], loaded: bool, base: Path | None = None, dtype: str = "float32") -> Path:
+def _time_calls(call: Callable[[], object], times: int) -> float:
+    """Seconds a call of `call`, over `times` calls in a row (one: :func:`.peers.time_call`)."""
+    if times == 1:
+        return time_call(call)
+    start = time.perf_counter()
+    for _ in range(times):
+        call()
+    return (time.perf_counter() - start) / times
+
+
+def write(rows: list[dict], folder: Path, argv: list[str], loaded: bool, base: Path | None = None, dtype: str = "float32", in_a_row: int = 1) -> Path:
     """JSON and Markdown; returns the Markdown path."""
     report = new_report("python -m bench.layers", argv, versions(), rows=rows)
     prose = [
@@ -109,6 +136,7 @@ def write(rows: list[dict], folder: Path, argv: list[str], loaded: bool, base: P
         "output written once at the machine's stream rate. Difference: the largest from torch's result, over the largest magnitude.",
         *([f"Loaded: a busy-looping process on each of the {usable_cores()} cores this process may use, for every call."] if loaded else []),
         *([f"Base: the arrayconv under `{base}`, interleaved in the same process; this / base: this one's time over the base's."] if base else []),
+        *([f"Each round times {in_a_row} calls of one peer in a row (a script's loop over images), per call."] if in_a_row > 1 else []),
     ]
     columns = ["layer", "batch", "arrayconv", "method", "torch", "ratio", "floor", "difference", *(["base", "this / base"] if base else [])]
     lines = []
@@ -132,17 +160,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dtype", default="float32", choices=["float32", "float64"])
     parser.add_argument("--loaded", action="store_true", help="every core busy with another process")
     parser.add_argument("--base", type=Path, help="a folder holding an older arrayconv package, timed beside this one")
+    parser.add_argument("--layers", default="", help="only the layers whose names contain one of these, comma-separated")
+    parser.add_argument("--without-torch", action="store_true", help="leave torch out (before and after with --base alone)")
+    parser.add_argument("--in-a-row", type=int, default=1, help="calls of one peer a round, timed together")
     parser.add_argument("--out", default="bench/results")
     args = parser.parse_args(argv)
+    chosen = [layer for layer in LAYERS if not args.layers or any(part in layer[0] for part in args.layers.split(","))]
     base = load_base(args.base) if args.base else None
     rows = []
     with busy_cores(usable_cores()) if args.loaded else contextlib.nullcontext():
         for batch in (int(b) for b in args.batches.split(",")):
-            for name, x_shape, w_shape, options in LAYERS:
-                rows.append(time_layer(name, x_shape, w_shape, options, batch, args.repeats, base, args.dtype))
+            for name, x_shape, w_shape, options in chosen:
+                rows.append(time_layer(name, x_shape, w_shape, options, batch, args.repeats, base, args.dtype, not args.without_torch, args.in_a_row))
                 s = rows[-1]["median_s"]
                 print(f"{name} batch {batch}: " + ", ".join(f"{n} {1e3 * t:.2f} ms" for n, t in s.items()), flush=True)
-    print(write(rows, Path(args.out), argv, args.loaded, args.base, args.dtype))
+    print(write(rows, Path(args.out), argv, args.loaded, args.base, args.dtype, args.in_a_row))
     return 0
 
 
