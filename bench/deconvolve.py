@@ -1,7 +1,7 @@
 """Richardson-Lucy deconvolution against scikit-image: speed, and agreement of the results.
 
 Usage: ``python -m bench.deconvolve [--sides 512,1024,2048] [--psfs 9,25]
-[--ndim 2] [--dtypes float32,float64] [--iterations 10] [--repeats 3] [--device cpu|gpu] [--out bench/results]``.
+[--ndim 2] [--dtypes float32,float64] [--iterations 10] [--repeats 3] [--device cpu|gpu] [--base BASE] [--out bench/results]``.
 For each square image (a star field on a faint sky, blurred and with Poisson noise; with
 ``--ndim 3`` a volume of ``side // 4`` planes of ``side x side``), each PSF side (a
 Gaussian, whose kernel is separable, and a uniform disc or ball, a defocus blur, which
@@ -11,8 +11,9 @@ installed) run interleaved in one process after a warm-up call each, in a new or
 round; the median of `repeats` rounds is kept. With ``--device gpu`` arrayconv runs on
 CuPy arrays, timed by CUDA events, and skimage on the CPU. Each result's largest
 difference from skimage's float64 result (the same iterations on the float64 image and
-PSF) is reported relative to its largest sample. Writes ``deconvolve[-gpu]-<date>[-3d].md``
-and ``.json``.
+PSF) is reported relative to its largest sample. With ``--base``, an older arrayconv (a folder
+holding its package, :func:`.layers.load_base`) runs interleaved too. Writes
+``deconvolve[-gpu]-<date>[-3d].md`` and ``.json``.
 """
 
 from __future__ import annotations
@@ -21,12 +22,14 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 
 import arrayconv as ac
 
 from .devices import Device, device, report_stem
+from .layers import load_base
 from .peers import installed_versions, interleaved_medians, time_call
 from .run import new_report, save_report
 
@@ -66,19 +69,24 @@ def skimage_call(image: np.ndarray, psf: np.ndarray, iterations: int) -> tuple[C
     return (lambda: richardson_lucy(image, psf, iterations, clip=False)), ""
 
 
-def time_point(shape: tuple[int, ...], kind: str, k: int, dtype: str, iterations: int, repeats: int, rng: np.random.Generator, dev: Device) -> dict:
-    """Median seconds of arrayconv (on `dev`) and skimage (on the CPU) on one image and PSF,
-    and each result's largest difference from skimage's float64 result."""
+def time_point(
+    shape: tuple[int, ...], kind: str, k: int, dtype: str, iterations: int, repeats: int, rng: np.random.Generator, dev: Device, base: ModuleType | None = None
+) -> dict:
+    """Median seconds of arrayconv (and `base`, an older one; on `dev`) and skimage (on the
+    CPU) on one image and PSF, and each result's largest difference from skimage's float64
+    result."""
     psf64 = make_psf(kind, k, len(shape))
     image64 = star_field(shape, psf64, rng)
     image, psf = image64.astype(dtype), psf64.astype(dtype)
     on_device = dev.xp.asarray(image), dev.xp.asarray(psf)
     calls: dict[str, Callable[[], object]] = {"arrayconv": lambda: ac.richardson_lucy(*on_device, iterations)}
+    if base is not None:
+        calls["base"] = lambda: base.richardson_lucy(*on_device, iterations)
     theirs, missing = skimage_call(image, psf, iterations)
     if theirs is not None:
         calls[PEER] = theirs
-    timers = {name: dev.time_call if name == "arrayconv" else time_call for name in calls}
-    hosts = {name: dev.to_host if name == "arrayconv" else np.asarray for name in calls}
+    timers = {name: time_call if name == PEER else dev.time_call for name in calls}
+    hosts = {name: np.asarray if name == PEER else dev.to_host for name in calls}
     results = {name: hosts[name](call()) for name, call in calls.items()}  # the warm-up calls
     errors = {}
     if theirs is not None:  # skimage's float64 result: its warm-up call's for float64 data
@@ -93,7 +101,7 @@ def time_point(shape: tuple[int, ...], kind: str, k: int, dtype: str, iterations
     }
 
 
-def write(points: list[dict], folder: Path, argv: list[str], dev: Device, ndim: int) -> Path:
+def write(points: list[dict], folder: Path, argv: list[str], dev: Device, ndim: int, base: Path | None = None) -> Path:
     """JSON and Markdown reports; returns the Markdown path."""
     versions = {**dev.versions(), **installed_versions({"scikit-image": "skimage"})}
     report = new_report("python -m bench.deconvolve", argv, versions, device=dev.name, points=points)
@@ -106,8 +114,9 @@ def write(points: list[dict], folder: Path, argv: list[str], dev: Device, ndim: 
         "Difference: the largest from skimage's result on the float64 image and PSF, relative to its largest sample. "
         "Gaussian PSFs are separable (direct runs them as one 1-D pass per axis); discs and balls are not.",
         *(f"Not run: {name} ({why})." for name, why in missing.items()),
+        *([f"Base: the arrayconv under `{base}`, interleaved in the same process; this / base: this one's time over the base's."] if base else []),
     ]
-    columns = ["image", "PSF", "dtype", "iterations", "arrayconv ms", "method", "skimage ms", "ratio", "arrayconv difference", "skimage difference"]
+    columns = ["image", "PSF", "dtype", "iterations", "arrayconv ms", "method", "skimage ms", "ratio", "arrayconv difference", "skimage difference", *(["base ms", "this / base"] if base else [])]
     rows = []
     for p in points:
         ms = {name: f"{1e3 * s:.1f}" for name, s in p["median_s"].items()}
@@ -116,6 +125,7 @@ def write(points: list[dict], folder: Path, argv: list[str], dev: Device, ndim: 
         rows.append(
             f"| {'x'.join(map(str, p['shape']))} | {p['psf']} {'x'.join(map(str, p['psf_shape']))} | {p['dtype']} | {p['iterations']} "
             f"| {ms['arrayconv']} | {p['method']} | {ms.get(PEER, '-')} | {ratio} | {difference.get('arrayconv', '-')} | {difference.get(PEER, '-')} |"
+            + (f" {ms['base']} | {p['median_s']['arrayconv'] / p['median_s']['base']:.2f} |" if "base" in ms else "")
         )
     stem = folder / (report_stem("deconvolve", dev.name, report["date"]) + ("-3d" if ndim == 3 else ""))
     title = f"Richardson-Lucy deconvolution, {'GPU' if dev.name == 'gpu' else 'CPU'}, {report['date']}"
@@ -133,19 +143,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--iterations", type=int, default=10)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--device", default="cpu", choices=("cpu", "gpu"), help="where arrayconv runs (CUDA events on the GPU); skimage runs on the CPU")
+    parser.add_argument("--base", type=Path, help="a folder holding an older arrayconv package, timed beside this one")
     parser.add_argument("--out", default="bench/results")
     args = parser.parse_args(argv)
     dev = device(args.device)
+    base = load_base(args.base) if args.base else None
     rng = np.random.default_rng(0)
     points = []
     for side in (int(s) for s in args.sides.split(",")):
         for k in (int(s) for s in args.psfs.split(",")):
             for kind in ("gaussian", "disc"):
                 for dtype in args.dtypes.split(","):
-                    p = time_point(image_shape(side, args.ndim), kind, k, dtype, args.iterations, args.repeats, rng, dev)
+                    p = time_point(image_shape(side, args.ndim), kind, k, dtype, args.iterations, args.repeats, rng, dev, base)
                     points.append(p)
                     print(f"{p['shape']} {kind} {k} {dtype}: " + ", ".join(f"{n} {1e3 * s:.1f} ms" for n, s in p["median_s"].items()), flush=True)
-    print(write(points, Path(args.out), argv, dev, args.ndim))
+    print(write(points, Path(args.out), argv, dev, args.ndim, args.base))
     return 0
 
 
