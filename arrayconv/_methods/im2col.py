@@ -2,10 +2,10 @@
 
 The column matrix of a chunk is ``(Bc, G, taps * Cg, samples)``, filled from views of the
 padded input and multiplied by the kernel as ``(G, Og, taps * Cg)``. On the CPU its rows
-run channel by channel, ``Cg * taps``, the kernel's own order, so that the kernel needs no
-form of its own, and its samples are the output's, so the GEMMs write the result in place. Chunks are sized so
-the column matrix stays under both a cache-friendly size and the memory budget: a 30x30
-kernel on a 1920x1920 image never asks for the whole 12.9 GB matrix.
+run channel by channel, ``Cg * taps``, the kernel's own order, so the kernel needs no form
+of its own, and its samples are the output's, so the GEMMs write the result in place.
+Chunks are sized so the column matrix stays under both a cache-friendly size and the
+memory budget: a 30x30 kernel on a 1920x1920 image never asks for the whole 12.9 GB matrix.
 
 For tiny images (stacks of patches) the gather and the scatter of the result cost more
 than the GEMM. There the whole layer is one GEMM with its operator matrix,
