@@ -15,7 +15,8 @@ between processes. Where one version runs BLAS on its own threads and the other 
 own lanes, BLAS's threads spin for a while after each call and slow the next version's
 threads: then compare versions in separate processes. ``--layers`` picks rows by name,
 ``--without-torch`` times the versions alone, ``--in-a-row N`` times N calls of one peer
-in a row a round (a script's loop: what one call leaves in cache helps the next). Writes ``layers-<date>.md``
+in a row a round after an untimed one (a script's loop: what one call leaves in cache
+helps the next, and no call meets another peer's spinning threads). Writes ``layers-<date>.md``
 (``layers-loaded-<date>.md``, ``layers-float64-<date>.md``) and ``.json`` to `out`.
 """
 
@@ -118,9 +119,11 @@ def time_layer(
 
 
 def _time_calls(call: Callable[[], object], times: int) -> float:
-    """Seconds a call of `call`, over `times` calls in a row (one: :func:`.peers.time_call`)."""
+    """Seconds a call of `call`, over `times` calls in a row after one untimed call, which
+    meets what the previous peer left behind (threads spinning, caches); one: :func:`.peers.time_call`."""
     if times == 1:
         return time_call(call)
+    call()
     start = time.perf_counter()
     for _ in range(times):
         call()
@@ -136,7 +139,7 @@ def write(rows: list[dict], folder: Path, argv: list[str], loaded: bool, base: P
         "output written once at the machine's stream rate. Difference: the largest from torch's result, over the largest magnitude.",
         *([f"Loaded: a busy-looping process on each of the {usable_cores()} cores this process may use, for every call."] if loaded else []),
         *([f"Base: the arrayconv under `{base}`, interleaved in the same process; this / base: this one's time over the base's."] if base else []),
-        *([f"Each round times {in_a_row} calls of one peer in a row (a script's loop over images), per call."] if in_a_row > 1 else []),
+        *([f"Each round times {in_a_row} calls of one peer in a row after an untimed one (a script's loop over images), per call."] if in_a_row > 1 else []),
     ]
     columns = ["layer", "batch", "arrayconv", "method", "torch", "ratio", "floor", "difference", *(["base", "this / base"] if base else [])]
     lines = []
