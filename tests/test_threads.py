@@ -492,6 +492,29 @@ def test_winograds_one_chunk_counts_its_whole_stack_of_gemms_to_split(monkeypatc
     assert_matches(got, reference_conv(x, w, padding=1), dtype="float32")
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_winograds_one_image_of_many_tiles_is_a_chunk_a_core(dtype, monkeypatch, rng):
+    """One 56x56 image, 64 -> 64 channels: its tile rows are cut a chunk a core, which the
+    lanes share (the GEMMs of either half still 98 or more tiles wide), with the same bits
+    on one worker as on two."""
+    from arrayconv._methods import _winograd
+
+    pytest.importorskip("threadpoolctl")
+    monkeypatch.setattr(_threads, "_blas_controller", None)
+    monkeypatch.setattr(_config, "_CORES", 2)
+    threads, run_chunk = [], _winograd._run_chunk
+    monkeypatch.setattr(_winograd, "_run_chunk", lambda *args: threads.append(threading.get_ident()) or run_chunk(*args))
+    x, w = random(rng, (1, 64, 56, 56), dtype), random(rng, (64, 64, 3, 3), dtype)
+    with ac.config(workers=1):
+        one = ac.conv(x, w, padding=1, method="im2col")
+    assert len(threads) == 2, threads
+    threads.clear()
+    with ac.config(workers=2):
+        np.testing.assert_array_equal(ac.conv(x, w, padding=1, method="im2col"), one)
+    assert len(threads) == 2, threads
+    assert_matches(one, reference_conv(x, w, padding=1), dtype=dtype)
+
+
 def test_the_gemm_share_of_too_few_items_is_the_lanes_they_keep_busy():
     """Items on every lane, or one item whose big calls are split over the lanes: the whole
     GEMM rate; fewer small items than lanes: the share of the lanes they run on."""
