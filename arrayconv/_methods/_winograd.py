@@ -182,15 +182,14 @@ def _chunking(problem: Problem, settings: Settings) -> tuple[int, int]:
     chunk's GEMMs stay as wide as reach the GEMM rate (``FULL_RATE_GEMM``): the cores then
     share the transforms too (3x3 64 -> 64 on 56x56, batch 1: 0.73x the time of one chunk
     whose GEMMs alone are split)."""
-    p, cores = problem, _config.cores()
-    per_row = _side(p) ** 2 * p.groups * (p.in_per_group + p.out_per_group) * _tiles(p)[1] * p.dtype.itemsize
+    p, cores, (rows, cols), phases = problem, _config.cores(), _tiles(problem), len(_phases(problem))
+    per_row = _side(p) ** 2 * p.groups * (p.in_per_group + p.out_per_group) * cols * p.dtype.itemsize
     fits_rows = min(_CHUNK_BYTES, settings.budget // 4) // per_row
-    phases, rows = len(_phases(p)), _tiles(p)[0]
-    if p.batch * phases < cores and -(-rows // cores) * _row_columns(p, _tiles(p)[1]) >= FULL_RATE_GEMM["side"]:
+    if p.batch * phases < cores and -(-rows // cores) * _row_columns(p, cols) >= FULL_RATE_GEMM["side"]:
         fits_rows = min(fits_rows, -(-rows // cores))  # a chunk a core, its GEMMs still at the full rate
     if fits_rows < rows:
         return 1, even_chunk_length(rows, fits_rows, p.batch * phases, cores)
-    items = min(fits_rows // rows, max(1, _GROUPED_TILES // (rows * _tiles(p)[1])))
+    items = min(fits_rows // rows, max(1, _GROUPED_TILES // (rows * cols)))
     return even_chunk_length(p.batch, items, phases, cores), rows
 
 
