@@ -565,6 +565,29 @@ def test_large_kept_kernels_share_a_plan_only_with_equal_values(dtype, rng, plan
     assert len(plans_made) == 5
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_large_kernels_read_as_given_are_not_kept(dtype, rng, plans_made):
+    """A plain call whose plan reads a kernel over a MiB as it is (im2col's columns on the
+    CPU) keeps no plan, so later calls compare nothing: each makes its plan, with the same
+    method and bits, and a kernel changed in place gives its new result. A layer whose form
+    is made from the kernel (Winograd's) keeps its plan."""
+    x, w = random(rng, (1, 128, 14, 14), dtype), random(rng, (512, 128, 3, 3), dtype)  # 2.3 or 4.5 MiB
+    first = ac.conv(x, w, stride=2, padding=1)
+    assert plans_made == ["im2col"]
+    for _ in range(2):
+        np.testing.assert_array_equal(ac.conv(x, w, stride=2, padding=1), first)
+    assert plans_made == ["im2col"] * 3
+    assert_matches(first, reference_conv(x, w, stride=2, padding=1), dtype=dtype)
+    w *= -0.5  # changed in place
+    assert_matches(ac.conv(x, w, stride=2, padding=1), reference_conv(x, w, stride=2, padding=1), dtype=dtype)
+    plans_made.clear()
+    square = random(rng, (128, 128, 3, 3), dtype)  # 576 KiB or 1.1 MiB, by Winograd's transformed taps
+    expected = reference_conv(x, square, padding=1)
+    for _ in range(3):
+        assert_matches(ac.conv(x, square, padding=1), expected, dtype=dtype)
+    assert plans_made == ["im2col"]
+
+
 def test_options_given_as_lists_keep_the_plan_of_the_tuples_they_mean(rng, plans_made):
     """`axes`, `stride` or `padding` given as lists key the kept plan as the tuples they
     mean: one plan for both spellings, and the method choose_method reports. Found by the

@@ -9,7 +9,9 @@ with the same kernel values calls that plan. The plan is made from a copy of the
 and the kept plan keeps the old values. Such a call chooses its method for the calls to come
 (:data:`~arrayconv._choose.choice.KEPT_WITHIN`, :data:`~arrayconv._choose.choice.KEPT_EXTRA`): the
 fastest per later call among the methods whose one call is estimated near the fastest; the
-choice depends on the problem alone, so every call gives the same bits. Integer inputs (the plan's overflow guard reads the
+choice depends on the problem alone, so every call gives the same bits. A plan that reads a
+kernel over a MiB as it is (nothing prepared) is not kept: its later calls make their plan, which
+picks the same method, instead of comparing the kernel. Integer inputs (the plan's overflow guard reads the
 input's values), measured calls, larger kernels and CuPy arrays make their plan every time.
 """
 
@@ -37,6 +39,12 @@ KERNEL_BYTES = 16 << 20
 _BYTES_KEYED = 64 << 10
 _SAMPLED_WORDS = 64
 _plans = LRUCache("plain_call_plans", maxsize=64, maxbytes=64 << 20)
+# Calls (keyed but for their kernel's values) whose plan used a kernel over _AS_GIVEN_BYTES as it
+# is, nothing prepared (im2col's columns on the CPU): keeping the plan would save less than the
+# compare of the kernel each call costs (3x3 256 -> 512 on 14x14, 4.5 MiB: 2.15 -> 1.57 ms); under
+# about a MiB the compare costs less than making the plan again.
+_AS_GIVEN_BYTES = 1 << 20
+_forms_as_given = LRUCache("plain_call_kernels_as_given", maxsize=64)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,13 +74,25 @@ def plain_plan(
     key = _plan_key(op, x, kernels, options, measure, known_settings)
     if key is None:
         return make(*kernels, calls="one")
+    large = kernels[0].nbytes > _AS_GIVEN_BYTES
+    if large and _forms_as_given.get(_shapes_key(key)) is not None:
+        return make(*kernels, calls="one")  # the same pick: its one call is its later calls
     kept = _plans.get(key)
     if kept is not None and all(a is None or a.nbytes <= _BYTES_KEYED or np.array_equal(_words(a), _words(b)) for a, b in zip(kernels, kept.kernels)):
         return kept.plan
     copies = tuple(None if a is None else a.copy() for a in kernels)
     plan = make(*copies, calls="kept")
-    _plans.put(key, _Kept(plan, copies))
+    if large and plan.uses_kernel_as_given(copies[0]):
+        _forms_as_given.put(_shapes_key(key), True)
+    else:
+        _plans.put(key, _Kept(plan, copies))
     return plan
+
+
+def _shapes_key(key: tuple[Hashable, ...]) -> tuple[Hashable, ...]:
+    """A kept plan's `key` without the kernels' values: what :data:`_forms_as_given` holds."""
+    values: Any = key[3]
+    return (*key[:3], tuple(None if v is None else v[:2] for v in values), *key[4:])
 
 
 def _plan_key(op: str, x: Any, kernels: tuple[Any, ...], options: tuple[Hashable, ...], measure: object, known_settings: tuple[Hashable, ...] | None) -> tuple[Hashable, ...] | None:

@@ -352,6 +352,13 @@ class Plan:
         work = METHODS[self.method].work_dtype(spec.problem)
         return spec.same_layout and out.flags.c_contiguous and out.dtype == work
 
+    def uses_kernel_as_given(self, w: Array) -> bool:
+        """Whether the plan's method reads the kernel `w` it was made from as it is: its form is
+        a view of `w`'s samples, and its estimate counts nothing for making it."""
+        form, estimate = self._kernel, self.choice.estimates.get(self.method)  # none for a method asked for
+        prepared = 0.0 if estimate is None else estimate.prepare_seconds
+        return isinstance(form, np.ndarray) and isinstance(w, np.ndarray) and np.may_share_memory(form, w) and prepared == 0
+
     def _settings(self):
         if self._memory_limit is None:
             return contextlib.nullcontext()

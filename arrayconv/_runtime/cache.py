@@ -157,7 +157,8 @@ def cache_info() -> dict[str, CacheInfo]:
     ['conv_specs', 'correlate_specs', 'cpu_features', 'cuda_devices', 'cuda_kernels', 'cuda_shared_memory',
      'direct_cuda_launches', 'direct_cuda_problems', 'direct_form_estimates', 'direct_forms',
      'estimated_choices', 'fft_layouts', 'fitted_weights', 'measured_methods', 'oa_block_plans', 'one_maps',
-     'patch_layouts', 'plain_call_plans', 'problems', 'rates', 'tap_layouts', 'unplanned_calls']
+     'patch_layouts', 'plain_call_kernels_as_given', 'plain_call_plans', 'problems', 'rates', 'tap_layouts',
+     'unplanned_calls']
     """
     return {name: cache.info() for name, cache in sorted(_REGISTRY.items())}
 
