@@ -570,21 +570,29 @@ def test_large_kernels_read_as_given_are_not_kept(dtype, rng, plans_made):
     """A plain call whose plan reads a kernel over a MiB as it is (im2col's columns on the
     CPU) keeps no plan, so later calls compare nothing: each makes its plan, with the same
     method and bits, and a kernel changed in place gives its new result. A layer whose form
-    is made from the kernel (Winograd's) keeps its plan."""
+    is made from the kernel (Winograd's) keeps its plan. 'auto' picks one method for every
+    call, whichever it is (with numba or without)."""
     x, w = random(rng, (1, 128, 14, 14), dtype), random(rng, (512, 128, 3, 3), dtype)  # 2.3 or 4.5 MiB
-    first = ac.conv(x, w, stride=2, padding=1)
+    expected = reference_conv(x, w, stride=2, padding=1)
+    first = ac.conv(x, w, stride=2, padding=1, method="im2col")
     assert plans_made == ["im2col"]
     for _ in range(2):
-        np.testing.assert_array_equal(ac.conv(x, w, stride=2, padding=1), first)
+        np.testing.assert_array_equal(ac.conv(x, w, stride=2, padding=1, method="im2col"), first)
     assert plans_made == ["im2col"] * 3
-    assert_matches(first, reference_conv(x, w, stride=2, padding=1), dtype=dtype)
+    assert_matches(first, expected, dtype=dtype)
+    plans_made.clear()
+    picked = [ac.conv(x, w, stride=2, padding=1) for _ in range(3)]
+    assert len(set(plans_made)) == 1, plans_made
+    for result in picked:
+        np.testing.assert_array_equal(result, picked[0])
+    assert_matches(picked[0], expected, dtype=dtype)
     w *= -0.5  # changed in place
-    assert_matches(ac.conv(x, w, stride=2, padding=1), reference_conv(x, w, stride=2, padding=1), dtype=dtype)
+    assert_matches(ac.conv(x, w, stride=2, padding=1, method="im2col"), -0.5 * expected, dtype=dtype)
     plans_made.clear()
     square = random(rng, (128, 128, 3, 3), dtype)  # 576 KiB or 1.1 MiB, by Winograd's transformed taps
     expected = reference_conv(x, square, padding=1)
     for _ in range(3):
-        assert_matches(ac.conv(x, square, padding=1), expected, dtype=dtype)
+        assert_matches(ac.conv(x, square, padding=1, method="im2col"), expected, dtype=dtype)
     assert plans_made == ["im2col"]
 
 
