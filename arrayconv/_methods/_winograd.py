@@ -135,29 +135,52 @@ def run(x: Array, kernel: WinogradKernel, problem: Problem, backend: Backend, ou
     chunks = [(b0, min(b0 + items, p.batch), phase, t0, min(t0 + chunk_rows, rows)) for b0 in range(0, p.batch, items)
               for phase in _phases(p) for rows in [_phase_tiles(p, phase)[0]] for t0 in range(0, rows, chunk_rows)]
 
-    def fill(chunk: tuple[int, int, tuple[int, int], int, int], gemm: Gemm) -> None:
+    def fill(chunk: tuple[int, int, tuple[int, tuple[int, ...]], int, int], gemm: Gemm) -> None:
         _run_chunk(x, kernel.taps, p, backend, out, gemm, *chunk)
 
     run_gemm_jobs(chunks, fill, gemm_lanes(settings.workers), _macs_per_chunk(p, settings))
 
 
-def _phases(problem: Problem) -> list[tuple[int, int]]:
-    """The first output row and column of each phase: the outputs a dilation apart, which
-    read only the input rows and columns a dilation apart (one phase without dilation)."""
+def _phases(problem: Problem) -> list[tuple[int, tuple[int, ...]]]:
+    """The first output row of each phase (the outputs a dilation apart, which read only the
+    input rows and columns a dilation apart; one phase without dilation), with the first
+    output columns of the column phases whose tiles lie side by side in its grid: all of
+    them, unless the transforms run as lines (:func:`_as_lines`), where each is a phase of
+    its own. Side by side, their rows of tiles are as long as an undilated kernel's: the
+    transforms loop over long rows, the GEMMs are wide (3x3, 64 -> 64 on 56x56, dilated 2:
+    two rows of 15 tiles, not four of 7)."""
     (dy, dx), (ho, wo) = problem.dilation, problem.out_spatial
-    return [(py, px) for py in range(min(dy, ho)) for px in range(min(dx, wo))]
+    columns = tuple(range(min(dx, wo)))
+    if _as_lines(problem):
+        return [(py, (px,)) for py in range(min(dy, ho)) for px in columns]
+    return [(py, columns) for py in range(min(dy, ho))]
 
 
-def _phase_tiles(problem: Problem, phase: tuple[int, int]) -> tuple[int, int]:
+def _column_blocks(problem: Problem, columns: tuple[int, ...]) -> list[tuple[int, int, int]]:
+    """Each column phase of `columns` side by side in a grid: its first output column, its
+    first tile and its tiles. Between two, the tiles that read the first's last samples and
+    the second's first are made and dropped."""
+    p, t = problem, _tile(problem)
+    gap = -(-(_side(p) - t) // t)  # a block's last tile reads n - t samples past its own
+    blocks, first = [], 0
+    for px in columns:
+        tiles = -(-len(range(px, p.out_spatial[1], p.dilation[1])) // t)
+        blocks.append((px, first, tiles))
+        first += tiles + gap
+    return blocks
+
+
+def _phase_tiles(problem: Problem, phase: tuple[int, tuple[int, ...]]) -> tuple[int, int]:
     """Rows and columns of output tiles of `phase` (:func:`_tile`; the last ones cropped
-    where they reach past its output)."""
-    m = _tile(problem)
-    return tuple(-(-len(range(first, n, d)) // m) for first, n, d in zip(phase, problem.out_spatial, problem.dilation))  # type: ignore[return-value]
+    where they reach past its output), its column phases' side by side."""
+    (py, columns), (dy, _), t = phase, problem.dilation, _tile(problem)
+    _, first, tiles = _column_blocks(problem, columns)[-1]
+    return -(-len(range(py, problem.out_spatial[0], dy)) // t), first + tiles
 
 
 def _tiles(problem: Problem) -> tuple[int, int]:
     """Rows and columns of tiles of the largest phase, the first."""
-    return _phase_tiles(problem, (0, 0))
+    return _phase_tiles(problem, _phases(problem)[0])
 
 
 def _tile(problem: Problem) -> int:
@@ -201,25 +224,29 @@ def _grid_span(first: int, step: int, count: int, length: int) -> tuple[slice, s
     return slice(lo, hi), slice(first + step * lo, first + step * hi, step)
 
 
-def _run_chunk(x: Array, taps: Array, problem: Problem, backend: Backend, out: Array, gemm: Gemm, b0: int, b1: int, phase: tuple[int, int], t0: int, t1: int) -> None:
+def _run_chunk(x: Array, taps: Array, problem: Problem, backend: Backend, out: Array, gemm: Gemm, b0: int, b1: int, phase: tuple[int, tuple[int, ...]], t0: int, t1: int) -> None:
     """Tile rows ``t0:t1`` of batch items ``b0:b1`` in `phase`: their input rows,
-    zero-padded; the input's transform ``B^T d B`` of each item; the GEMMs of all; the
-    output's transform ``A^T m A`` of each item into `out`."""
-    p, (py, px), (dy, dx), n, t = problem, phase, problem.dilation, _side(problem), _tile(problem)
+    zero-padded (each column phase's side by side); the input's transform ``B^T d B`` of
+    each item; the GEMMs of all; the output's transform ``A^T m A`` of each item and
+    column phase into `out`."""
+    p, (py, phase_columns), (dy, dx), n, t = problem, phase, problem.dilation, _side(problem), _tile(problem)
     items, rows, cols = b1 - b0, t1 - t0, _phase_tiles(p, phase)[1]
     lead, wide = (p.groups, p.in_per_group), _row_columns(p, cols)
-    first_row, first_col = py + t * t0 * dy - p.pad_lo[0], px - p.pad_lo[1]  # the input's sample at the grid's first
+    first_row = py + t * t0 * dy - p.pad_lo[0]  # the input's row at the grid's first
     v, v_samples, v_plane = _planes("winograd.v", n, (*lead, items, rows, wide), x.dtype, backend)
     m, m_samples, m_plane = _planes("winograd.m", n, (p.groups, p.out_per_group, items, rows, wide), x.dtype, backend)
-    targets = out[b0:b1, :, :, py + t * t0 * dy : min(py + t * t1 * dy, p.out_spatial[0]) : dy, px::dx]
+    out_rows = slice(py + t * t0 * dy, min(py + t * t1 * dy, p.out_spatial[0]), dy)
+    blocks = _column_blocks(p, phase_columns)
+    targets = [out[b0:b1, :, :, out_rows, px::dx] for px, _, _ in blocks]
     columns = items * rows * wide
     # As lines: the grid by phase (grid[..., f, e, r, q] is its sample (t * r + f, t * q + e)),
     # each item's tiles of each channel one line of the planes.
     if _as_lines(p):
         loops = _compiled_transforms()
         assert loops is not None  # _as_lines: numba's loops only
+        [(px, _, _)], [target] = blocks, targets
         grid = scratch("winograd.grid", (items, *lead, t, t, rows + (n - 1) // t, wide), x.dtype, backend)
-        getattr(loops, f"fill_phases_{t}")(x[b0:b1], grid, first_row, first_col, dy, dx)
+        getattr(loops, f"fill_phases_{t}")(x[b0:b1], grid, first_row, px - p.pad_lo[1], dy, dx)
         factors, sums = _COEFFICIENTS.astype(x.dtype), scratch("winograd.sums", (n, t, rows * wide + (n - 1) // t), x.dtype, backend)
         to_v, from_m = getattr(loops, f"forward_lines_6_{t}"), getattr(loops, f"backward_lines_6_{t}")
 
@@ -227,17 +254,18 @@ def _run_chunk(x: Array, taps: Array, problem: Problem, backend: Backend, out: A
             to_v(grid[i], v_samples, v_plane, i * rows * wide, columns, factors, sums)
 
         def backward(i: int) -> None:
-            from_m(m_samples, m_plane, i * rows * wide, columns, rows, wide, targets[i], factors, sums)
+            from_m(m_samples, m_plane, i * rows * wide, columns, rows, wide, target[i], factors, sums)
     else:
         grid = scratch("winograd.grid", (items, *lead, t * rows + n - t, t * cols + n - t), x.dtype, backend)
-        _fill(grid, x[b0:b1], (first_row, first_col), (dy, dx))
+        _fill_blocks(grid, x[b0:b1], first_row, blocks, p)
         to_tiles, from_tiles = _transforms(n, t, x.dtype, cols, grid.shape[4], backend)
 
         def forward(i: int) -> None:
             to_tiles(grid[i], v[:, :, :, :, i])
 
         def backward(i: int) -> None:
-            from_tiles(m[:, :, :, :, i], targets[i])
+            for (_, first, tiles), target in zip(blocks, targets):
+                from_tiles(m[:, :, :, :, i, :, first : first + tiles], target[i])
     for i in range(items):
         forward(i)
     gemm(taps, v.reshape(n * n, *lead, columns), m.reshape(n * n, p.groups, p.out_per_group, columns))
@@ -258,6 +286,29 @@ def _row_columns(problem: Problem, cols: int) -> int:
     transforms run as lines (:func:`_as_lines`), the (n - 1) // t that each line makes past
     a row's tiles (from the next row's samples, and unused)."""
     return cols + (_side(problem) - 1) // _tile(problem) if _as_lines(problem) else cols
+
+
+def _fill_blocks(grid: Array, x: Array, first_row: int, blocks: list[tuple[int, int, int]], problem: Problem) -> None:
+    """``grid[..., r, :]``: the input's row ``first_row + r * dy``, each column phase of
+    `blocks` ``(px, first tile, tiles)`` in its block of columns, zero past the input's
+    edges and under the tiles dropped between two blocks. Column phases a step of 2 or more
+    apart by numba's loop where it is installed (a row read once; NumPy's strided copies
+    took 2.5x as long)."""
+    p, t, n = problem, _tile(problem), _side(problem)
+    (dy, dx), pad = p.dilation, p.pad_lo[1]
+    loops = _compiled_transforms()
+    if dx > 1 and loops is not None:
+        cols = np.full(grid.shape[-1], -1, np.int64)
+        for px, first, tiles in blocks:
+            span = np.arange(px - pad, px - pad + dx * (t * tiles + n - t), dx)
+            cols[t * first : t * first + span.size] = np.where((span >= 0) & (span < x.shape[-1]), span, -1)
+        loops.fill_mapped(x, grid, first_row, dy, cols)
+        return
+    end = 0
+    for px, first, tiles in blocks:
+        grid[..., min(t * end + n - t, t * first) : t * first] = 0  # read only by tiles dropped between two blocks
+        end = first + tiles
+        _fill(grid[..., t * first : t * end + n - t], x, (first_row, px - pad), (dy, dx))
 
 
 def _fill(grid: Array, x: Array, first: tuple[int, int], step: tuple[int, int]) -> None:
@@ -406,7 +457,7 @@ def temp_bytes(problem: Problem, settings: Settings) -> int:
     return gemm_lanes(settings.workers) * per_lane
 
 
-_VERSION = 8  # bump when the source below changes: numba keys its cache by file
+_VERSION = 9  # bump when the source below changes: numba keys its cache by file
 
 _TRANSFORMS_SOURCE = '''"""Generated by arrayconv._methods._winograd: F(2x2, 3x3)'s, F(4x4, 3x3)'s and F(2x2, 5x5)'s transforms, tile by tile."""
 from numba import njit
@@ -610,4 +661,24 @@ def _lines_source(tile: int, at: np.ndarray) -> str:
     return "\n".join(lines + _tile_columns(tile, at, "t[{b}, i, base + q]")) + "\n"
 
 
-_TRANSFORMS_SOURCE += _six_by_six_source(4, _OUTPUT_43) + _lines_source(2, _OUTPUT_5)
+_TRANSFORMS_SOURCE += _six_by_six_source(4, _OUTPUT_43) + _lines_source(2, _OUTPUT_5) + '''
+
+@njit(nogil=True, cache=True)
+def fill_mapped(x, grid, first_row, dy, cols):
+    """grid[i, g, c, r, j] = x[i, g, c, first_row + dy * r, cols[j]], zero past the rows of
+    x and where cols[j] is -1."""
+    H = x.shape[3]
+    for i in range(grid.shape[0]):
+        for g in range(grid.shape[1]):
+            for c in range(grid.shape[2]):
+                for r in range(grid.shape[3]):
+                    dst, row = grid[i, g, c, r], first_row + dy * r
+                    if row < 0 or row >= H:
+                        for j in range(dst.shape[0]):
+                            dst[j] = 0
+                        continue
+                    src = x[i, g, c, row]
+                    for j in range(dst.shape[0]):
+                        k = cols[j]
+                        dst[j] = src[k] if k >= 0 else 0
+'''
