@@ -13,7 +13,7 @@ import pytest
 from _reference import assert_matches, random, reference_conv, reference_correlate
 
 import arrayconv as ac
-from arrayconv._methods import _channels
+from arrayconv._methods import _channels, _compiled
 from arrayconv._runtime import config as _config
 from arrayconv._runtime import threads as _threads
 from arrayconv._runtime.threads import gemm_lanes, one_blas_thread, run_parallel
@@ -455,17 +455,27 @@ def test_one_chunk_whose_gemm_is_split_gives_the_same_bits_on_any_workers(dtype,
     assert_matches(one, reference_conv(x, w, padding=padding), dtype=dtype)
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_a_split_stack_of_gemms_runs_whole_gemms_with_the_bits_of_one_call(dtype, monkeypatch, rng):
-    """A stack of at least 4 GEMMs a part is split by whole GEMMs, each as wide as it is; a
-    shorter one by columns."""
-    calls, matmul = [], np.matmul
+_MATMUL = np.matmul
+
+
+@pytest.fixture
+def matmul_calls(monkeypatch):  # type: ignore[no-untyped-def]
+    """The shapes of `a` and `b` of every ``np.matmul`` call, recorded as they are made."""
+    calls = []
 
     def recording(a, b, out):  # type: ignore[no-untyped-def]
         calls.append((a.shape, b.shape))
-        return matmul(a, b, out=out)
+        return _MATMUL(a, b, out=out)
 
     monkeypatch.setattr(np, "matmul", recording)
+    return calls
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_split_stack_of_gemms_runs_whole_gemms_with_the_bits_of_one_call(dtype, matmul_calls, rng):
+    """A stack of at least 4 GEMMs a part is split by whole GEMMs, each as wide as it is; a
+    shorter one by columns."""
+    calls, matmul = matmul_calls, _MATMUL
     a, b = random(rng, (16, 2, 24, 20), dtype), random(rng, (16, 2, 20, 49), dtype)
     out = np.empty((16, 2, 24, 49), dtype)
     _threads.matmul_split(a, b, out, parts=2, threads=2)
@@ -475,6 +485,25 @@ def test_a_split_stack_of_gemms_runs_whole_gemms_with_the_bits_of_one_call(dtype
     _threads.matmul_split(a[:7], b[:7], out[:7], parts=2, threads=2)
     assert sorted(calls) == [((7, 2, 24, 20), (7, 2, 20, 17)), ((7, 2, 24, 20), (7, 2, 20, 32))], calls
     assert_matches(out[:7], matmul(a[:7], b[:7]), dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_one_image_of_few_columns_a_core_runs_one_gemm_split_by_its_rows(dtype, matmul_calls, monkeypatch, rng):
+    """One 10x10 image, 3x3 stride 2, 64 -> 160 channels: 25 output samples, too few to cut a
+    chunk a core, so one chunk whose GEMM runs in two blocks of output channels (of the
+    kernel's rows), each as wide as the whole, with the same bits on one worker as on two."""
+    pytest.importorskip("threadpoolctl")
+    monkeypatch.setattr(_threads, "_blas_controller", None)
+    monkeypatch.setattr(_threads, "_SPLIT_MACS", 1)
+    monkeypatch.setattr(_config, "_CORES", 2)
+    calls = matmul_calls
+    x, w = random(rng, (1, 64, 10, 10), dtype), random(rng, (160, 64, 3, 3), dtype)
+    with ac.config(workers=1):
+        one = ac.conv(x, w, padding=1, stride=2, method="im2col")
+    assert sorted(calls) == [((1, 80, 576), (1, 1, 576, 25))] * 2, calls
+    with ac.config(workers=2):
+        np.testing.assert_array_equal(ac.conv(x, w, padding=1, stride=2, method="im2col"), one)
+    assert_matches(one, reference_conv(x, w, padding=1, stride=2), dtype=dtype)
 
 
 def test_winograds_one_chunk_counts_its_whole_stack_of_gemms_to_split(monkeypatch, rng):
@@ -496,7 +525,8 @@ def test_winograds_one_chunk_counts_its_whole_stack_of_gemms_to_split(monkeypatc
 def test_winograds_one_image_of_many_tiles_is_a_chunk_a_core(dtype, monkeypatch, rng):
     """One 56x56 image, 64 -> 64 channels: its tile rows are cut a chunk a core, which the
     lanes share (the GEMMs of either half still 98 or more tiles wide), with the same bits
-    on one worker as on two."""
+    on one worker as on two. Without numba (F(2x2, 3x3), NumPy's transforms) float64's
+    chunks are cut smaller, to fit their bytes: four."""
     from arrayconv._methods import _winograd
 
     pytest.importorskip("threadpoolctl")
@@ -505,13 +535,14 @@ def test_winograds_one_image_of_many_tiles_is_a_chunk_a_core(dtype, monkeypatch,
     threads, run_chunk = [], _winograd._run_chunk
     monkeypatch.setattr(_winograd, "_run_chunk", lambda *args: threads.append(threading.get_ident()) or run_chunk(*args))
     x, w = random(rng, (1, 64, 56, 56), dtype), random(rng, (64, 64, 3, 3), dtype)
+    chunks = 4 if dtype == "float64" and not _compiled.available() else 2
     with ac.config(workers=1):
         one = ac.conv(x, w, padding=1, method="im2col")
-    assert len(threads) == 2, threads
+    assert len(threads) == chunks, threads
     threads.clear()
     with ac.config(workers=2):
         np.testing.assert_array_equal(ac.conv(x, w, padding=1, method="im2col"), one)
-    assert len(threads) == 2, threads
+    assert len(threads) == chunks, threads
     assert_matches(one, reference_conv(x, w, padding=1), dtype=dtype)
 
 
