@@ -324,17 +324,14 @@ def _exact_lanes(problem: Problem, settings: Settings) -> tuple[int, int]:
     row of them (else one thread), and fewer items than cores whose GEMMs are worth
     splitting are cut in rows, a chunk a core at least, so that every core gathers columns
     (a 3x3 stride-2 64 -> 128 layer on 56x56, batch 1: 0.95x the time of one chunk whose
-    GEMM alone is split), where each core's columns reach the GEMM rate
-    (``FULL_RATE_GEMM``); fewer make one chunk, whose GEMM is split by output channels
-    (3x3 stride 2, 256 -> 512 on 14x14: 1.5 -> 1.1 ms)."""
+    GEMM alone is split)."""
     p, budget, cores = problem, settings.budget // 2, _config.cores()
     lanes = gemm_lanes(settings.workers)
     row_bytes = _row_bytes(p, exact=True)
     if budget // lanes < row_bytes:
         lanes = 1
     chunk = min(_cpu_chunk_bytes(p), budget // lanes)
-    wide = -(-p.out_spatial[0] // cores) * math.prod(p.out_spatial[1:]) >= FULL_RATE_GEMM["side"]
-    if p.batch < cores and splits_gemm(p.macs // p.batch) and wide:
+    if p.batch < cores and splits_gemm(p.macs // p.batch):
         chunk = min(chunk, row_bytes * -(-p.out_spatial[0] // cores))
     return lanes, max(1, chunk)
 
