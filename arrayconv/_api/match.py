@@ -35,6 +35,7 @@ from .._methods import compiled_loops, window_scores
 from .._plan.plan import check_memory
 from .._runtime import config as _config
 from .._runtime.backend import Array, Backend, get_backend, on_arrays_device
+from .._runtime.scratch import reused
 from .._runtime.threads import run_parallel
 from .._spec.boundary import EDGE_RULES, EdgeRule, edge_rule, extend, fill_number
 from .._spec.problem import as_array, check_broadcast, check_choice, check_real, check_same_ndim, normalize_axes
@@ -140,7 +141,9 @@ def match_template(
     # is then scored by 'valid' correlations.
     pads = [mode_padding(image.shape[ax], template.shape[ax], mode) for ax in axes]
     _check_memory(image, template, axes, pads, dtype, backend)  # before the extended copy
-    x = extend(xp, image, axes, pads, EDGE_RULES[edge_rule(boundary)], fill, dtype=dtype)  # a new array
+    shape = tuple(n + sum(pads[axes.index(ax)]) if ax in axes else n for ax, n in enumerate(image.shape))
+    into = reused("match.x", shape, dtype, backend) if backend.name == "numpy" else None  # no fresh pages each call
+    x = extend(xp, image, axes, pads, EDGE_RULES[edge_rule(boundary)], fill, dtype=dtype, into=into)  # not the image
     mean, finite = _finite_mean(x, xp)
     x -= xp.asarray(mean, dtype)
 
@@ -251,11 +254,11 @@ _RUNNING_TAPS = 32
 
 
 def _mean_square(x: Array, xp: Any) -> float:
-    """About the mean of `x`'s squares, from some 65536 of them in float64 (a float32 dot
+    """About the mean of `x`'s squares, from some 8192 of them in float64 (a float32 dot
     product would overflow past 1.8e19): any constant gives the same window sums, this one
     keeps running sums of the squares less it near zero."""
-    sample = x.ravel()[:: max(1, x.size // 65536)].astype(np.float64)
-    return float(xp.mean(sample * sample))
+    sample = x.ravel()[:: max(1, x.size // 8192)].astype(np.float64)
+    return float(xp.dot(sample, sample)) / sample.size
 
 
 def _running_sums(a: Array, k: int, axis: int) -> Array:
