@@ -505,6 +505,24 @@ def test_one_gemm_of_few_columns_is_split_by_its_rows(dtype, matmul_calls, monke
     assert_matches(one, reference_conv(x, w), dtype=dtype)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_one_image_too_narrow_to_cut_in_rows_is_cut_in_output_channels(dtype, matmul_calls, monkeypatch, rng):
+    """One 10x10 image, 3x3 stride 2, 16 -> 160 channels: 25 output samples, too few for
+    a chunk of rows a core, so each core gathers all the columns and makes half the output
+    channels, with the same bits on one worker as on two."""
+    pytest.importorskip("threadpoolctl")
+    monkeypatch.setattr(_threads, "_blas_controller", None)
+    monkeypatch.setattr(_threads, "_SPLIT_MACS", 1)
+    monkeypatch.setattr(_config, "_CORES", 2)
+    x, w = random(rng, (1, 16, 10, 10), dtype), random(rng, (160, 16, 3, 3), dtype)
+    with ac.config(workers=1):
+        one = ac.conv(x, w, padding=1, stride=2, method="im2col")
+    assert sorted(matmul_calls) == [((1, 80, 144), (1, 1, 144, 25))] * 2, matmul_calls
+    with ac.config(workers=2):
+        np.testing.assert_array_equal(ac.conv(x, w, padding=1, stride=2, method="im2col"), one)
+    assert_matches(one, reference_conv(x, w, padding=1, stride=2), dtype=dtype)
+
+
 def test_winograds_one_chunk_counts_its_whole_stack_of_gemms_to_split(monkeypatch, rng):
     """One 14x14 image, 256 -> 256 channels: one chunk of tiles whose 16 GEMMs (51 million
     multiply-adds, 3.2 million each) are split over two lanes, not left to one."""
