@@ -471,6 +471,15 @@ def matmul_calls(monkeypatch):  # type: ignore[no-untyped-def]
     return calls
 
 
+@pytest.fixture
+def split_on_two_cores(monkeypatch):  # type: ignore[no-untyped-def]
+    """Two cores, threadpoolctl's view of BLAS made afresh, every GEMM worth splitting."""
+    pytest.importorskip("threadpoolctl")
+    monkeypatch.setattr(_threads, "_blas_controller", None)
+    monkeypatch.setattr(_threads, "_SPLIT_MACS", 1)
+    monkeypatch.setattr(_config, "_CORES", 2)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_a_split_stack_of_gemms_runs_whole_gemms_with_the_bits_of_one_call(dtype, matmul_calls, rng):
     """A stack of at least 4 GEMMs a part is split by whole GEMMs, each as wide as it is; a
@@ -488,14 +497,10 @@ def test_a_split_stack_of_gemms_runs_whole_gemms_with_the_bits_of_one_call(dtype
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_one_gemm_of_few_columns_is_split_by_its_rows(dtype, matmul_calls, monkeypatch, rng):
+def test_one_gemm_of_few_columns_is_split_by_its_rows(dtype, matmul_calls, split_on_two_cores, rng):
     """One 5x5 image, a 1x1 layer of 64 -> 160 channels: 25 columns, too few for a block
     of them a core, so the GEMM runs in two blocks of output channels (of the kernel's
     rows), each as wide as the whole, with the same bits on one worker as on two."""
-    pytest.importorskip("threadpoolctl")
-    monkeypatch.setattr(_threads, "_blas_controller", None)
-    monkeypatch.setattr(_threads, "_SPLIT_MACS", 1)
-    monkeypatch.setattr(_config, "_CORES", 2)
     x, w = random(rng, (1, 64, 5, 5), dtype), random(rng, (160, 64, 1, 1), dtype)
     with ac.config(workers=1):
         one = ac.conv(x, w, method="direct")
@@ -506,14 +511,10 @@ def test_one_gemm_of_few_columns_is_split_by_its_rows(dtype, matmul_calls, monke
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_one_image_too_narrow_to_cut_in_rows_is_cut_in_output_channels(dtype, matmul_calls, monkeypatch, rng):
+def test_one_image_too_narrow_to_cut_in_rows_is_cut_in_output_channels(dtype, matmul_calls, split_on_two_cores, rng):
     """One 10x10 image, 3x3 stride 2, 16 -> 160 channels: 25 output samples, too few for
     a chunk of rows a core, so each core gathers all the columns and makes half the output
     channels, with the same bits on one worker as on two."""
-    pytest.importorskip("threadpoolctl")
-    monkeypatch.setattr(_threads, "_blas_controller", None)
-    monkeypatch.setattr(_threads, "_SPLIT_MACS", 1)
-    monkeypatch.setattr(_config, "_CORES", 2)
     x, w = random(rng, (1, 16, 10, 10), dtype), random(rng, (160, 16, 3, 3), dtype)
     with ac.config(workers=1):
         one = ac.conv(x, w, padding=1, stride=2, method="im2col")
