@@ -318,7 +318,7 @@ def matmul_split(a: Any, b: Any, out: Any, parts: int, threads: int) -> None:
 
 # GEMMs narrower than this side a part are split by rows, not columns: each part then reads
 # its share of `a` (a layer's kernel) once, not all of it at a fraction of the width (512 x
-# 2304 x 49 float32 on two Zen 2 cores: 0.82 ms a half of the rows, 1.10 ms of the columns).
+# 2304 x 49 float32 on a Zen 2 core: half of the rows 0.82 ms, half of the columns 1.10 ms).
 _FULL_RATE_GEMM = fitted("rates", "FULL_RATE_GEMM")
 # Multiply-adds of a GEMM call worth sharing over threads: about 3 ms on one core; shorter
 # calls lose more to waking a thread than they share. Blocks of columns: whole cache lines.
