@@ -141,7 +141,7 @@ def match_template(
     # is then scored by 'valid' correlations.
     pads = [mode_padding(image.shape[ax], template.shape[ax], mode) for ax in axes]
     _check_memory(image, template, axes, pads, dtype, backend)  # before the extended copy
-    shape = tuple(n + sum(pads[axes.index(ax)]) if ax in axes else n for ax, n in enumerate(image.shape))
+    shape = _extended_shape(image.shape, axes, pads)
     into = reused("match.x", shape, dtype, backend) if backend.name == "numpy" else None  # no fresh pages each call
     x = extend(xp, image, axes, pads, EDGE_RULES[edge_rule(boundary)], fill, dtype=dtype, into=into)  # not the image
     mean, finite = _finite_mean(x, xp)
@@ -295,13 +295,19 @@ def _scores(numerator: Array, sums: Array, squares: Array, samples: int, xp: Any
     return xp.where(flat, xp.zeros((), scores.dtype), scores)  # `flat` may broadcast over templates
 
 
+def _extended_shape(shape: tuple[int, ...], axes: tuple[int, ...], pads: list[tuple[int, int]]) -> tuple[int, ...]:
+    """`shape` extended by ``pads[i] = (before, after)`` along ``axes[i]``."""
+    extended = list(shape)
+    for ax, (lo, hi) in zip(axes, pads):
+        extended[ax] += lo + hi
+    return tuple(extended)
+
+
 def _check_memory(image: Array, template: Array, axes: tuple[int, ...], pads: list[tuple[int, int]], dtype: np.dtype, backend: Backend) -> None:
     """Refuse, before any work, arrays that the device's memory cannot hold: the extended
     image, its correlation with the template and the scores; warn where the first two,
     the temporaries, exceed the memory budget (:func:`._plan.check_memory`)."""
-    extended = list(image.shape)
-    for ax, (lo, hi) in zip(axes, pads):
-        extended[ax] += lo + hi
+    extended = _extended_shape(image.shape, axes, pads)
     scores = [n - k + 1 if ax in axes else max(n, k) for ax, (n, k) in enumerate(zip(extended, template.shape))]
     extended_bytes, scores_bytes = math.prod(extended) * dtype.itemsize, math.prod(scores) * dtype.itemsize
     check_memory(
